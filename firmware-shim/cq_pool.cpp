@@ -1,0 +1,124 @@
+#include "firmware-shim/cq_pool.h"
+
+#include "model/common/log.h"
+
+namespace vhca {
+
+const char* poll_context_name(PollContext c) {
+  switch (c) {
+    case PollContext::direct: return "direct";
+    case PollContext::softirq: return "softirq";
+    case PollContext::thread: return "thread";
+    case PollContext::workqueue: return "workqueue";
+  }
+  return "?";
+}
+
+Poller::Poller(HostCpu& cpu, CpuContext ctx, sc_core::sc_time latency, const CqPoolConfig& cfg,
+               std::function<int(IbCq&, int, CpuContext)> process)
+    : cpu_(cpu), ctx_(ctx), latency_(latency), cfg_(cfg), process_(std::move(process)) {
+  sc_core::sc_spawn_options opts;
+  sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name("poller"), &opts);
+}
+
+void Poller::schedule(IbCq& cq) {
+  if (cq.queued) return;
+  cq.queued = true;
+  queue_.push_back(&cq);
+  work_.notify(latency_);
+}
+
+// Round-robin over the CQs with pending work, one budget per turn. A CQ that used its whole
+// budget goes to the back of the queue; one that drained is re-armed, and polled again if the
+// re-arm reports missed events.
+void Poller::run() {
+  for (;;) {
+    while (queue_.empty()) sc_core::wait(work_);
+    ++runs_;
+    while (!queue_.empty()) {
+      IbCq* cq = queue_.front();
+      queue_.pop_front();
+      ++cq->turns;
+      int n = process_(*cq, cfg_.budget, ctx_);
+      if (n >= cfg_.budget) {
+        queue_.push_back(cq);
+        continue;
+      }
+      ++cq->rearms;
+      if (verbs::req_notify_cq(*cq->cq, kNotifyNext | kReportMissedEvents, ctx_) > 0) {
+        ++cq->missed_events;
+        queue_.push_back(cq);
+        continue;
+      }
+      cq->queued = false;
+    }
+  }
+}
+
+CqPool::CqPool(Driver& dev, const CqPoolConfig& cfg) : dev_(dev), cfg_(cfg) {}
+CqPool::~CqPool() = default;
+
+Poller& CqPool::poller_for(PollContext ctx, uint32_t vector) {
+  const HostCpuConfig& c = dev_.cpu().config();
+  auto proc = [this](IbCq& cq, int budget, CpuContext cc) { return process(cq, budget, cc); };
+  if (ctx == PollContext::thread) {  // one kthread per CQ
+    own_pollers_.push_back(std::make_unique<Poller>(dev_.cpu(), CpuContext::thread, c.thread_latency, cfg_, proc));
+    return *own_pollers_.back();
+  }
+  // softirq: one poll list per vector (per CPU in Linux); workqueue: one shared worker.
+  auto key = std::make_pair(int(ctx), ctx == PollContext::softirq ? vector : 0u);
+  auto& slot = shared_pollers_[key];
+  if (!slot) {
+    slot = ctx == PollContext::softirq
+               ? std::make_unique<Poller>(dev_.cpu(), CpuContext::softirq, c.softirq_latency, cfg_, proc)
+               : std::make_unique<Poller>(dev_.cpu(), CpuContext::workqueue, c.workqueue_latency, cfg_, proc);
+  }
+  return *slot;
+}
+
+IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const CqModeration& mod) {
+  Cq* cq = nullptr;
+  if (verbs::create_cq(dev_, nr_cqe, comp_vector, &cq, mod) != 0) return nullptr;
+  auto* ib = new IbCq;
+  ib->cq = cq;
+  ib->context = ctx;
+  cq->context = ib;
+  if (ctx != PollContext::direct) {
+    ib->poller = &poller_for(ctx, comp_vector);
+    verbs::set_comp_handler(*cq, [ib](Cq&) { ib->poller->schedule(*ib); });
+    verbs::req_notify_cq(*cq, kNotifyNext, CpuContext::app);
+  }
+  return ib;
+}
+
+int CqPool::free_cq(IbCq* ib) {
+  int rc = verbs::destroy_cq(ib->cq);
+  if (rc == 0) delete ib;
+  return rc;
+}
+
+int CqPool::process_cq_direct(IbCq& cq, int budget) { return process(cq, budget, CpuContext::app); }
+
+int CqPool::process(IbCq& ib, int budget, CpuContext ctx) {
+  std::vector<Wc> wcs(size_t(cfg_.batch));
+  int completed = 0;
+  while (completed < budget) {
+    int n = verbs::poll_cq(*ib.cq, std::min(cfg_.batch, budget - completed), wcs.data(), ctx);
+    if (n <= 0) break;
+    for (int i = 0; i < n; ++i) {
+      auto* done = reinterpret_cast<CqeDone*>(wcs[size_t(i)].wr_id);
+      if (!live_.count(done) || !done->done) {
+        ++unknown_wr_ids_;
+        log::error("CQ {}: completion with wr_id {:#x} names no registered CqeDone: not dispatched", ib.cq->cqn,
+                   wcs[size_t(i)].wr_id);
+        continue;
+      }
+      done->done(ib, wcs[size_t(i)]);
+    }
+    completed += n;
+  }
+  ib.completions += uint64_t(completed);
+  return completed;
+}
+
+}  // namespace vhca

@@ -1,0 +1,89 @@
+// The kernel-style CQ abstraction (S23, after ib_alloc_cq): a CQ is allocated with a polling
+// context; completions are dispatched to per-WR `done` callbacks (the WR's wr_id names its
+// CqeDone); polling is budgeted; re-arming reports missed events and polls again; CQs that share
+// a vector are served round-robin, one budget per turn, so a flooded CQ cannot starve another.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <systemc>
+#include <vector>
+
+#include "firmware-shim/verbs.h"
+
+namespace vhca {
+
+enum class PollContext : uint8_t { direct, softirq, thread, workqueue };
+const char* poll_context_name(PollContext c);
+
+struct IbCq;
+
+// Embed one in each request; put its address in the WR's wr_id (CqPool::wr_id_of).
+struct CqeDone {
+  std::function<void(IbCq&, const Wc&)> done;
+};
+
+struct IbCq {
+  Cq* cq = nullptr;
+  PollContext context = PollContext::direct;
+  class Poller* poller = nullptr;
+  bool queued = false;
+  uint64_t completions = 0, turns = 0, rearms = 0, missed_events = 0;
+};
+
+struct CqPoolConfig {
+  int budget = 16;      // CQEs per CQ per turn (IB_POLL_BUDGET-like)
+  int batch = 16;       // CQEs per poll_cq call (IB_POLL_BATCH)
+};
+
+class Poller {
+ public:
+  Poller(HostCpu& cpu, CpuContext ctx, sc_core::sc_time latency, const CqPoolConfig& cfg,
+         std::function<int(IbCq&, int, CpuContext)> process);
+  void schedule(IbCq& cq);  // from the completion handler (hard-IRQ)
+  uint64_t runs() const { return runs_; }
+
+ private:
+  void run();
+  HostCpu& cpu_;
+  CpuContext ctx_;
+  sc_core::sc_time latency_;
+  CqPoolConfig cfg_;
+  std::function<int(IbCq&, int, CpuContext)> process_;
+  std::deque<IbCq*> queue_;
+  sc_core::sc_event work_;
+  uint64_t runs_ = 0;
+};
+
+class CqPool {
+ public:
+  CqPool(Driver& dev, const CqPoolConfig& cfg = {});
+  ~CqPool();
+
+  IbCq* alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const CqModeration& mod = {});
+  int free_cq(IbCq* cq);
+  // IB_POLL_DIRECT: the caller polls; no events are requested.
+  int process_cq_direct(IbCq& cq, int budget);
+
+  static uint64_t wr_id_of(CqeDone& d) { return reinterpret_cast<uint64_t>(&d); }
+  // A CqeDone is dispatched only if registered: a stray wr_id is reported, never followed.
+  void track(CqeDone& d) { live_.insert(&d); }
+  void untrack(CqeDone& d) { live_.erase(&d); }
+  uint64_t unknown_wr_ids() const { return unknown_wr_ids_; }
+
+ private:
+  int process(IbCq& cq, int budget, CpuContext ctx);
+  Poller& poller_for(PollContext ctx, uint32_t vector);
+
+  Driver& dev_;
+  CqPoolConfig cfg_;
+  std::map<std::pair<int, uint32_t>, std::unique_ptr<Poller>> shared_pollers_;
+  std::vector<std::unique_ptr<Poller>> own_pollers_;
+  std::set<CqeDone*> live_;
+  uint64_t unknown_wr_ids_ = 0;
+};
+
+}  // namespace vhca

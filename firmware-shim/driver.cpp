@@ -1,0 +1,202 @@
+#include "firmware-shim/driver.h"
+
+#include <cstring>
+
+#include "firmware-shim/verbs.h"
+#include "model/common/bytes.h"
+#include "model/common/log.h"
+#include "tlm/host_memory.h"
+#include "tlm/msi_sink.h"
+
+namespace vhca {
+
+std::string CommandResult::message() const {
+  if (timed_out) return "command timed out (device did not clear the ownership bit)";
+  if (status == cmd::kOk) return "OK";
+  return fmt::format("{}: {}", cmd::status_name(status), cmd::describe_failure(syndrome));
+}
+
+Driver::Driver(HostCpu& cpu, HostMemory& memory, const DriverConfig& cfg) : cpu_(cpu), memory_(memory), cfg_(cfg) {}
+
+uint64_t Driver::offset_of(const char* name, uint32_t index) {
+  for (const RegSpec& s : bar0_registers())
+    if (std::strcmp(s.name, name) == 0) return s.offset + uint64_t(index) * s.stride;
+  throw std::out_of_range(std::string("no register named ") + name);
+}
+
+uint32_t Driver::read_register(const char* name, uint32_t index) {
+  uint32_t v = 0;
+  if (!cpu_.mmio_read32(offset_of(name, index), v)) set_last_error(fmt::format("MMIO read of {} failed", name));
+  return v;
+}
+
+CommandResult Driver::fail_local(const std::string& what) {
+  last_error_ = what;
+  log::error("driver: {}", what);
+  CommandResult r;
+  r.status = cmd::kInternalError;
+  return r;
+}
+
+bool Driver::wait_ready() {
+  const sc_core::sc_time deadline = sc_core::sc_time_stamp() + cfg_.reset_timeout;
+  while (sc_core::sc_time_stamp() < deadline) {
+    if (read_register(reg::health) & kHealthReady) return true;
+    sc_core::wait(1, sc_core::SC_US);
+  }
+  return false;
+}
+
+CommandResult Driver::boot() {
+  cpu_.mmio_write32(offset_of(reg::reset), 1);
+  sc_core::wait(1, sc_core::SC_US);
+  if (!wait_ready()) return fail_local("device did not become ready after reset");
+  const uint32_t version = read_register(reg::version);
+  if (version >> 16 != kDeviceVersion >> 16)
+    return fail_local(fmt::format("device interface version {:#x} is not major {}", version, kDeviceVersion >> 16));
+  if (read_register(reg::health) & kHealthFatal) return fail_local("device reports a fatal error");
+  if (read_register(reg::num_msix) < cfg_.num_comp_vectors + 1)
+    return fail_local("device has fewer MSI-X vectors than completion vectors + 1");
+  if (!cmd_block_) cmd_block_ = memory_.allocate(4096);
+  cpu_.mmio_write32(offset_of(reg::cmdq_addr_hi), uint32_t(cmd_block_ >> 32));
+  cpu_.mmio_write32(offset_of(reg::cmdq_addr_lo), uint32_t(cmd_block_));
+
+  CommandResult r = exec(cmd::kQueryCap);
+  if (!r.ok()) return r;
+  caps_ = DeviceCaps{r.out[0], r.out[1], r.out[2], r.out[3], r.out[4], r.out[5], r.out[6], r.out[7], r.out[8], r.out[9]};
+  if ((r = exec(cmd::kInit)); !r.ok()) return r;
+
+  eqs_.clear();
+  comp_eqs_.clear();
+  cqs_.clear();
+  for (uint32_t v = 0; v <= cfg_.num_comp_vectors; ++v) program_msix(v);
+  Eq async_eq;
+  if ((r = create_eq(0, cfg_.async_eq_log_size, (1u << 1) | (1u << 2), async_eq)); !r.ok()) return r;
+  async_eq_ = eqs_.size();
+  eqs_.push_back(async_eq);
+  for (uint32_t v = 1; v <= cfg_.num_comp_vectors; ++v) {
+    Eq eq;
+    if ((r = create_eq(v, cfg_.eq_log_size, 1u << 0, eq)); !r.ok()) return r;
+    comp_eqs_.push_back(eqs_.size());
+    eqs_.push_back(eq);
+  }
+  for (size_t i = 0; i < eqs_.size(); ++i) {
+    cpu_.set_irq_handler(eqs_[i].vector, [this, i] { handle_eq(eqs_[i]); });
+    cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eqs_[i].eqn << 24 | 0);  // arm with ci 0
+  }
+  booted_ = true;
+  log::write(log::Cat::drv, "boot done: {} completion vectors, caps {:#x}", cfg_.num_comp_vectors, caps_.flags);
+  return r;
+}
+
+CommandResult Driver::teardown() {
+  CommandResult r = exec(cmd::kTeardown);
+  if (r.ok()) {
+    booted_ = false;
+    cqs_.clear();
+    for (const Eq& eq : eqs_) memory_.unmap(eq.base, (64ull << eq.log_size));
+    eqs_.clear();
+  }
+  return r;
+}
+
+void Driver::program_msix(uint32_t v) {
+  cpu_.mmio_write32(offset_of(reg::msix_addr_lo, v), uint32_t(MsiSink::kWindowBase));
+  cpu_.mmio_write32(offset_of(reg::msix_addr_hi, v), uint32_t(MsiSink::kWindowBase >> 32));
+  cpu_.mmio_write32(offset_of(reg::msix_data, v), v);  // host vector number = MSI-X index
+  cpu_.mmio_write32(offset_of(reg::msix_ctrl, v), 0);  // unmask
+}
+
+CommandResult Driver::create_eq(uint32_t vector, uint8_t log_size, uint32_t mask, Eq& eq) {
+  eq.base = memory_.allocate(64ull << log_size);
+  eq.log_size = log_size;
+  eq.vector = vector;
+  uint8_t init[eqe::kSize] = {};
+  put_field(init, eqe::owner, 1);  // initial owner 1: nothing valid on the first pass
+  for (uint32_t i = 0; i < (1u << log_size); ++i) cpu_.write(eq.base + uint64_t(i) * eqe::kSize, init, eqe::kSize);
+  CommandResult r = exec(cmd::kCreateEq, {log_size, uint32_t(eq.base >> 32), uint32_t(eq.base), vector, mask});
+  eq.eqn = r.out[0];
+  return r;
+}
+
+CommandResult Driver::exec(uint16_t opcode, const Input& in) {
+  cmd_lock_.lock();
+  uint8_t block[cmdblk::kSize] = {};
+  put_field(block, cmdblk::opcode, opcode);
+  put_field(block, cmdblk::token, ++token_);
+  for (unsigned i = 0; i < in.size(); ++i) put_be32(block + cmdblk::input.byte + 4 * i, in[i]);
+  put_field(block, cmdblk::ownership, 1);
+  cpu_.write(cmd_block_, block, cmdblk::kSize);
+  cpu_.mmio_write32(offset_of(reg::cmd_doorbell), 1);
+  CommandResult r;
+  const sc_core::sc_time deadline = sc_core::sc_time_stamp() + cfg_.command_timeout;
+  for (;;) {
+    cpu_.read(cmd_block_, block, cmdblk::kSize);
+    if (!get_field(block, cmdblk::ownership)) break;
+    if (sc_core::sc_time_stamp() >= deadline) {
+      r.timed_out = true;
+      break;
+    }
+    cpu_.charge(CpuContext::app, cpu_.config().command_poll_interval);
+  }
+  if (!r.timed_out) {
+    r.status = uint8_t(get_field(block, cmdblk::status));
+    r.syndrome = uint32_t(get_field(block, cmdblk::syndrome));
+    for (unsigned i = 0; i < r.out.size(); ++i) r.out[i] = get_be32(block + cmdblk::output.byte + 4 * i);
+  }
+  if (!r.ok()) {
+    last_error_ = r.message();
+    log::write(log::Cat::drv, "command {:#x} failed: {}", opcode, last_error_);
+  }
+  cmd_lock_.unlock();
+  return r;
+}
+
+void Driver::attach(Cq* cq) { cqs_[cq->cqn] = cq; }
+void Driver::detach(Cq* cq) { cqs_.erase(cq->cqn); }
+Cq* Driver::find_cq(uint32_t cqn) const {
+  auto it = cqs_.find(cqn);
+  return it == cqs_.end() ? nullptr : it->second;
+}
+
+// Hard-IRQ handler of one EQ: consume every valid EQE, dispatch it, then update the consumer
+// index and re-arm in one doorbell (arm-once: the next EQE interrupts again).
+void Driver::handle_eq(Eq& eq) {
+  uint8_t e[eqe::kSize];
+  for (;;) {
+    cpu_.read(eq.base + uint64_t(eq.ci & ((1u << eq.log_size) - 1)) * eqe::kSize, e, eqe::kSize);
+    if (get_field(e, eqe::owner) != ((eq.ci >> eq.log_size) & 1)) break;
+    cpu_.charge(CpuContext::hardirq, cpu_.config().eqe_cost);
+    eq.ci = (eq.ci + 1) & 0xFFFFFF;
+    ++eqes_handled_;
+    dispatch(e);
+  }
+  cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eq.eqn << 24 | eq.ci, CpuContext::hardirq);
+}
+
+void Driver::dispatch(const uint8_t* e) {
+  const uint8_t type = uint8_t(get_field(e, eqe::event_type));
+  const uint32_t cqn = uint32_t(get_field(e, eqe::cqn));
+  if (type == eqe::kCompletion) {
+    Cq* cq = find_cq(cqn);
+    if (!cq) {
+      log::write(log::Cat::drv, "completion event for unknown CQ {}", cqn);
+      return;
+    }
+    cq->arm_sn = (cq->arm_sn + 1) & 3;  // the device expects the next arm with the next sn
+    ++cq->events;
+    if (on_completion_event) on_completion_event(*cq);
+    if (cq->comp_handler) cq->comp_handler(*cq);
+    return;
+  }
+  if (type == eqe::kCommandDone) return;  // commands are polled
+  AsyncEvent ev{type, cqn, uint8_t(get_field(e, eqe::syndrome)), get_field(e, eqe::data), nullptr};
+  if (type == eqe::kCqError) {
+    ev.cq = find_cq(cqn);
+    if (ev.cq) ev.cq->in_error = true;
+  }
+  log::write(log::Cat::drv, "async event type {:#x} cqn {} syndrome {}", type, cqn, ev.syndrome);
+  if (async_handler) async_handler(ev);
+}
+
+}  // namespace vhca

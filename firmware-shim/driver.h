@@ -1,0 +1,120 @@
+// The host driver core: boots the HCA (reset, init segment checks, command interface, QUERY_CAP,
+// INIT, MSI-X, async and completion EQs, interrupt handlers), executes commands, and dispatches
+// events from EQs to CQs and to the async event handler. All calls run in SystemC threads on the
+// modelled host CPU. Verbs live in verbs.h, the kernel-style CQ abstraction in cq_pool.h.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "firmware-shim/host_cpu.h"
+#include "model/cmd/commands.h"
+#include "model/regs/tables.h"
+
+namespace vhca {
+
+class HostMemory;
+struct Cq;
+
+struct DriverConfig {
+  uint32_t num_comp_vectors = 2;  // completion EQs, one MSI-X vector each (vector 0 is async)
+  uint8_t eq_log_size = 10;
+  uint8_t async_eq_log_size = 6;
+  uint32_t uar = 0;               // UAR page used for doorbells
+  sc_core::sc_time command_timeout{1, sc_core::SC_MS};
+  sc_core::sc_time reset_timeout{1, sc_core::SC_MS};
+};
+
+struct CommandResult {
+  uint8_t status = cmd::kInternalError;
+  uint32_t syndrome = 0;
+  std::array<uint32_t, cmdblk::kOutputDwords> out{};
+  bool timed_out = false;
+  bool ok() const { return !timed_out && status == cmd::kOk; }
+  std::string message() const;
+};
+
+struct DeviceCaps {
+  uint32_t log_max_cq = 0, log_max_cq_sz = 0, log_max_eq = 0, log_max_eq_sz = 0, num_msix = 0, num_uars = 0,
+           flags = 0, core_clock_khz = 0, max_mod_count = 0, max_mod_period = 0;
+};
+
+struct AsyncEvent {
+  uint8_t type = 0;  // eqe:: event type
+  uint32_t cqn = 0;
+  uint8_t syndrome = 0;
+  uint64_t data = 0;
+  Cq* cq = nullptr;  // for CQ errors: the CQ, if the driver knows it
+};
+
+class Driver {
+ public:
+  using Input = std::array<uint32_t, cmdblk::kInputDwords>;
+
+  Driver(HostCpu& cpu, HostMemory& memory, const DriverConfig& cfg = {});
+
+  CommandResult boot();
+  CommandResult teardown();
+  bool booted() const { return booted_; }
+  CommandResult exec(uint16_t opcode, const Input& in = {});
+
+  const DeviceCaps& caps() const { return caps_; }
+  HostCpu& cpu() { return cpu_; }
+  HostMemory& memory() { return memory_; }
+  const DriverConfig& config() const { return cfg_; }
+  uint64_t uar_offset() const { return kUarBase + uint64_t(cfg_.uar) * kUarStride; }
+  uint32_t num_comp_vectors() const { return uint32_t(comp_eqs_.size()); }
+  uint32_t eqn_for_vector(uint32_t comp_vector) const { return eqs_[comp_eqs_.at(comp_vector)].eqn; }
+  uint32_t async_eqn() const { return eqs_.at(async_eq_).eqn; }
+  // Offset of a register by name (reads through the register table, never a literal).
+  static uint64_t offset_of(const char* name, uint32_t index = 0);
+  uint32_t read_register(const char* name, uint32_t index = 0);
+
+  // CQ registry, for event dispatch.
+  void attach(Cq* cq);
+  void detach(Cq* cq);
+  Cq* find_cq(uint32_t cqn) const;
+
+  std::function<void(const AsyncEvent&)> async_handler;
+  const std::string& last_error() const { return last_error_; }
+  void set_last_error(std::string e) { last_error_ = std::move(e); }
+  uint64_t eqes_handled() const { return eqes_handled_; }
+  // Called for every completion event before the CQ's handler (measurement hook).
+  std::function<void(Cq&)> on_completion_event;
+
+ private:
+  struct Eq {
+    uint32_t eqn = 0;
+    uint32_t vector = 0;
+    uint64_t base = 0;
+    uint8_t log_size = 0;
+    uint32_t ci = 0;
+  };
+  CommandResult fail_local(const std::string& what);
+  CommandResult create_eq(uint32_t vector, uint8_t log_size, uint32_t mask, Eq& eq);
+  void program_msix(uint32_t vector);
+  void handle_eq(Eq& eq);
+  void dispatch(const uint8_t* eqe);
+  bool wait_ready();
+
+  HostCpu& cpu_;
+  HostMemory& memory_;
+  DriverConfig cfg_;
+  DeviceCaps caps_;
+  uint64_t cmd_block_ = 0;
+  uint8_t token_ = 0;
+  sc_core::sc_mutex cmd_lock_;
+  std::vector<Eq> eqs_;
+  size_t async_eq_ = 0;
+  std::vector<size_t> comp_eqs_;
+  std::map<uint32_t, Cq*> cqs_;
+  bool booted_ = false;
+  std::string last_error_;
+  uint64_t eqes_handled_ = 0;
+};
+
+}  // namespace vhca

@@ -1,0 +1,125 @@
+#include "firmware-shim/host_cpu.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "model/common/log.h"
+#include "tlm/host_memory.h"
+
+namespace vhca {
+
+const char* context_name(CpuContext c) {
+  switch (c) {
+    case CpuContext::hardirq: return "hardirq";
+    case CpuContext::softirq: return "softirq";
+    case CpuContext::thread: return "thread";
+    case CpuContext::workqueue: return "workqueue";
+    case CpuContext::app: return "app";
+  }
+  return "?";
+}
+
+HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) : sc_module(name), cfg_(cfg) {
+  mem.register_invalidate_direct_mem_ptr(this, &HostCpu::invalidate_dmi);
+  SC_THREAD(irq_thread);
+}
+
+uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
+  const uint64_t page = addr / HostMemory::kPageSize;
+  auto it = dmi_pages_.find(page);
+  if (it != dmi_pages_.end()) return it->second + addr % HostMemory::kPageSize;
+  tlm::tlm_generic_payload tx;
+  tlm::tlm_dmi dmi;
+  tx.set_address(addr);
+  tx.set_command(tlm::TLM_READ_COMMAND);
+  if (!mem->get_direct_mem_ptr(tx, dmi))
+    throw std::runtime_error(fmt::format("host CPU: access to unmapped host memory at {:#x}", addr));
+  dmi_pages_[page] = dmi.get_dmi_ptr();
+  return dmi.get_dmi_ptr() + addr % HostMemory::kPageSize;
+}
+
+void HostCpu::read(uint64_t addr, void* dst, uint32_t len) {
+  auto* out = static_cast<uint8_t*>(dst);
+  while (len) {
+    uint32_t n = std::min<uint64_t>(len, HostMemory::kPageSize - addr % HostMemory::kPageSize);
+    std::memcpy(out, dmi_pointer(addr), n);
+    out += n, addr += n, len -= n;
+  }
+}
+
+void HostCpu::write(uint64_t addr, const void* src, uint32_t len) {
+  auto* in = static_cast<const uint8_t*>(src);
+  while (len) {
+    uint32_t n = std::min<uint64_t>(len, HostMemory::kPageSize - addr % HostMemory::kPageSize);
+    std::memcpy(dmi_pointer(addr), in, n);
+    in += n, addr += n, len -= n;
+  }
+}
+
+bool HostCpu::mmio_access(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len) {
+  tlm::tlm_generic_payload tx;
+  tx.set_command(cmd);
+  tx.set_address(offset);
+  tx.set_data_ptr(data);
+  tx.set_data_length(len);
+  tx.set_streaming_width(len);
+  tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  mmio->b_transport(tx, delay);
+  return tx.is_response_ok();
+}
+
+bool HostCpu::mmio_write32(uint64_t offset, uint32_t value, CpuContext ctx) {
+  charge(ctx, cfg_.mmio_write_cost);
+  return mmio_access(tlm::TLM_WRITE_COMMAND, offset, reinterpret_cast<uint8_t*>(&value), 4);
+}
+
+bool HostCpu::mmio_write64(uint64_t offset, uint64_t value, CpuContext ctx) {
+  charge(ctx, cfg_.mmio_write_cost);
+  return mmio_access(tlm::TLM_WRITE_COMMAND, offset, reinterpret_cast<uint8_t*>(&value), 8);
+}
+
+bool HostCpu::mmio_read32(uint64_t offset, uint32_t& value) {
+  return mmio_access(tlm::TLM_READ_COMMAND, offset, reinterpret_cast<uint8_t*>(&value), 4);
+}
+
+void HostCpu::raise(uint32_t vector) {
+  pending_.push_back({sc_core::sc_time_stamp() + cfg_.irq_delivery, vector});
+  irq_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler) { handlers_[vector] = std::move(handler); }
+
+// One hard-IRQ context: interrupts are taken in arrival order, one handler at a time.
+void HostCpu::irq_thread() {
+  for (;;) {
+    while (pending_.empty()) sc_core::wait(irq_event_);
+    Pending p = pending_.front();
+    pending_.pop_front();
+    if (p.due > sc_core::sc_time_stamp()) sc_core::wait(p.due - sc_core::sc_time_stamp());
+    ++interrupts_;
+    auto it = handlers_.find(p.vector);
+    if (it == handlers_.end()) {
+      log::error("host: interrupt on vector {} with no handler", p.vector);
+      continue;
+    }
+    log::write(log::Cat::irq, "host: handler for vector {} runs", p.vector);
+    charge(CpuContext::hardirq, cfg_.handler_entry);
+    it->second();
+  }
+}
+
+void HostCpu::charge(CpuContext ctx, const sc_core::sc_time& t) {
+  busy_[int(ctx)] += t;
+  if (t != sc_core::SC_ZERO_TIME) sc_core::wait(t);
+}
+
+sc_core::sc_time HostCpu::busy(CpuContext ctx) const { return busy_[int(ctx)]; }
+
+sc_core::sc_time HostCpu::busy_total() const {
+  sc_core::sc_time t;
+  for (const auto& b : busy_) t += b;
+  return t;
+}
+
+}  // namespace vhca

@@ -1,0 +1,82 @@
+// The modelled host CPU the driver runs on. Driver code runs in SystemC threads; the CPU model
+// supplies MMIO (through the PCIe link), host memory access (DMI), interrupt delivery (MSI write
+// landed -> handler entry after irq_delivery, handlers serialized in one hard-IRQ context) and
+// the cost of each kind of work, charged as simulated time in the context doing it and summed
+// per context so that CPU time is measurable.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+namespace vhca {
+
+struct HostCpuConfig {
+  sc_core::sc_time irq_delivery{1, sc_core::SC_US};     // MSI landed -> handler entry (APIC, IDT, entry code)
+  sc_core::sc_time handler_entry{300, sc_core::SC_NS};  // fixed cost of one hard-IRQ handler run
+  sc_core::sc_time eqe_cost{40, sc_core::SC_NS};        // per EQE consumed
+  sc_core::sc_time cqe_cost{50, sc_core::SC_NS};        // per CQE polled
+  sc_core::sc_time empty_poll_cost{20, sc_core::SC_NS}; // a poll that finds nothing
+  sc_core::sc_time mmio_write_cost{10, sc_core::SC_NS}; // issuing a posted doorbell write
+  sc_core::sc_time softirq_latency{500, sc_core::SC_NS};     // raise -> softirq poll loop runs
+  sc_core::sc_time workqueue_latency{2, sc_core::SC_US};     // queue_work -> worker runs
+  sc_core::sc_time thread_latency{4, sc_core::SC_US};        // wake_up -> kthread runs
+  sc_core::sc_time command_poll_interval{500, sc_core::SC_NS};
+};
+
+enum class CpuContext : uint8_t { hardirq, softirq, thread, workqueue, app };
+const char* context_name(CpuContext c);
+
+class HostCpu : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<HostCpu> mmio{"mmio"};  // to the PCIe link (downstream)
+  tlm_utils::simple_initiator_socket<HostCpu> mem{"mem"};    // to the host router
+
+  SC_HAS_PROCESS(HostCpu);
+  HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg = {});
+  const HostCpuConfig& config() const { return cfg_; }
+
+  // Host memory, zero simulated time (the cost of the work is charged separately).
+  void read(uint64_t addr, void* dst, uint32_t len);
+  void write(uint64_t addr, const void* src, uint32_t len);
+
+  // MMIO to BAR0. Writes are posted; a read blocks the calling thread for the round trip.
+  // Each returns the TLM status so the driver can see an error response.
+  bool mmio_write32(uint64_t offset, uint32_t value, CpuContext ctx = CpuContext::app);
+  bool mmio_write64(uint64_t offset, uint64_t value, CpuContext ctx = CpuContext::app);
+  bool mmio_read32(uint64_t offset, uint32_t& value);
+
+  // Interrupts: the MSI sink calls raise(); the handler for that host vector runs in the
+  // hard-IRQ thread irq_delivery later.
+  void raise(uint32_t vector);
+  void set_irq_handler(uint32_t vector, std::function<void()> handler);
+  uint64_t interrupts() const { return interrupts_; }
+
+  // Spend `t` of CPU time in context `ctx` (the calling thread advances by t).
+  void charge(CpuContext ctx, const sc_core::sc_time& t);
+  sc_core::sc_time busy(CpuContext ctx) const;
+  sc_core::sc_time busy_total() const;
+
+ private:
+  struct Pending {
+    sc_core::sc_time due;
+    uint32_t vector;
+  };
+  void irq_thread();
+  bool mmio_access(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len);
+  uint8_t* dmi_pointer(uint64_t addr);
+  void invalidate_dmi(sc_dt::uint64, sc_dt::uint64) { dmi_pages_.clear(); }
+
+  HostCpuConfig cfg_;
+  std::deque<Pending> pending_;
+  sc_core::sc_event irq_event_;
+  std::map<uint32_t, std::function<void()>> handlers_;
+  std::map<uint64_t, uint8_t*> dmi_pages_;
+  sc_core::sc_time busy_[5];
+  uint64_t interrupts_ = 0;
+};
+
+}  // namespace vhca

@@ -1,0 +1,225 @@
+#include "firmware-shim/verbs.h"
+
+#include <cerrno>
+
+#include "model/common/bytes.h"
+#include "model/common/log.h"
+#include "model/regs/tables.h"
+#include "tlm/host_memory.h"
+
+namespace vhca::verbs {
+namespace {
+
+int fail(Driver& dev, int err, std::string msg) {
+  log::write(log::Cat::drv, "verbs: {}", msg);
+  dev.set_last_error(std::move(msg));
+  return -err;
+}
+
+int command_errno(const CommandResult& r) {
+  if (r.timed_out) return ETIMEDOUT;
+  switch (r.status) {
+    case cmd::kBadResource: return ENOENT;
+    case cmd::kResourceBusy: return EBUSY;
+    case cmd::kNoResources: return ENOMEM;
+    default: return EINVAL;
+  }
+}
+
+uint8_t log2_at_least(uint32_t n) {
+  uint8_t l = 0;
+  while ((1u << l) < n) ++l;
+  return l;
+}
+
+// A fresh CQ buffer: every entry INVALID with owner 1, so nothing is valid on the first pass.
+uint64_t alloc_cq_buffer(Driver& dev, uint8_t log_size) {
+  uint64_t buf = dev.memory().allocate(uint64_t(cqe::kSize) << log_size);
+  uint8_t init[cqe::kSize] = {};
+  put_field(init, cqe::opcode, cqe::kInvalid);
+  put_field(init, cqe::owner, 1);
+  for (uint32_t i = 0; i < (1u << log_size); ++i) dev.cpu().write(buf + uint64_t(i) * cqe::kSize, init, cqe::kSize);
+  return buf;
+}
+
+const uint8_t* cqe_at(Cq& cq, uint32_t index, uint8_t* buf) {
+  cq.dev->cpu().read(cq.buf + uint64_t(index & (cq.cqe - 1)) * cqe::kSize, buf, cqe::kSize);
+  return buf;
+}
+
+bool valid(const Cq& cq, const uint8_t* e, uint32_t index) {
+  return get_field(e, cqe::opcode) != cqe::kInvalid && get_field(e, cqe::owner) == ((index >> cq.log_size) & 1);
+}
+
+// The first index from cq.ci whose entry is not yet valid (scans at most the whole CQ).
+uint32_t first_invalid(Cq& cq, uint32_t limit) {
+  uint8_t e[cqe::kSize];
+  uint32_t i = 0;
+  while (i < limit && valid(cq, cqe_at(cq, cq.ci + i, e), (cq.ci + i) & kIndexMask)) ++i;
+  return i;
+}
+
+void write_consumer_index(Cq& cq) {
+  uint8_t rec[4] = {};
+  put_field(rec, dbr::consumer_index, cq.ci);
+  cq.dev->cpu().write(cq.dbr, rec, 4);
+}
+
+}  // namespace
+
+Wc parse_cqe(const uint8_t* e) {
+  Wc wc;
+  wc.wr_id = get_field(e, cqe::wr_id);
+  wc.timestamp = get_field(e, cqe::timestamp);
+  wc.opcode = uint8_t(get_field(e, cqe::opcode));
+  wc.qpn = uint32_t(get_field(e, cqe::qpn));
+  wc.wqe_counter = uint16_t(get_field(e, cqe::wqe_counter));
+  if (wc.opcode == cqe::kReqErr || wc.opcode == cqe::kRespErr) {
+    wc.status = uint8_t(get_field(e, cqe::syndrome));
+    wc.vendor_err = uint8_t(get_field(e, cqe::vendor_syndrome));
+    return wc;  // S16: on error only wr_id, status and QPN are defined
+  }
+  wc.byte_len = uint32_t(get_field(e, cqe::byte_cnt));
+  wc.imm_present = get_field(e, cqe::imm_present);
+  wc.imm = uint32_t(get_field(e, cqe::imm));
+  wc.send_opcode = uint8_t(get_field(e, cqe::send_opcode));
+  wc.src_qp = uint32_t(get_field(e, cqe::src_qpn));
+  wc.slid = uint16_t(get_field(e, cqe::slid));
+  wc.sl = uint8_t(get_field(e, cqe::sl));
+  wc.grh = get_field(e, cqe::grh);
+  wc.pkey_index = uint16_t(get_field(e, cqe::pkey_index));
+  wc.se = get_field(e, cqe::se);
+  return wc;
+}
+
+int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const CqModeration& mod,
+              uint32_t create_flags) {
+  *out = nullptr;
+  if (!dev.booted()) return fail(dev, ENODEV, "create_cq: the device is not booted");
+  if (min_cqe < 1) return fail(dev, EINVAL, fmt::format("create_cq: size {} is below 1", min_cqe));
+  if (comp_vector >= dev.num_comp_vectors())
+    return fail(dev, EINVAL, fmt::format("create_cq: completion vector {} does not exist ({} vectors)", comp_vector,
+                                         dev.num_comp_vectors()));
+  const uint8_t log_size = log2_at_least(uint32_t(min_cqe));
+  if (log_size > dev.caps().log_max_cq_sz)
+    return fail(dev, EINVAL, fmt::format("create_cq: size {} is above the device maximum {}", min_cqe,
+                                         1u << dev.caps().log_max_cq_sz));
+  auto* cq = new Cq;
+  cq->dev = &dev;
+  cq->log_size = log_size;
+  cq->cqe = 1u << log_size;
+  cq->comp_vector = comp_vector;
+  cq->buf = alloc_cq_buffer(dev, log_size);
+  cq->dbr = dev.memory().allocate(64, 64);
+  uint32_t flags = create_flags | (mod.mode == PeriodMode::cqe ? cmd::kCqFlagPeriodModeCqe : 0);
+  CommandResult r = dev.exec(cmd::kCreateCq, {log_size, uint32_t(cq->buf >> 32), uint32_t(cq->buf),
+                                              uint32_t(cq->dbr >> 32), uint32_t(cq->dbr), dev.eqn_for_vector(comp_vector),
+                                              mod.count, mod.period_us, flags});
+  if (!r.ok()) {
+    dev.memory().unmap(cq->buf, uint64_t(cqe::kSize) << log_size);
+    delete cq;
+    return fail(dev, command_errno(r), "create_cq: " + r.message());
+  }
+  cq->cqn = r.out[0];
+  dev.attach(cq);
+  *out = cq;
+  return 0;
+}
+
+int query_cq(Cq& cq, CqInfo& info) {
+  CommandResult r = cq.dev->exec(cmd::kQueryCq, {cq.cqn});
+  if (!r.ok()) return fail(*cq.dev, command_errno(r), "query_cq: " + r.message());
+  info.cqe = 1u << r.out[0];
+  info.producer_index = r.out[1];
+  info.state = r.out[3];
+  info.moderation = CqModeration{uint16_t(r.out[5]), uint16_t(r.out[6]),
+                                 (r.out[7] & cmd::kCqFlagPeriodModeCqe) ? PeriodMode::cqe : PeriodMode::eqe};
+  return 0;
+}
+
+int resize_cq(Cq& cq, int min_cqe) {
+  Driver& dev = *cq.dev;
+  if (!(dev.caps().flags & kCapResize)) return fail(dev, EOPNOTSUPP, "resize_cq: the device cannot resize CQs");
+  if (min_cqe < 1) return fail(dev, EINVAL, fmt::format("resize_cq: size {} is below 1", min_cqe));
+  const uint8_t log_size = log2_at_least(uint32_t(min_cqe));
+  if (log_size > dev.caps().log_max_cq_sz)
+    return fail(dev, EINVAL, fmt::format("resize_cq: size {} is above the device maximum", min_cqe));
+  const uint64_t buf = alloc_cq_buffer(dev, log_size);
+  CommandResult r = dev.exec(cmd::kModifyCq, {cq.cqn, cmd::kModifySelectResize, 0, 0, 0, log_size,
+                                              uint32_t(buf >> 32), uint32_t(buf)});
+  if (!r.ok()) {
+    dev.memory().unmap(buf, uint64_t(cqe::kSize) << log_size);
+    return fail(dev, r.status == cmd::kBadSize ? EINVAL : command_errno(r), "resize_cq: " + r.message());
+  }
+  dev.memory().unmap(cq.buf, uint64_t(cqe::kSize) << cq.log_size);
+  cq.buf = buf;
+  cq.log_size = log_size;
+  cq.cqe = 1u << log_size;
+  return int(cq.cqe);
+}
+
+int destroy_cq(Cq* cq) {
+  Driver& dev = *cq->dev;
+  CommandResult r = dev.exec(cmd::kDestroyCq, {cq->cqn});
+  if (!r.ok()) return fail(dev, command_errno(r), "destroy_cq: " + r.message());
+  dev.detach(cq);
+  dev.memory().unmap(cq->buf, uint64_t(cqe::kSize) << cq->log_size);
+  delete cq;
+  return 0;
+}
+
+void set_comp_handler(Cq& cq, std::function<void(Cq&)> handler) { cq.comp_handler = std::move(handler); }
+
+int poll_cq(Cq& cq, int n, Wc* wc, CpuContext ctx) {
+  HostCpu& cpu = cq.dev->cpu();
+  uint8_t e[cqe::kSize];
+  int got = 0;
+  while (got < n && valid(cq, cqe_at(cq, cq.ci, e), cq.ci)) {
+    wc[got++] = parse_cqe(e);
+    cq.ci = (cq.ci + 1) & kIndexMask;
+  }
+  if (got) {
+    write_consumer_index(cq);
+    cpu.charge(ctx, cpu.config().cqe_cost * double(got));
+  } else {
+    cpu.charge(ctx, cpu.config().empty_poll_cost);
+  }
+  return got;
+}
+
+int req_notify_cq(Cq& cq, uint32_t flags, CpuContext ctx) {
+  if (flags & ~uint32_t(kNotifySolicited | kReportMissedEvents))
+    return fail(*cq.dev, EINVAL, fmt::format("req_notify_cq: unknown flags {:#x}", flags));
+  // Arm with the index of the first entry not yet written: CQEs already present do not raise an
+  // event (S9); one written after this scan but before the doorbell lands does, at once.
+  const uint32_t present = first_invalid(cq, cq.cqe);
+  const uint32_t seen = (cq.ci + present) & kIndexMask;
+  const uint32_t cmd = (flags & kNotifySolicited) ? 1 : 0;
+  uint8_t rec[dbr::kSize];
+  cq.dev->cpu().read(cq.dbr, rec, dbr::kSize);
+  put_field(rec, dbr::arm_sn, cq.arm_sn);
+  put_field(rec, dbr::arm_cmd, cmd);
+  put_field(rec, dbr::arm_ci, seen);
+  cq.dev->cpu().write(cq.dbr, rec, dbr::kSize);
+  uint64_t db = 0;
+  db = with_bits(db, armdb::cqn, cq.cqn);
+  db = with_bits(db, armdb::arm_ci, seen);
+  db = with_bits(db, armdb::arm_cmd, cmd);
+  db = with_bits(db, armdb::arm_sn, cq.arm_sn);
+  cq.dev->cpu().mmio_write64(Driver::offset_of(reg::cq_arm_db, cq.dev->config().uar), db, ctx);
+  return (flags & kReportMissedEvents) && present > 0 ? 1 : 0;
+}
+
+int modify_cq(Cq& cq, const CqModeration& mod) {
+  CommandResult r = cq.dev->exec(cmd::kModifyCq, {cq.cqn, cmd::kModifySelectModeration, mod.count, mod.period_us,
+                                                  mod.mode == PeriodMode::cqe ? cmd::kCqFlagPeriodModeCqe : 0u});
+  if (!r.ok()) return fail(*cq.dev, command_errno(r), "modify_cq: " + r.message());
+  return 0;
+}
+
+int peek_cq(Cq& cq, int n) {
+  if (n < 0) return fail(*cq.dev, EINVAL, "peek_cq: negative count");
+  return int(first_invalid(cq, std::min<uint32_t>(uint32_t(n), cq.cqe)));
+}
+
+}  // namespace vhca::verbs

@@ -1,0 +1,90 @@
+// The CQ verbs (InfiniBand / ib_* style) on top of the driver: create, query, resize, destroy,
+// completion and async handlers, poll, request notification, modify moderation, peek.
+// Every call runs in an SC_THREAD; errors return a negative errno and leave a message naming the
+// cause in Driver::last_error().
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "firmware-shim/driver.h"
+#include "firmware-shim/host_cpu.h"
+#include "model/cq/cq_types.h"
+
+namespace vhca {
+
+// A work completion as the verbs return it.
+struct Wc {
+  uint64_t wr_id = 0;
+  uint8_t status = 0;  // 0 success, else the IB completion syndrome (tables.h syndrome::)
+  uint8_t vendor_err = 0;
+  uint8_t opcode = 0;  // CQE opcode
+  uint8_t send_opcode = 0;
+  uint32_t byte_len = 0;
+  bool imm_present = false;
+  uint32_t imm = 0;
+  uint32_t qpn = 0;
+  uint32_t src_qp = 0;
+  uint16_t slid = 0;
+  uint8_t sl = 0;
+  bool grh = false;
+  uint16_t pkey_index = 0;
+  bool se = false;
+  uint16_t wqe_counter = 0;
+  uint64_t timestamp = 0;  // device cycle of the CQE write
+};
+
+struct CqModeration {
+  uint16_t count = 0;
+  uint16_t period_us = 0;
+  PeriodMode mode = PeriodMode::eqe;
+};
+
+// Host-side state of a CQ.
+struct Cq {
+  Driver* dev = nullptr;
+  uint32_t cqn = 0;
+  uint32_t cqe = 0;  // actual size
+  uint8_t log_size = 0;
+  uint64_t buf = 0;
+  uint64_t dbr = 0;
+  uint32_t ci = 0;
+  uint8_t arm_sn = 0;
+  uint32_t comp_vector = 0;
+  uint64_t events = 0;
+  bool in_error = false;
+  void* context = nullptr;
+  std::function<void(Cq&)> comp_handler;  // S5: called with the CQ when its notification fires
+};
+
+struct CqInfo {
+  uint32_t cqe = 0;
+  CqModeration moderation;
+  uint32_t producer_index = 0;
+  uint32_t state = 0;
+};
+
+enum NotifyFlags : uint32_t { kNotifyNext = 0, kNotifySolicited = 1, kReportMissedEvents = 2 };
+
+namespace verbs {
+
+// S1: at least min_cqe entries; the actual size is in (*out)->cqe. -EINVAL if min_cqe is below
+// 1 or above the device maximum, or comp_vector does not exist.
+int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const CqModeration& mod = {},
+              uint32_t create_flags = 0);
+int query_cq(Cq& cq, CqInfo& info);                     // S2
+int resize_cq(Cq& cq, int min_cqe);                     // S3: returns the new actual size or -errno
+int destroy_cq(Cq* cq);                                 // S4
+void set_comp_handler(Cq& cq, std::function<void(Cq&)> handler);  // S5
+// S6: up to n oldest CQEs, consumed in order; 0 when empty; never blocks.
+int poll_cq(Cq& cq, int n, Wc* wc, CpuContext ctx = CpuContext::app);
+// S7-S11: arm for the next (or next solicited) CQE. With kReportMissedEvents returns 1 if CQEs
+// are already present (the caller must poll them: they will not raise an event), else 0.
+int req_notify_cq(Cq& cq, uint32_t flags, CpuContext ctx = CpuContext::app);
+int modify_cq(Cq& cq, const CqModeration& mod);         // S12
+int peek_cq(Cq& cq, int n);                             // S13: CQEs available, not consumed
+
+// Parse one CQE (exposed for tools and tests).
+Wc parse_cqe(const uint8_t* cqe);
+
+}  // namespace verbs
+}  // namespace vhca

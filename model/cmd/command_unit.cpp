@@ -1,0 +1,322 @@
+#include "model/cmd/command_unit.h"
+
+#include <cstring>
+
+#include "model/common/bytes.h"
+#include "model/common/log.h"
+
+namespace vhca {
+
+using namespace cmd;
+
+CommandUnit::CommandUnit(const sc_core::sc_module_name& name, const SimClock& clock, const CommandUnitConfig& cfg,
+                         CqeWriter& cq, EqEngine& eq, DmaEngine& dma, RegisterFile& regs)
+    : sc_module(name), clock_(clock), cfg_(cfg), cq_(cq), eq_(eq), dma_(dma), regs_(regs) {
+  cq_.on_control_done = [this](const CqControl&, uint64_t) { control_done_.notify(sc_core::SC_ZERO_TIME); };
+  SC_THREAD(run);
+}
+
+void CommandUnit::ring() {
+  if (busy_) {
+    log::error("command doorbell rung while a command is executing: ignored (one command at a time)");
+    regs_.set(reg::bad_doorbells, regs_.value(reg::bad_doorbells) + 1);
+    return;
+  }
+  busy_ = true;
+  doorbell_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void CommandUnit::reset() { set_initialized(false); }
+
+void CommandUnit::set_initialized(bool on) {
+  initialized_ = on;
+  uint64_t h = regs_.value(reg::health);
+  regs_.set(reg::health, on ? h | kHealthInitialized : h & ~uint64_t(kHealthInitialized));
+}
+
+void CommandUnit::wait_edge() { sc_core::wait(clock_.until(clock_.cycle_at_or_after(sc_core::sc_time_stamp()))); }
+
+void CommandUnit::run() {
+  for (;;) {
+    while (!busy_) sc_core::wait(doorbell_);
+    wait_edge();
+    const uint64_t addr = regs_.value(reg::cmdq_addr_hi) << 32 | regs_.value(reg::cmdq_addr_lo);
+    if (addr == 0 || addr % 128) {
+      log::error("command doorbell: CMDQ_ADDR {:#x} is not a 128-byte aligned address: ignored", addr);
+      regs_.set(reg::bad_doorbells, regs_.value(reg::bad_doorbells) + 1);
+      busy_ = false;
+      continue;
+    }
+    uint8_t block[cmdblk::kSize];
+    if (!dma_.read_blocking(addr, block, cmdblk::kSize)) {
+      log::error("command block at {:#x} could not be read: command not executed", addr);
+      eq_.s_event.push(DeviceEvent{eqe::kDmaError, 0, 0, 0, addr}, clock_.now());
+      busy_ = false;
+      continue;
+    }
+    if (!get_field(block, cmdblk::ownership)) {
+      log::error("command block at {:#x} is not owned by the device (ownership bit 0): ignored", addr);
+      regs_.set(reg::bad_doorbells, regs_.value(reg::bad_doorbells) + 1);
+      busy_ = false;
+      continue;
+    }
+    sc_core::wait(cfg_.latency);
+    wait_edge();
+    const uint16_t opcode = uint16_t(get_field(block, cmdblk::opcode));
+    In in{};
+    Out out{};
+    for (unsigned i = 0; i < in.size(); ++i) in[i] = get_be32(block + cmdblk::input.byte + 4 * i);
+    Result r = get_field(block, cmdblk::op_mod) ? fail(kBadParam, kFieldOpMod, kReservedSet) : execute(opcode, in, out);
+    ++executed_;
+    uint32_t syndrome = 0;
+    if (r.status != kOk) {
+      ++refused_;
+      syndrome = uint32_t(opcode) << 16 | uint32_t(r.dword) << 8 | r.reason;
+      log::write(log::Cat::cmd, "command {:#x} refused: {} ({})", opcode, status_name(r.status),
+                 describe_failure(syndrome));
+    } else {
+      log::write(log::Cat::cmd, "command {:#x} done", opcode);
+    }
+    uint8_t reply[cmdblk::kSize] = {};
+    put_field(reply, cmdblk::status, r.status);
+    put_field(reply, cmdblk::syndrome, syndrome);
+    for (unsigned i = 0; i < out.size(); ++i) put_be32(reply + cmdblk::output.byte + 4 * i, out[i]);
+    put_field(reply, cmdblk::ownership, 0);
+    DmaWrite w;  // the second half of the block, ownership byte included, in one write
+    w.addr = addr + cmdblk::status.byte;
+    w.len = cmdblk::kSize - cmdblk::status.byte;
+    w.source = DmaSource::command;
+    std::memcpy(w.data.data(), reply + cmdblk::status.byte, w.len);
+    dma_.write_blocking(w);
+    const uint8_t token = uint8_t(get_field(block, cmdblk::token));
+    if (eq_.s_event.can_push()) eq_.s_event.push(DeviceEvent{eqe::kCommandDone, 0, 0, r.status, token}, clock_.now());
+    busy_ = false;
+  }
+}
+
+CommandUnit::Result CommandUnit::check_reserved(uint16_t opcode, const In& in) const {
+  const CommandSpec* spec = find(opcode);
+  for (uint8_t i = 0; i < in.size(); ++i) {
+    bool used = false;
+    for (const auto& d : spec->inputs) used |= d.index == i;
+    if (!used && in[i] != 0) return fail(kBadParam, i, kReservedSet);
+  }
+  return {};
+}
+
+CommandUnit::Result CommandUnit::execute(uint16_t opcode, const In& in, Out& out) {
+  if (!find(opcode)) return fail(kBadOp, kFieldNone, kUnknownObject);
+  if (Result r = check_reserved(opcode, in); r.status != kOk) return r;
+  if (opcode == kQueryCap) return query_cap(out);
+  if (opcode == kInit) {
+    if (initialized_) return fail(kBadSysState, kFieldNone, kWrongState);
+    set_initialized(true);
+    return {};
+  }
+  if (!initialized_) return fail(kBadSysState, kFieldNone, kWrongState);
+  switch (opcode) {
+    case kTeardown:
+      for (uint32_t n = 0; n < cq_.config().num_cqs; ++n)
+        if (cq_.cq_exists(n)) cq_control(CqControl{CqControl::Op::destroy, n, {}});
+      eq_.reset();
+      set_initialized(false);
+      return {};
+    case kCreateEq: return create_eq(in, out);
+    case kDestroyEq: return destroy_eq(in);
+    case kQueryEq: return query_eq(in, out);
+    case kCreateCq: return create_cq(in, out);
+    case kDestroyCq: return destroy_cq(in);
+    case kQueryCq: return query_cq(in, out);
+    case kModifyCq: return modify_cq(in, out);
+  }
+  return fail(kBadOp, kFieldNone, kUnknownObject);
+}
+
+CommandUnit::Result CommandUnit::query_cap(Out& out) {
+  auto log2 = [](uint32_t v) { uint32_t l = 0; while ((1u << (l + 1)) <= v) ++l; return l; };
+  out[0] = log2(cq_.config().num_cqs);
+  out[1] = cq_.config().log_max_cq_size;
+  out[2] = log2(eq_.config().num_eqs);
+  out[3] = eq_.config().log_max_eq_size;
+  out[4] = kNumMsixVectors;
+  out[5] = kNumUars;
+  out[6] = uint32_t(regs_.value(reg::caps));
+  out[7] = uint32_t(regs_.value(reg::core_clock_khz));
+  out[8] = 0xFFFF;
+  out[9] = 0xFFF;
+  return {};
+}
+
+CommandUnit::Result CommandUnit::create_eq(const In& in, Out& out) {
+  EqConfig c;
+  if (in[0] < 1 || in[0] > eq_.config().log_max_eq_size) return fail(kBadParam, 0, kOutOfRange);
+  c.log_size = uint8_t(in[0]);
+  c.base = uint64_t(in[1]) << 32 | in[2];
+  if (c.base == 0) return fail(kBadParam, 2, kOutOfRange);
+  if (c.base % 4096) return fail(kBadParam, 2, kMisaligned);
+  if (in[3] >= kNumMsixVectors) return fail(kBadParam, 3, kOutOfRange);
+  c.vector = in[3];
+  if (in[4] == 0) return fail(kBadParam, 4, kOutOfRange);
+  if (in[4] & ~(kEqMaskCompletion | kEqMaskAsync | kEqMaskCommand)) return fail(kBadParam, 4, kReservedSet);
+  c.event_mask = in[4];
+  int free_eqn = -1;
+  for (uint32_t n = 0; n < eq_.config().num_eqs; ++n) {
+    if (!eq_.exists(n)) {
+      if (free_eqn < 0) free_eqn = int(n);
+      continue;
+    }
+    if (eq_.context(n).cfg.event_mask & c.event_mask & (kEqMaskAsync | kEqMaskCommand))
+      return fail(kResourceBusy, 4, kBusy);
+  }
+  if (free_eqn < 0) return fail(kNoResources, kFieldNone, kOutOfRange);
+  eq_.create(uint32_t(free_eqn), c);
+  out[0] = uint32_t(free_eqn);
+  return {};
+}
+
+CommandUnit::Result CommandUnit::destroy_eq(const In& in) {
+  if (!eq_.exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  for (uint32_t n = 0; n < cq_.config().num_cqs; ++n)
+    if (cq_.cq_exists(n) && cq_.context(n).cfg.eqn == in[0]) return fail(kResourceBusy, 0, kBusy);
+  eq_.destroy(in[0]);
+  return {};
+}
+
+CommandUnit::Result CommandUnit::query_eq(const In& in, Out& out) {
+  if (!eq_.exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  const EqContext& e = eq_.context(in[0]);
+  out = {e.cfg.log_size, e.cfg.vector, e.pi, e.ci, e.armed, e.cfg.event_mask};
+  return {};
+}
+
+CommandUnit::Result CommandUnit::create_cq(const In& in, Out& out) {
+  CqConfig c;
+  if (in[0] > cq_.config().log_max_cq_size) return fail(kBadParam, 0, kOutOfRange);
+  c.log_size = uint8_t(in[0]);
+  c.base = uint64_t(in[1]) << 32 | in[2];
+  if (c.base == 0) return fail(kBadParam, 2, kOutOfRange);
+  if (c.base % 4096) return fail(kBadParam, 2, kMisaligned);
+  c.dbr = uint64_t(in[3]) << 32 | in[4];
+  if (c.dbr == 0) return fail(kBadParam, 4, kOutOfRange);
+  if (c.dbr % 8) return fail(kBadParam, 4, kMisaligned);
+  if (!eq_.exists(in[5])) return fail(kBadParam, 5, kUnknownObject);
+  if (!(eq_.context(in[5]).cfg.event_mask & kEqMaskCompletion)) return fail(kBadParam, 5, kWrongState);
+  c.eqn = in[5];
+  if (in[6] > 0xFFFF) return fail(kBadParam, 6, kOutOfRange);
+  if (in[7] > 0xFFF) return fail(kBadParam, 7, kOutOfRange);
+  if (in[8] & ~(kCqFlagPeriodModeCqe | kCqFlagOverrunIgnore | kCqFlagAlwaysArmed)) return fail(kBadParam, 8, kReservedSet);
+  c.mod_count = uint16_t(in[6]);
+  c.mod_period = uint16_t(in[7]);
+  c.period_mode = (in[8] & kCqFlagPeriodModeCqe) ? PeriodMode::cqe : PeriodMode::eqe;
+  c.overrun_ignore = in[8] & kCqFlagOverrunIgnore;
+  c.always_armed = in[8] & kCqFlagAlwaysArmed;
+  uint32_t cqn = 1;  // CQN 0 is never handed out, so a zeroed handle never names a live CQ
+  while (cqn < cq_.config().num_cqs && cq_.cq_exists(cqn)) ++cqn;
+  if (cqn >= cq_.config().num_cqs) return fail(kNoResources, kFieldNone, kOutOfRange);
+  cq_control(CqControl{CqControl::Op::create, cqn, c});
+  out[0] = cqn;
+  return {};
+}
+
+CommandUnit::Result CommandUnit::destroy_cq(const In& in) {
+  if (!cq_.cq_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  cq_control(CqControl{CqControl::Op::destroy, in[0], {}});
+  return {};
+}
+
+CommandUnit::Result CommandUnit::query_cq(const In& in, Out& out) {
+  if (!cq_.cq_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  const CqContext& c = cq_.context(in[0]);
+  uint32_t flags = (c.cfg.period_mode == PeriodMode::cqe ? kCqFlagPeriodModeCqe : 0) |
+                   (c.cfg.overrun_ignore ? kCqFlagOverrunIgnore : 0) | (c.cfg.always_armed ? kCqFlagAlwaysArmed : 0);
+  out = {c.cfg.log_size, c.pi, c.ci, uint32_t(c.state), c.cfg.eqn, c.cfg.mod_count, c.cfg.mod_period, flags,
+         c.arm_sn, c.last_notified};
+  return {};
+}
+
+CommandUnit::Result CommandUnit::modify_cq(const In& in, Out& out) {
+  const uint32_t cqn = in[0];
+  if (!cq_.cq_exists(cqn)) return fail(kBadResource, 0, kUnknownObject);
+  const uint32_t select = in[1];
+  if (select == 0) return fail(kBadParam, 1, kOutOfRange);
+  if (select & ~(kModifySelectModeration | kModifySelectResize)) return fail(kBadParam, 1, kReservedSet);
+  if (select & kModifySelectModeration) {
+    if (in[2] > 0xFFFF) return fail(kBadParam, 2, kOutOfRange);
+    if (in[3] > 0xFFF) return fail(kBadParam, 3, kOutOfRange);
+    if (in[4] & ~kCqFlagPeriodModeCqe) return fail(kBadParam, 4, kReservedSet);
+  } else {
+    for (uint8_t i = 2; i <= 4; ++i)
+      if (in[i]) return fail(kBadParam, i, kReservedSet);
+  }
+  if (select & kModifySelectResize) {
+    if (!(regs_.value(reg::caps) & kCapResize)) return fail(kBadParam, 1, kNotSupported);
+    if (in[5] > cq_.config().log_max_cq_size) return fail(kBadParam, 5, kOutOfRange);
+    uint64_t base = uint64_t(in[6]) << 32 | in[7];
+    if (base == 0) return fail(kBadParam, 7, kOutOfRange);
+    if (base % 4096) return fail(kBadParam, 7, kMisaligned);
+    if (cq_.context(cqn).state == CqState::error) return fail(kBadResState, 0, kWrongState);
+  } else {
+    for (uint8_t i = 5; i <= 7; ++i)
+      if (in[i]) return fail(kBadParam, i, kReservedSet);
+  }
+  if (select & kModifySelectResize)
+    if (Result r = resize_cq(cqn, in); r.status != kOk) return r;
+  if (select & kModifySelectModeration) {
+    CqConfig c = cq_.context(cqn).cfg;
+    c.mod_count = uint16_t(in[2]);
+    c.mod_period = uint16_t(in[3]);
+    c.period_mode = (in[4] & kCqFlagPeriodModeCqe) ? PeriodMode::cqe : PeriodMode::eqe;
+    cq_control(CqControl{CqControl::Op::modify_moderation, cqn, c});
+  }
+  out[0] = cq_.context(cqn).cfg.log_size;
+  return {};
+}
+
+// S3: hold completion intake, read the consumer index from the doorbell record, refuse a size
+// below the outstanding CQEs, copy the outstanding CQEs in order into the new buffer with owner
+// bits for the new size, then switch. Nothing is lost, duplicated or reordered.
+CommandUnit::Result CommandUnit::resize_cq(uint32_t cqn, const In& in) {
+  cq_control(CqControl{CqControl::Op::resize_begin, cqn, {}});
+  const CqContext& cq = cq_.context(cqn);
+  uint8_t dbr[4];
+  if (!dma_.read_blocking(cq.cfg.dbr, dbr, 4)) {
+    cq_control(CqControl{CqControl::Op::resize_abort, cqn, {}});
+    return fail(kBadResState, 0, kWrongState);
+  }
+  const uint32_t ci = get_be32(dbr) & kIndexMask;
+  const uint32_t outstanding = index_distance(ci, cq.pi);
+  const uint8_t new_log = uint8_t(in[5]);
+  const uint64_t new_base = uint64_t(in[6]) << 32 | in[7];
+  if (outstanding > cq.size() || outstanding > (1u << new_log)) {
+    cq_control(CqControl{CqControl::Op::resize_abort, cqn, {}});
+    return fail(kBadSize, 5, kBelowOutstanding);
+  }
+  for (uint32_t i = 0; i < outstanding; ++i) {
+    const uint32_t index = (ci + i) & kIndexMask;
+    DmaWrite w;
+    if (!dma_.read_blocking(cq.cfg.base + uint64_t(index & (cq.size() - 1)) * cqe::kSize, w.data.data(), cqe::kSize)) {
+      cq_control(CqControl{CqControl::Op::resize_abort, cqn, {}});
+      return fail(kBadResState, 0, kWrongState);
+    }
+    put_field(w.data.data(), cqe::owner, (index >> new_log) & 1);
+    w.addr = new_base + uint64_t(index & ((1u << new_log) - 1)) * cqe::kSize;
+    w.len = cqe::kSize;
+    w.source = DmaSource::cqe;
+    w.id = cqn;
+    dma_.write_blocking(w);
+  }
+  CqConfig c = cq.cfg;
+  c.log_size = new_log;
+  c.base = new_base;
+  cq_control(CqControl{CqControl::Op::resize_commit, cqn, c});
+  return {};
+}
+
+void CommandUnit::cq_control(const CqControl& c) {
+  while (!cq_.s_ctl.can_push()) sc_core::wait(clock_.period());
+  cq_.s_ctl.push(c, clock_.now());
+  sc_core::wait(control_done_);
+  wait_edge();
+}
+
+}  // namespace vhca

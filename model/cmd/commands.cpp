@@ -1,0 +1,114 @@
+#include "model/cmd/commands.h"
+
+#include <fmt/format.h>
+
+namespace vhca::cmd {
+
+const std::vector<CommandSpec>& commands() {
+  static const std::vector<CommandSpec> all = {
+      {kQueryCap, "QUERY_CAP", "report the device limits and capabilities; allowed before INIT", {},
+       {{0, "log_max_cq", "log2 of the CQC table capacity"},
+        {1, "log_max_cq_sz", "log2 of the largest CQ (entries)"},
+        {2, "log_max_eq", "log2 of the EQC table capacity"},
+        {3, "log_max_eq_sz", "log2 of the largest EQ (entries)"},
+        {4, "num_msix", "MSI-X vectors"},
+        {5, "num_uars", "UAR doorbell pages"},
+        {6, "flags", "bit0 resize, bit1 moderation, bit2 CQE period mode, bit3 always-armed"},
+        {7, "core_clock_khz", "core clock"},
+        {8, "max_mod_count", "largest moderation count"},
+        {9, "max_mod_period", "largest moderation period (us)"}}},
+      {kInit, "INIT", "bring the device from reset to initialized; refused when already initialized", {}, {}},
+      {kTeardown, "TEARDOWN", "destroy every object and return to the uninitialized state", {}, {}},
+      {kCreateEq, "CREATE_EQ", "create an event queue",
+       {{0, "log_size", "log2 of the number of EQEs, 1..log_max_eq_sz"},
+        {1, "base_hi", "EQ buffer address bits 63:32"},
+        {2, "base_lo", "EQ buffer address bits 31:0; the buffer is 4 KiB aligned"},
+        {3, "vector", "MSI-X vector, < num_msix"},
+        {4, "event_mask", "bit0 completion events, bit1 asynchronous events, bit2 command completions (one EQ each for bits 1 and 2)"}},
+       {{0, "eqn", "the new EQ's number"}}},
+      {kDestroyEq, "DESTROY_EQ", "destroy an EQ; refused while a CQ reports to it", {{0, "eqn", "EQ number"}}, {}},
+      {kQueryEq, "QUERY_EQ", "read an EQ's context", {{0, "eqn", "EQ number"}},
+       {{0, "log_size", ""}, {1, "vector", ""}, {2, "producer_index", ""}, {3, "consumer_index", ""},
+        {4, "armed", "1 if armed"}, {5, "event_mask", ""}}},
+      {kCreateCq, "CREATE_CQ", "create a completion queue",
+       {{0, "log_size", "log2 of the number of CQEs, 0..log_max_cq_sz"},
+        {1, "base_hi", "CQ buffer address bits 63:32"},
+        {2, "base_lo", "CQ buffer address bits 31:0; the buffer is 4 KiB aligned"},
+        {3, "dbr_hi", "doorbell record address bits 63:32"},
+        {4, "dbr_lo", "doorbell record address bits 31:0; 8-byte aligned"},
+        {5, "eqn", "EQ for completion events (must take completion events)"},
+        {6, "mod_count", "moderation count, 0..65535 (0: no count threshold)"},
+        {7, "mod_period", "moderation period in us, 0..4095 (0: no period)"},
+        {8, "flags", "bit0 period mode CQE (else EQE), bit1 overrun ignore, bit2 always armed"}},
+       {{0, "cqn", "the new CQ's number (CQN 0 is never used)"}}},
+      {kDestroyCq, "DESTROY_CQ", "destroy a CQ", {{0, "cqn", "CQ number"}}, {}},
+      {kQueryCq, "QUERY_CQ", "read a CQ's context", {{0, "cqn", "CQ number"}},
+       {{0, "log_size", ""}, {1, "producer_index", ""}, {2, "consumer_index", "cached copy"},
+        {3, "state", "0 disarmed, 1 armed NEXT, 2 armed SOLICITED, 3 always armed, 4 error"},
+        {4, "eqn", ""}, {5, "mod_count", ""}, {6, "mod_period", ""}, {7, "flags", "as CREATE_CQ in[8]"},
+        {8, "arm_sn", "arm sequence number the device expects next"}, {9, "last_notified", "producer index at the last event"}}},
+      {kModifyCq, "MODIFY_CQ", "change moderation and/or resize a CQ",
+       {{0, "cqn", "CQ number"},
+        {1, "select", "bit0 moderation (in[2..4]), bit1 resize (in[5..7])"},
+        {2, "mod_count", "new moderation count, 0..65535"},
+        {3, "mod_period", "new moderation period (us), 0..4095"},
+        {4, "flags", "bit0 period mode CQE"},
+        {5, "log_size", "resize: log2 of the new size; must hold every outstanding CQE"},
+        {6, "base_hi", "resize: new buffer address bits 63:32"},
+        {7, "base_lo", "resize: new buffer address bits 31:0, 4 KiB aligned"}},
+       {{0, "log_size", "the CQ's log size after the command"}}},
+  };
+  return all;
+}
+
+const CommandSpec* find(uint16_t opcode) {
+  for (const auto& c : commands())
+    if (c.opcode == opcode) return &c;
+  return nullptr;
+}
+
+const char* status_name(uint8_t s) {
+  switch (s) {
+    case kOk: return "OK";
+    case kInternalError: return "INTERNAL_ERROR";
+    case kBadOp: return "BAD_OP";
+    case kBadParam: return "BAD_PARAM";
+    case kBadSysState: return "BAD_SYS_STATE";
+    case kBadResource: return "BAD_RESOURCE";
+    case kResourceBusy: return "RESOURCE_BUSY";
+    case kBadResState: return "BAD_RES_STATE";
+    case kNoResources: return "NO_RESOURCES";
+    case kBadSize: return "BAD_SIZE";
+  }
+  return "UNKNOWN_STATUS";
+}
+
+const char* reason_name(uint8_t r) {
+  switch (r) {
+    case kOutOfRange: return "out of range";
+    case kMisaligned: return "misaligned";
+    case kUnknownObject: return "no such object";
+    case kReservedSet: return "reserved bits or unused field not zero";
+    case kBusy: return "object in use";
+    case kWrongState: return "wrong state";
+    case kBelowOutstanding: return "smaller than the CQEs outstanding";
+    case kNotSupported: return "not supported by this device";
+  }
+  return "unspecified";
+}
+
+std::string describe_failure(uint32_t syndrome) {
+  uint16_t opcode = uint16_t(syndrome >> 16);
+  uint8_t dword = uint8_t(syndrome >> 8), reason = uint8_t(syndrome);
+  const CommandSpec* spec = find(opcode);
+  std::string cmd = spec ? spec->name : fmt::format("opcode {:#x}", opcode);
+  if (dword == kFieldNone) return fmt::format("{}: {}", cmd, reason_name(reason));
+  if (dword == kFieldOpMod) return fmt::format("{} op_mod: {}", cmd, reason_name(reason));
+  const char* field = "reserved";
+  if (spec)
+    for (const auto& d : spec->inputs)
+      if (d.index == dword) field = d.name;
+  return fmt::format("{} in[{}] {}: {}", cmd, dword, field, reason_name(reason));
+}
+
+}  // namespace vhca::cmd

@@ -1,0 +1,66 @@
+#include "model/common/log.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <systemc>
+
+namespace vhca::log {
+namespace {
+uint64_t g_errors = 0;
+
+uint32_t initial_mask() {
+  uint32_t mask = static_cast<uint32_t>(Cat::err);
+  if (const char* env = std::getenv("VHCA_LOG")) {
+    g_enabled = mask;
+    enable(env);
+    return g_enabled;
+  }
+  return mask;
+}
+
+const char* name_of(Cat c) {
+  switch (c) {
+    case Cat::mmio: return "mmio";
+    case Cat::dma: return "dma";
+    case Cat::cmd: return "cmd";
+    case Cat::cq: return "cq";
+    case Cat::eq: return "eq";
+    case Cat::irq: return "irq";
+    case Cat::drv: return "drv";
+    case Cat::err: return "ERROR";
+    case Cat::link: return "link";
+  }
+  return "?";
+}
+}  // namespace
+
+uint32_t g_enabled = static_cast<uint32_t>(Cat::err);
+static const uint32_t g_init_once = (g_enabled = initial_mask());
+
+void enable(std::string_view spec) {
+  static const std::pair<const char*, Cat> names[] = {
+      {"mmio", Cat::mmio}, {"dma", Cat::dma}, {"cmd", Cat::cmd}, {"cq", Cat::cq}, {"eq", Cat::eq},
+      {"irq", Cat::irq},   {"drv", Cat::drv}, {"err", Cat::err}, {"link", Cat::link}};
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t end = spec.find(',', pos);
+    if (end == std::string_view::npos) end = spec.size();
+    std::string_view word = spec.substr(pos, end - pos);
+    if (word == "all") g_enabled = ~0u;
+    if (word == "none") g_enabled = 0;
+    for (auto& [n, c] : names)
+      if (word == n) g_enabled |= static_cast<uint32_t>(c);
+    pos = end + 1;
+  }
+}
+
+void emit(Cat c, const std::string& text) {
+  if (c == Cat::err) ++g_errors;
+  if (!enabled(c)) return;
+  std::fprintf(stderr, "%12.3f ns [%s] %s\n", sc_core::sc_time_stamp().to_seconds() * 1e9, name_of(c),
+               text.c_str());
+}
+
+uint64_t error_count() { return g_errors; }
+
+}  // namespace vhca::log

@@ -1,0 +1,26 @@
+#include "model/common/sim_clock.h"
+
+#include <cmath>
+
+namespace vhca {
+
+SimClock::SimClock(double mhz) : mhz_(mhz), period_(sc_core::sc_time(1e6 / mhz, sc_core::SC_PS)) {}
+
+uint64_t SimClock::now() const {
+  return sc_core::sc_time_stamp().value() / period_.value();
+}
+
+uint64_t SimClock::cycle_at_or_after(const sc_core::sc_time& t) const {
+  uint64_t p = period_.value();
+  return (t.value() + p - 1) / p;
+}
+
+sc_core::sc_time SimClock::until(uint64_t cycle) const {
+  sc_core::sc_time t = at(cycle);
+  sc_core::sc_time n = sc_core::sc_time_stamp();
+  return t > n ? t - n : sc_core::SC_ZERO_TIME;
+}
+
+uint64_t SimClock::cycles_from_ns(double ns) const { return uint64_t(std::llround(ns * mhz_ / 1000.0)); }
+
+}  // namespace vhca

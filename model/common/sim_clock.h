@@ -1,0 +1,29 @@
+// The core clock. Every HCA action happens on a rising edge; blocks do not tick, they compute the
+// cycle of their next action and notify an event for it.
+#pragma once
+#include <cstdint>
+#include <systemc>
+
+namespace vhca {
+
+class SimClock {
+ public:
+  explicit SimClock(double mhz = 500.0);
+  double mhz() const { return mhz_; }
+  sc_core::sc_time period() const { return period_; }
+  // The current cycle: the number of whole periods elapsed (an edge counts as its own cycle).
+  uint64_t now() const;
+  // Absolute time of a cycle's edge.
+  sc_core::sc_time at(uint64_t cycle) const { return period_ * double(cycle); }
+  // The first edge at or after t.
+  uint64_t cycle_at_or_after(const sc_core::sc_time& t) const;
+  // Delay from now until the edge of `cycle` (zero if that edge is now or past).
+  sc_core::sc_time until(uint64_t cycle) const;
+  uint64_t cycles_from_ns(double ns) const;
+
+ private:
+  double mhz_;
+  sc_core::sc_time period_;
+};
+
+}  // namespace vhca

@@ -1,0 +1,65 @@
+// The DMA engine: one ordered posted-write channel shared by every block (CQE, EQE, MSI-X and
+// command writes leave in the order they were queued: an EQE can never pass its CQE, an MSI-X
+// message never its EQE) issuing at most one write per cycle, and one read channel that serves
+// consumer-index refreshes before firmware reads, one read at a time.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <vector>
+
+#include "model/common/sim_clock.h"
+#include "model/common/stream.h"
+#include "model/common/wakeup.h"
+#include "model/cq/cq_types.h"
+
+namespace vhca {
+
+struct DmaEngineConfig {
+  size_t write_queue_depth = 64;
+};
+
+class DmaEngine : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<DmaEngine> socket{"socket"};
+  Stream<DmaWrite> s_write;
+  Stream<CiRequest> s_ci_req;
+  Stream<CiResponse>* m_ci_rsp = nullptr;
+
+  SC_HAS_PROCESS(DmaEngine);
+  DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg = {});
+
+  // Firmware helpers, called from an SC_THREAD (the command unit): a blocking read that returns
+  // on the cycle its completion has arrived, and a write queued behind everything already queued.
+  bool read_blocking(uint64_t addr, uint8_t* out, uint32_t len);
+  void write_blocking(const DmaWrite& w);
+
+  uint64_t writes_issued() const { return writes_; }
+  uint64_t reads_issued() const { return reads_; }
+  uint64_t read_errors() const { return read_errors_; }
+
+ private:
+  struct FirmwareRead {
+    uint64_t addr;
+    uint8_t* out;
+    uint32_t len;
+    bool ok;
+    bool done;
+    sc_core::sc_event* done_event;
+  };
+  void write_step();
+  void read_thread();
+  bool issue_read(uint64_t addr, uint8_t* out, uint32_t len);
+
+  const SimClock& clock_;
+  Wakeup write_wakeup_;
+  sc_core::sc_event read_work_;
+  sc_core::sc_event write_space_;
+  std::deque<FirmwareRead*> firmware_reads_;
+  uint64_t writes_ = 0, reads_ = 0, read_errors_ = 0;
+};
+
+}  // namespace vhca

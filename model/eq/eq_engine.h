@@ -1,0 +1,82 @@
+// The EQ engine: EQ context table, EQE writer with owner bits, EQ doorbells (with and without
+// re-arm), arm-once interrupts. Completion events go to the CQ's EQ, asynchronous events to the
+// EQ created with the async mask, command completions to the EQ created with the command mask.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <systemc>
+#include <vector>
+
+#include "model/common/sim_clock.h"
+#include "model/common/stream.h"
+#include "model/common/wakeup.h"
+#include "model/cq/cq_types.h"
+
+namespace vhca {
+
+constexpr uint32_t kEqMaskCompletion = 1u << 0, kEqMaskAsync = 1u << 1, kEqMaskCommand = 1u << 2;
+
+struct EqConfig {
+  uint8_t log_size = 0;
+  uint64_t base = 0;
+  uint32_t vector = 0;
+  uint32_t event_mask = kEqMaskCompletion;
+};
+
+struct EqContext {
+  bool valid = false;
+  EqConfig cfg;
+  uint32_t pi = 0, ci = 0;
+  bool armed = false;
+  uint64_t eqes = 0, overruns = 0, interrupts = 0;
+  uint32_t size() const { return 1u << cfg.log_size; }
+};
+
+struct EqDoorbell {
+  uint32_t eqn = 0;
+  uint32_t ci = 0;
+  bool arm = false;
+};
+
+struct EqEngineConfig {
+  uint32_t num_eqs = 64;
+  uint8_t log_max_eq_size = 16;
+};
+
+class EqEngine : public sc_core::sc_module {
+ public:
+  Stream<DeviceEvent> s_event;
+  Stream<EqDoorbell> s_db;
+  Stream<DmaWrite>* m_dma = nullptr;
+  Stream<uint32_t>* m_irq = nullptr;  // MSI-X vector requests
+
+  std::function<void(uint8_t reason, uint32_t eqn)> on_bad_doorbell;
+
+  SC_HAS_PROCESS(EqEngine);
+  EqEngine(const sc_core::sc_module_name& name, const SimClock& clock, const EqEngineConfig& cfg = {});
+  void bind_outputs(Stream<DmaWrite>& dma, Stream<uint32_t>& irq);
+
+  // Firmware (command unit) access to the EQC table.
+  void create(uint32_t eqn, const EqConfig& cfg);
+  void destroy(uint32_t eqn);
+  bool exists(uint32_t eqn) const { return eqn < table_.size() && table_[eqn].valid; }
+  const EqContext& context(uint32_t eqn) const { return table_.at(eqn); }
+  const EqEngineConfig& config() const { return cfg_; }
+  uint64_t events_dropped() const { return dropped_; }
+  void reset();
+
+ private:
+  void step();
+  void apply_doorbell(const EqDoorbell& db, uint64_t now);
+  void write_eqe(const DeviceEvent& ev, uint64_t now);
+  int target_eq(const DeviceEvent& ev) const;
+  void interrupt(EqContext& eq, uint32_t eqn, uint64_t now);
+
+  const SimClock& clock_;
+  EqEngineConfig cfg_;
+  Wakeup wakeup_;
+  std::vector<EqContext> table_;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace vhca

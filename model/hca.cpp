@@ -1,0 +1,129 @@
+#include "model/hca.h"
+
+#include "model/common/bytes.h"
+#include "model/common/log.h"
+
+namespace vhca {
+
+Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
+    : sc_module(name),
+      clock(cfg.clock_mhz),
+      bar0("bar0"),
+      dma("dma", clock, cfg.dma),
+      cq("cq", clock, cfg.cq),
+      eq("eq", clock, cfg.eq),
+      msix("msix", clock, bar0.regs),
+      cmd("cmd", clock, cfg.cmd, cq, eq, dma, bar0.regs),
+      cfg_(cfg),
+      irq_requests_("irq_requests", 16),
+      injection_wakeup_(clock) {
+  cq.bind_outputs(dma.s_write, eq.s_event, dma.s_ci_req);
+  dma.m_ci_rsp = &cq.s_ci;
+  eq.bind_outputs(dma.s_write, msix.s_irq);
+  msix.bind_output(dma.s_write);
+  cq.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
+  eq.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
+  cq.s_cpl.on_space.push_back([this](uint64_t c) { injection_wakeup_.wake(c); });
+  bind_registers();
+  SC_METHOD(injection_step);
+  sensitive << injection_wakeup_.event();
+  dont_initialize();
+  SC_METHOD(reset_done);
+  sensitive << reset_done_event_;
+  dont_initialize();
+}
+
+void Hca::bind_registers() {
+  RegisterFile& r = bar0.regs;
+  r.set(reg::core_clock_khz, uint64_t(cfg_.clock_mhz * 1000.0));
+  r.on_write(reg::cq_arm_db, [this](Register&, uint64_t v) {
+    ArmRequest a{uint32_t(bits_of(v, armdb::cqn)), uint8_t(bits_of(v, armdb::arm_sn)),
+                 bits_of(v, armdb::arm_cmd) ? ArmCmd::solicited : ArmCmd::next, uint32_t(bits_of(v, armdb::arm_ci))};
+    if (bits_of(v, armdb::arm_cmd) > 1) {
+      log::error("arm doorbell for CQ {}: command {} is neither NEXT (0) nor SOLICITED (1): ignored", a.cqn,
+                 bits_of(v, armdb::arm_cmd));
+      bad_doorbell(3, a.cqn);
+      return;
+    }
+    if (!cq.s_arm.can_push()) {
+      log::error("arm doorbell for CQ {}: doorbell FIFO full, doorbell dropped", a.cqn);
+      bad_doorbell(5, a.cqn);
+      return;
+    }
+    cq.s_arm.push(a, clock.now());
+  });
+  auto eq_doorbell = [this](bool arm) {
+    return [this, arm](Register&, uint64_t v) {
+      EqDoorbell d{uint32_t(bits_of(v, eqdb::eqn)), uint32_t(bits_of(v, eqdb::consumer_index)), arm};
+      if (!eq.s_db.can_push()) {
+        log::error("EQ doorbell for EQ {}: doorbell FIFO full, doorbell dropped", d.eqn);
+        bad_doorbell(5, d.eqn);
+        return;
+      }
+      eq.s_db.push(d, clock.now());
+    };
+  };
+  r.on_write(reg::eq_db_arm, eq_doorbell(true));
+  r.on_write(reg::eq_db_noarm, eq_doorbell(false));
+  r.on_write(reg::cmd_doorbell, [this](Register&, uint64_t) { cmd.ring(); });
+  r.on_write(reg::reset, [this](Register&, uint64_t v) {
+    if (v & 1) device_reset();
+  });
+}
+
+void Hca::bad_doorbell(uint8_t reason, uint32_t object) {
+  RegisterFile& r = bar0.regs;
+  r.set(reg::bad_doorbells, r.value(reg::bad_doorbells) + 1);
+  r.set(reg::last_bad_doorbell, uint64_t(reason) << 24 | (object & 0xFFFFFF));
+}
+
+void Hca::device_reset() {
+  log::write(log::Cat::mmio, "device reset");
+  cq.reset();
+  eq.reset();
+  cmd.reset();
+  injections_.clear();
+  bar0.regs.reset();
+  bar0.regs.set(reg::core_clock_khz, uint64_t(cfg_.clock_mhz * 1000.0));
+  bar0.regs.set(reg::health, 0);
+  reset_done_event_.notify(cfg_.reset_time);
+}
+
+void Hca::inject(const CompletionRecord& r, uint64_t cycle) {
+  injections_.emplace(std::max(cycle, clock.now()), r);
+  injection_wakeup_.wake(injections_.begin()->first);
+}
+
+void Hca::injection_step() {
+  const uint64_t now = clock.now();
+  if (clock.at(now) != sc_core::sc_time_stamp()) {
+    injection_wakeup_.wake(now + 1);
+    return;
+  }
+  while (!injections_.empty() && injections_.begin()->first <= now) {
+    if (!cq.s_cpl.can_push()) {
+      ++injection_stalls_;  // backpressure: retried when the writer frees a slot
+      return;
+    }
+    cq.s_cpl.push(injections_.begin()->second, now);
+    injections_.erase(injections_.begin());
+    ++injected_;
+  }
+  if (!injections_.empty()) injection_wakeup_.wake(injections_.begin()->first);
+}
+
+void Hca::upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) {
+  const uint64_t now = clock.now();
+  switch (source) {
+    case DmaSource::cqe:
+      if (cq.s_access_error.can_push()) cq.s_access_error.push(id, now);
+      break;
+    default:
+      log::error("posted write (source {}, id {}) to {:#x} failed at the host", int(source), id, addr);
+      if (source != DmaSource::msix && eq.s_event.can_push())
+        eq.s_event.push(DeviceEvent{eqe::kDmaError, 0, 0, uint8_t(source), addr}, now);
+      break;
+  }
+}
+
+}  // namespace vhca

@@ -1,0 +1,76 @@
+// The HCA: BAR0, command unit, CQ writer, EQ engine, MSI-X and DMA engine, wired with finite
+// streams. Its two TLM sockets face the PCIe link: `bar` (MMIO in) and `dma` (DMA out).
+// The completion-injection port feeds completion records at chosen cycles, as the transport
+// engine will.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <systemc>
+#include <tlm>
+#include <vector>
+
+#include "model/bar/bar0.h"
+#include "model/cmd/command_unit.h"
+#include "model/common/sim_clock.h"
+#include "model/common/wakeup.h"
+#include "model/cq/cqe_writer.h"
+#include "model/dma/dma_engine.h"
+#include "model/eq/eq_engine.h"
+#include "model/msix/msix.h"
+
+namespace vhca {
+
+struct HcaConfig {
+  double clock_mhz = 500.0;
+  sc_core::sc_time reset_time{10, sc_core::SC_US};
+  CqeWriterConfig cq;
+  EqEngineConfig eq;
+  DmaEngineConfig dma;
+  CommandUnitConfig cmd;
+};
+
+class Hca : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Hca);
+  Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg = {});
+
+  // Sockets: the BAR target and the DMA initiator.
+  tlm_utils::simple_target_socket<Bar0>& bar() { return bar0.socket; }
+  tlm_utils::simple_initiator_socket<DmaEngine>& dma_socket() { return dma.socket; }
+
+  // Injection port: the record enters the CQ writer's input on `cycle` (now if in the past) and
+  // is visible to it one cycle later. Records for the same cycle keep their order.
+  void inject(const CompletionRecord& r, uint64_t cycle);
+  void inject_now(const CompletionRecord& r) { inject(r, clock.now()); }
+  uint64_t injected() const { return injected_; }
+  uint64_t injection_stalls() const { return injection_stalls_; }
+
+  // A posted write failed where it landed (told by the link).
+  void upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr);
+
+  const HcaConfig& config() const { return cfg_; }
+
+  SimClock clock;
+  Bar0 bar0;
+  DmaEngine dma;
+  CqeWriter cq;
+  EqEngine eq;
+  Msix msix;
+  CommandUnit cmd;
+
+ private:
+  void bind_registers();
+  void bad_doorbell(uint8_t reason, uint32_t object);
+  void device_reset();
+  void injection_step();
+  void reset_done() { bar0.regs.set(reg::health, kHealthReady); }
+
+  HcaConfig cfg_;
+  Stream<uint32_t> irq_requests_;
+  Wakeup injection_wakeup_;
+  std::multimap<uint64_t, CompletionRecord> injections_;
+  sc_core::sc_event reset_done_event_;
+  uint64_t injected_ = 0, injection_stalls_ = 0;
+};
+
+}  // namespace vhca

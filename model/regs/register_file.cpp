@@ -1,0 +1,65 @@
+#include "model/regs/register_file.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "model/common/log.h"
+
+namespace vhca {
+
+RegisterFile::RegisterFile(const std::vector<RegSpec>& specs) {
+  for (const RegSpec& s : specs) {
+    for (uint32_t i = 0; i < s.count; ++i) {
+      std::string name = s.count > 1 ? fmt::format("{}[{}]", s.name, i) : std::string(s.name);
+      uint32_t off = s.offset + i * s.stride;
+      if (by_offset_.count(off)) throw std::logic_error("register table: two registers at " + std::to_string(off));
+      by_offset_[off] = regs_.size();
+      regs_.push_back(Register{name, &s, off, i, s.reset});
+    }
+  }
+}
+
+void RegisterFile::on_write(const char* name, WriteHook hook) { hooks_[name].write = std::move(hook); }
+void RegisterFile::on_read(const char* name, ReadHook hook) { hooks_[name].read = std::move(hook); }
+
+void RegisterFile::reset() {
+  for (Register& r : regs_) r.value = r.spec->reset;
+}
+
+Register& RegisterFile::at(const char* name, uint32_t index) {
+  for (Register& r : regs_)
+    if (std::strcmp(r.spec->name, name) == 0 && r.index == index) return r;
+  throw std::out_of_range(std::string("no register ") + name);
+}
+
+tlm::tlm_response_status RegisterFile::fail(const char* what, uint64_t offset, unsigned len) {
+  ++errors_;
+  log::error("BAR0: {} ({} bytes at offset {:#x})", what, len, offset);
+  return tlm::TLM_ADDRESS_ERROR_RESPONSE;
+}
+
+tlm::tlm_response_status RegisterFile::access(bool is_write, uint64_t offset, uint8_t* data, unsigned len) {
+  auto it = by_offset_.find(uint32_t(offset));
+  if (offset > UINT32_MAX || it == by_offset_.end()) return fail("no register at this offset", offset, len);
+  Register& r = regs_[it->second];
+  if (len != r.spec->width) return fail(("access size does not match " + r.name).c_str(), offset, len);
+  auto hooks = hooks_.find(r.spec->name);
+  if (is_write) {
+    if (r.spec->access == Access::ro) return fail(("write to read-only " + r.name).c_str(), offset, len);
+    uint64_t v = 0;
+    std::memcpy(&v, data, len);  // little-endian host and bus
+    log::write(log::Cat::mmio, "write {} = {:#x}", r.name, v);
+    if (hooks != hooks_.end() && hooks->second.write)
+      hooks->second.write(r, v);
+    else
+      r.value = v;
+  } else {
+    if (r.spec->access == Access::wo) return fail(("read of write-only " + r.name).c_str(), offset, len);
+    uint64_t v = hooks != hooks_.end() && hooks->second.read ? hooks->second.read(r) : r.value;
+    std::memcpy(data, &v, len);
+    log::write(log::Cat::mmio, "read {} = {:#x}", r.name, v);
+  }
+  return tlm::TLM_OK_RESPONSE;
+}
+
+}  // namespace vhca

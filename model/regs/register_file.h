@@ -1,0 +1,57 @@
+// Declared registers: each has a name, offset, width, reset value, access policy and callbacks.
+// The file decodes an access by looking the offset up in the declared set; an undefined offset, a
+// size that does not match the register, a write to RO or a read of WO gets an error response
+// and a log line, and is counted.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <tlm>
+#include <vector>
+
+#include "model/regs/tables.h"
+
+namespace vhca {
+
+struct Register {
+  std::string name;    // "UAR_CQ_ARM[3]" for array members
+  const RegSpec* spec;
+  uint32_t offset;
+  uint32_t index;      // position in its array (0 for plain registers)
+  uint64_t value;
+};
+
+class RegisterFile {
+ public:
+  using WriteHook = std::function<void(Register&, uint64_t new_value)>;
+  using ReadHook = std::function<uint64_t(const Register&)>;
+
+  explicit RegisterFile(const std::vector<RegSpec>& specs);
+  // Behaviour is bound by name; for an array every member gets the hook.
+  void on_write(const char* name, WriteHook hook);
+  void on_read(const char* name, ReadHook hook);
+  void reset();
+  // Decode and execute; returns the TLM response status.
+  tlm::tlm_response_status access(bool is_write, uint64_t offset, uint8_t* data, unsigned len);
+
+  Register& at(const char* name, uint32_t index = 0);
+  uint64_t value(const char* name, uint32_t index = 0) { return at(name, index).value; }
+  void set(const char* name, uint64_t v, uint32_t index = 0) { at(name, index).value = v; }
+  uint64_t error_count() const { return errors_; }
+  const std::vector<Register>& registers() const { return regs_; }
+
+ private:
+  struct Hooks {
+    WriteHook write;
+    ReadHook read;
+  };
+  tlm::tlm_response_status fail(const char* what, uint64_t offset, unsigned len);
+
+  std::vector<Register> regs_;
+  std::map<uint32_t, size_t> by_offset_;
+  std::map<std::string, Hooks> hooks_;  // by spec name
+  uint64_t errors_ = 0;
+};
+
+}  // namespace vhca

@@ -1,0 +1,78 @@
+#include "model/regs/tables.h"
+
+namespace vhca {
+
+const char* access_name(Access a) {
+  switch (a) {
+    case Access::ro: return "RO";
+    case Access::rw: return "RW";
+    case Access::wo: return "WO";
+  }
+  return "?";
+}
+
+const std::vector<RegSpec>& bar0_registers() {
+  static const std::vector<RegSpec> regs = {
+      {reg::version, 0x0000, 4, 1, 0, kDeviceVersion, Access::ro, "device interface version: major[31:16] minor[15:0]"},
+      {reg::caps, 0x0004, 4, 1, 0, kCapResize | kCapModeration | kCapCqePeriodMode | kCapAlwaysArmed, Access::ro,
+       "capability summary: bit0 CQ resize, bit1 CQ moderation, bit2 CQE period mode, bit3 always-armed CQs"},
+      {reg::health, 0x0008, 4, 1, 0, kHealthReady, Access::ro,
+       "bit0 ready (after reset), bit1 initialized (after INIT), bit31 fatal"},
+      {reg::reset, 0x000C, 4, 1, 0, 0, Access::wo, "write 1: reset the device; HEALTH.ready returns after the reset time"},
+      {reg::cmdq_addr_hi, 0x0010, 4, 1, 0, 0, Access::rw, "command block address, bits 63:32"},
+      {reg::cmdq_addr_lo, 0x0014, 4, 1, 0, 0, Access::rw, "command block address, bits 31:0 (128-byte aligned)"},
+      {reg::cmd_doorbell, 0x0018, 4, 1, 0, 0, Access::wo, "write 1: execute the command block at CMDQ_ADDR"},
+      {reg::core_clock_khz, 0x001C, 4, 1, 0, 500000, Access::ro, "core clock frequency in kHz"},
+      {reg::num_uars, 0x0020, 4, 1, 0, kNumUars, Access::ro, "number of UAR doorbell pages"},
+      {reg::num_msix, 0x0024, 4, 1, 0, kNumMsixVectors, Access::ro, "number of MSI-X vectors"},
+      {reg::bad_doorbells, 0x0028, 4, 1, 0, 0, Access::ro,
+       "count of doorbells ignored as invalid (unknown CQN/EQN, CQ in error, bad index, stale arm)"},
+      {reg::last_bad_doorbell, 0x002C, 4, 1, 0, 0, Access::ro,
+       "the last invalid doorbell: [31:24] reason (1 unknown object, 2 object in error, 3 index out of range, 4 stale arm sn), [23:0] CQN/EQN"},
+      {reg::bad_accesses, 0x0030, 4, 1, 0, 0, Access::ro, "count of BAR accesses answered with an error (undefined offset, wrong size, read of WO)"},
+      {reg::cq_arm_db, kUarBase + 0x20, 8, kNumUars, kUarStride, 0, Access::wo,
+       "CQ arm doorbell (64-bit write): see the arm doorbell format"},
+      {reg::eq_db_arm, kUarBase + 0x40, 4, kNumUars, kUarStride, 0, Access::wo,
+       "EQ doorbell: update the consumer index and re-arm"},
+      {reg::eq_db_noarm, kUarBase + 0x48, 4, kNumUars, kUarStride, 0, Access::wo,
+       "EQ doorbell: update the consumer index without re-arming"},
+      {reg::msix_addr_lo, kMsixTableBase + 0x0, 4, kNumMsixVectors, kMsixEntryStride, 0, Access::rw, "MSI-X vector: message address bits 31:0"},
+      {reg::msix_addr_hi, kMsixTableBase + 0x4, 4, kNumMsixVectors, kMsixEntryStride, 0, Access::rw, "MSI-X vector: message address bits 63:32"},
+      {reg::msix_data, kMsixTableBase + 0x8, 4, kNumMsixVectors, kMsixEntryStride, 0, Access::rw, "MSI-X vector: message data"},
+      {reg::msix_ctrl, kMsixTableBase + 0xC, 4, kNumMsixVectors, kMsixEntryStride, 1, Access::rw,
+       "MSI-X vector control: bit0 mask (1 at reset); unmasking delivers a pending message"},
+      {reg::msix_pba, kMsixPbaBase, 4, kNumMsixVectors / 32, 4, 0, Access::ro, "MSI-X pending bits, one per vector"},
+  };
+  return regs;
+}
+
+uint64_t get_field(const uint8_t* buf, Field f) {
+  uint64_t word = 0;
+  for (unsigned i = 0; i < f.size; ++i) word = word << 8 | buf[f.byte + i];
+  if (f.width == 64) return word;
+  return (word >> f.lo) & ((uint64_t(1) << f.width) - 1);
+}
+
+void put_field(uint8_t* buf, Field f, uint64_t value) {
+  uint64_t word = 0;
+  for (unsigned i = 0; i < f.size; ++i) word = word << 8 | buf[f.byte + i];
+  uint64_t mask = f.width == 64 ? ~uint64_t(0) : ((uint64_t(1) << f.width) - 1) << f.lo;
+  word = (word & ~mask) | ((value << f.lo) & mask);
+  for (int i = f.size - 1; i >= 0; --i, word >>= 8) buf[f.byte + i] = uint8_t(word);
+}
+
+#define VHCA_FIELD_SPEC(n, b, s, l, w, d) {#n, Field{b, s, l, w}, d},
+const std::vector<FormatSpec>& formats() {
+  static const std::vector<FormatSpec> all = {
+      {"CQE", cqe::kSize, {VHCA_CQE_FIELDS(VHCA_FIELD_SPEC)}},
+      {"EQE", eqe::kSize, {VHCA_EQE_FIELDS(VHCA_FIELD_SPEC)}},
+      {"CQ doorbell record", dbr::kSize, {VHCA_DBR_FIELDS(VHCA_FIELD_SPEC)}},
+      {"CQ arm doorbell (MMIO, 64-bit little-endian value)", 8, {VHCA_ARM_DB_FIELDS(VHCA_FIELD_SPEC)}},
+      {"EQ doorbell (MMIO, 32-bit little-endian value)", 4, {VHCA_EQ_DB_FIELDS(VHCA_FIELD_SPEC)}},
+      {"Command block", cmdblk::kSize, {VHCA_CMD_FIELDS(VHCA_FIELD_SPEC)}},
+  };
+  return all;
+}
+#undef VHCA_FIELD_SPEC
+
+}  // namespace vhca

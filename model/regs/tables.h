@@ -1,0 +1,201 @@
+// The one table of the hardware contract. The model builds its BAR0 register file from
+// kBar0Registers and packs CQEs/EQEs/doorbell records/command blocks with the Field constants
+// below; tools/gen_docs.cpp writes docs/registers.md and docs/formats.md from the same lists, and
+// the RTL includes a header generated from them. Change the contract here and only here.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace vhca {
+
+enum class Access : uint8_t { ro, rw, wo };
+const char* access_name(Access a);
+
+// A register, or an array of `count` registers `stride` bytes apart (UAR pages, MSI-X vectors).
+struct RegSpec {
+  const char* name;
+  uint32_t offset;
+  uint8_t width;  // bytes: 4 or 8
+  uint32_t count;
+  uint32_t stride;
+  uint64_t reset;
+  Access access;
+  const char* description;
+};
+
+// BAR0 geometry.
+constexpr uint32_t kUarBase = 0x1000, kUarStride = 0x1000, kNumUars = 16;
+constexpr uint32_t kMsixTableBase = 0x20000, kMsixEntryStride = 16, kNumMsixVectors = 32;
+constexpr uint32_t kMsixPbaBase = 0x30000;
+constexpr uint32_t kBar0Size = 0x40000;
+constexpr uint32_t kDeviceVersion = 0x0001'0000;  // major 1, minor 0
+
+// Register names the model binds behaviour to.
+namespace reg {
+constexpr const char* version = "VERSION";
+constexpr const char* caps = "CAPS";
+constexpr const char* health = "HEALTH";
+constexpr const char* reset = "RESET";
+constexpr const char* cmdq_addr_hi = "CMDQ_ADDR_HI";
+constexpr const char* cmdq_addr_lo = "CMDQ_ADDR_LO";
+constexpr const char* cmd_doorbell = "CMD_DOORBELL";
+constexpr const char* core_clock_khz = "CORE_CLOCK_KHZ";
+constexpr const char* num_uars = "NUM_UARS";
+constexpr const char* num_msix = "NUM_MSIX";
+constexpr const char* bad_doorbells = "BAD_DOORBELLS";
+constexpr const char* last_bad_doorbell = "LAST_BAD_DOORBELL";
+constexpr const char* bad_accesses = "BAD_ACCESSES";
+constexpr const char* cq_arm_db = "UAR_CQ_ARM";
+constexpr const char* eq_db_arm = "UAR_EQ_ARM";
+constexpr const char* eq_db_noarm = "UAR_EQ_UPDATE";
+constexpr const char* msix_addr_lo = "MSIX_ADDR_LO";
+constexpr const char* msix_addr_hi = "MSIX_ADDR_HI";
+constexpr const char* msix_data = "MSIX_DATA";
+constexpr const char* msix_ctrl = "MSIX_CTRL";
+constexpr const char* msix_pba = "MSIX_PBA";
+}  // namespace reg
+
+// HEALTH bits.
+constexpr uint32_t kHealthReady = 1u << 0, kHealthInitialized = 1u << 1, kHealthFatal = 1u << 31;
+// CAPS bits (QUERY_CAP gives the full list).
+constexpr uint32_t kCapResize = 1u << 0, kCapModeration = 1u << 1, kCapCqePeriodMode = 1u << 2,
+                   kCapAlwaysArmed = 1u << 3;
+
+const std::vector<RegSpec>& bar0_registers();
+
+// A field of a big-endian hardware format: `width` bits starting at bit `lo` of the `size`-byte
+// big-endian container at byte `byte`.
+struct Field {
+  uint16_t byte;
+  uint8_t size;
+  uint8_t lo;
+  uint8_t width;
+};
+struct FieldSpec {
+  const char* name;
+  Field field;
+  const char* description;
+};
+
+uint64_t get_field(const uint8_t* buf, Field f);
+void put_field(uint8_t* buf, Field f, uint64_t value);
+
+// CQE: 64 bytes.
+#define VHCA_CQE_FIELDS(X)                                                                        \
+  X(wr_id, 0x00, 8, 0, 64, "wr_id of the work request; valid in every CQE, success or error")    \
+  X(timestamp, 0x10, 8, 0, 64, "core-clock cycle on which the device issued this CQE's write")    \
+  X(slid, 0x20, 2, 0, 16, "UD receive: source LID")                                               \
+  X(pkey_index, 0x22, 2, 0, 16, "GSI QP receive: P_Key index")                                    \
+  X(imm, 0x24, 4, 0, 32, "immediate data (valid when imm_present)")                                \
+  X(imm_present, 0x28, 4, 31, 1, "immediate data present")                                        \
+  X(grh, 0x28, 4, 28, 1, "UD receive: GRH present in the first 40 bytes of the buffer")          \
+  X(sl, 0x28, 4, 24, 4, "UD receive: service level")                                              \
+  X(src_qpn, 0x28, 4, 0, 24, "UD receive: source QPN")                                            \
+  X(byte_cnt, 0x2C, 4, 0, 32, "bytes transferred")                                                \
+  X(vendor_syndrome, 0x36, 1, 0, 8, "error CQE: vendor syndrome")                                 \
+  X(syndrome, 0x37, 1, 0, 8, "error CQE: completion status syndrome (see below)")                 \
+  X(send_opcode, 0x38, 4, 24, 8, "requester CQE: the WQE opcode that completed")                 \
+  X(qpn, 0x38, 4, 0, 24, "local QPN")                                                             \
+  X(wqe_counter, 0x3C, 2, 0, 16, "index of the WQE in its work queue")                            \
+  X(opcode, 0x3F, 1, 4, 4, "CQE opcode (0xF = INVALID: entry not yet written)")                   \
+  X(format, 0x3F, 1, 2, 2, "CQE format (0)")                                                      \
+  X(se, 0x3F, 1, 1, 1, "solicited event bit of the message")                                      \
+  X(owner, 0x3F, 1, 0, 1, "owner: (producer index >> log_size) & 1 when written")
+
+// EQE: 64 bytes.
+#define VHCA_EQE_FIELDS(X)                                                                \
+  X(event_type, 0x01, 1, 0, 8, "event type (see below)")                                 \
+  X(sub_type, 0x03, 1, 0, 8, "event sub-type")                                           \
+  X(cqn, 0x20, 4, 0, 24, "completion and CQ-error events: the CQN")                      \
+  X(syndrome, 0x24, 1, 0, 8, "error events: the syndrome")                               \
+  X(data, 0x28, 8, 0, 64, "event-specific data (CQ error: producer index; DMA error: address)") \
+  X(owner, 0x3F, 1, 0, 1, "owner: (producer index >> log_size) & 1 when written; initially 1")
+
+// CQ doorbell record: 8 bytes in host memory.
+#define VHCA_DBR_FIELDS(X)                                                         \
+  X(consumer_index, 0x00, 4, 0, 24, "consumer index, written by the driver after polling") \
+  X(arm_sn, 0x04, 4, 28, 2, "arm sequence number of the last arm")                 \
+  X(arm_cmd, 0x04, 4, 24, 4, "arm command of the last arm: 0 NEXT, 1 SOLICITED")  \
+  X(arm_ci, 0x04, 4, 0, 24, "consumer index carried by the last arm")
+
+// The 64-bit CQ arm doorbell written to UAR_CQ_ARM (little-endian MMIO value).
+#define VHCA_ARM_DB_FIELDS(X)                                                   \
+  X(cqn, 0x00, 8, 0, 24, "CQN (bits 23:0 of the 64-bit value)")                  \
+  X(arm_ci, 0x00, 8, 32, 24, "consumer index the driver has seen (bits 55:32)")  \
+  X(arm_cmd, 0x00, 8, 56, 4, "0 NEXT, 1 SOLICITED (bits 59:56)")                 \
+  X(arm_sn, 0x00, 8, 60, 2, "arm sequence number (bits 61:60)")
+
+// The 32-bit EQ doorbell written to UAR_EQ_ARM / UAR_EQ_UPDATE.
+#define VHCA_EQ_DB_FIELDS(X)                                            \
+  X(eqn, 0x00, 4, 24, 8, "EQN (bits 31:24)")                             \
+  X(consumer_index, 0x00, 4, 0, 24, "EQ consumer index (bits 23:0)")
+
+// Command block: 128 bytes in host memory, pointed to by CMDQ_ADDR.
+#define VHCA_CMD_FIELDS(X)                                                                   \
+  X(opcode, 0x00, 2, 0, 16, "command opcode")                                               \
+  X(op_mod, 0x02, 2, 0, 16, "opcode modifier (must be 0)")                                  \
+  X(token, 0x04, 1, 0, 8, "token, echoed in the command-completion EQE")                    \
+  X(input, 0x08, 4, 0, 32, "input dwords in[0..13] at 0x08 + 4*i")                         \
+  X(status, 0x40, 1, 0, 8, "status written by the device (see the command list)")          \
+  X(syndrome, 0x44, 4, 0, 32, "(opcode << 16) | (input dword << 8) | reason of a failure")  \
+  X(output, 0x48, 4, 0, 32, "output dwords out[0..12] at 0x48 + 4*i")                       \
+  X(ownership, 0x7F, 1, 0, 1, "1: owned by the device (driver sets before the doorbell); the device clears it last")
+
+#define VHCA_DECLARE_FIELD(n, b, s, l, w, d) constexpr Field n{b, s, l, w};
+namespace cqe {
+VHCA_CQE_FIELDS(VHCA_DECLARE_FIELD)
+constexpr uint32_t kSize = 64;
+// CQE opcodes.
+constexpr uint8_t kReq = 0x0, kRespWriteImm = 0x1, kRespSend = 0x2, kRespSendImm = 0x3, kReqErr = 0xD,
+                  kRespErr = 0xE, kInvalid = 0xF;
+}  // namespace cqe
+namespace eqe {
+VHCA_EQE_FIELDS(VHCA_DECLARE_FIELD)
+constexpr uint32_t kSize = 64;
+constexpr uint8_t kCompletion = 0x00, kCqError = 0x04, kDmaError = 0x08, kCommandDone = 0x0A,
+                  kEqOverrun = 0x0B;
+// CQ error syndromes.
+constexpr uint8_t kCqOverrun = 0x01, kCqAccessViolation = 0x02, kCqBadDoorbellRecord = 0x03;
+}  // namespace eqe
+namespace dbr {
+VHCA_DBR_FIELDS(VHCA_DECLARE_FIELD)
+constexpr uint32_t kSize = 8;
+}
+namespace armdb {
+VHCA_ARM_DB_FIELDS(VHCA_DECLARE_FIELD)
+}
+namespace eqdb {
+VHCA_EQ_DB_FIELDS(VHCA_DECLARE_FIELD)
+}
+namespace cmdblk {
+VHCA_CMD_FIELDS(VHCA_DECLARE_FIELD)
+constexpr uint32_t kSize = 128, kInputDwords = 14, kOutputDwords = 13;
+}  // namespace cmdblk
+#undef VHCA_DECLARE_FIELD
+
+// Completion status syndromes (error CQE byte 0x37), IB completion errors.
+namespace syndrome {
+constexpr uint8_t kLocalLength = 0x01, kLocalQpOp = 0x02, kLocalProtection = 0x04, kWrFlush = 0x05,
+                  kBadResponse = 0x10, kLocalAccess = 0x11, kRemoteInvalidRequest = 0x12,
+                  kRemoteAccess = 0x13, kRemoteOp = 0x14, kRetryExceeded = 0x15, kRnrRetryExceeded = 0x16;
+}
+
+struct FormatSpec {
+  const char* name;
+  uint32_t size;
+  std::vector<FieldSpec> fields;
+};
+const std::vector<FormatSpec>& formats();
+
+}  // namespace vhca
+
+namespace vhca {
+// Fields of an MMIO value (doorbells): the `lo`/`width` of the Field, byte/size ignored.
+inline uint64_t bits_of(uint64_t value, Field f) {
+  return f.width == 64 ? value : (value >> f.lo) & ((uint64_t(1) << f.width) - 1);
+}
+inline uint64_t with_bits(uint64_t value, Field f, uint64_t v) {
+  uint64_t mask = f.width == 64 ? ~uint64_t(0) : ((uint64_t(1) << f.width) - 1) << f.lo;
+  return (value & ~mask) | ((v << f.lo) & mask);
+}
+}  // namespace vhca

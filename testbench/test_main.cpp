@@ -1,0 +1,21 @@
+// sc_main for the Catch2 test executables: elaborate one System (SystemC elaborates once per
+// process), then let Catch2 run the cases; each case advances simulated time with sys().run().
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <systemc>
+
+#include "testbench/test_support.h"
+
+namespace vhca::test {
+static System* g_system = nullptr;
+System& sys() { return *g_system; }
+}  // namespace vhca::test
+
+int sc_main(int argc, char* argv[]) {
+  sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
+  vhca::SystemConfig cfg;
+  vhca::test::configure(cfg);
+  vhca::System system(cfg);
+  vhca::test::g_system = &system;
+  return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,107 @@
+#include "tlm/host_memory.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "model/common/log.h"
+
+namespace vhca {
+
+HostMemory::HostMemory(const sc_core::sc_module_name& name, const HostMemoryConfig& cfg)
+    : sc_module(name), cfg_(cfg), next_alloc_(cfg.alloc_base) {
+  socket.register_b_transport(this, &HostMemory::b_transport);
+  socket.register_get_direct_mem_ptr(this, &HostMemory::get_direct_mem_ptr);
+  socket.register_transport_dbg(this, &HostMemory::transport_dbg);
+}
+
+uint64_t HostMemory::allocate(uint64_t len, uint64_t align) {
+  if (align < 64) align = 64;
+  uint64_t addr = (next_alloc_ + align - 1) / align * align;
+  next_alloc_ = addr + std::max<uint64_t>(len, 1);
+  map(addr, len);
+  return addr;
+}
+
+void HostMemory::map(uint64_t addr, uint64_t len) {
+  for (uint64_t p = addr / kPageSize; p <= (addr + std::max<uint64_t>(len, 1) - 1) / kPageSize; ++p)
+    if (!pages_.count(p)) pages_[p] = std::make_unique<Page>(Page{});
+}
+
+void HostMemory::unmap(uint64_t addr, uint64_t len) {
+  for (uint64_t p = addr / kPageSize; p <= (addr + std::max<uint64_t>(len, 1) - 1) / kPageSize; ++p)
+    pages_.erase(p);
+  // A DMI pointer into a page that is gone would be a dangling pointer: revoke it.
+  socket->invalidate_direct_mem_ptr(addr, addr + std::max<uint64_t>(len, 1) - 1);
+}
+
+HostMemory::Page* HostMemory::page_of(uint64_t addr) const {
+  auto it = pages_.find(addr / kPageSize);
+  return it == pages_.end() ? nullptr : it->second.get();
+}
+
+bool HostMemory::mapped(uint64_t addr, uint64_t len) const {
+  if (len == 0) return true;
+  for (uint64_t p = addr / kPageSize; p <= (addr + len - 1) / kPageSize; ++p)
+    if (!pages_.count(p)) return false;
+  return true;
+}
+
+bool HostMemory::read(uint64_t addr, void* dst, uint64_t len) const {
+  if (!mapped(addr, len)) return false;
+  auto* out = static_cast<uint8_t*>(dst);
+  while (len) {
+    uint64_t off = addr % kPageSize, n = std::min(len, kPageSize - off);
+    std::memcpy(out, page_of(addr)->data() + off, n);
+    out += n, addr += n, len -= n;
+  }
+  return true;
+}
+
+bool HostMemory::write(uint64_t addr, const void* src, uint64_t len) {
+  if (!mapped(addr, len)) return false;
+  auto* in = static_cast<const uint8_t*>(src);
+  while (len) {
+    uint64_t off = addr % kPageSize, n = std::min(len, kPageSize - off);
+    std::memcpy(page_of(addr)->data() + off, in, n);
+    in += n, addr += n, len -= n;
+  }
+  return true;
+}
+
+bool HostMemory::execute(tlm::tlm_generic_payload& tx) {
+  if (tx.get_byte_enable_ptr()) {
+    tx.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+    return false;
+  }
+  bool ok = tx.is_read() ? read(tx.get_address(), tx.get_data_ptr(), tx.get_data_length())
+                         : write(tx.get_address(), tx.get_data_ptr(), tx.get_data_length());
+  tx.set_response_status(ok ? tlm::TLM_OK_RESPONSE : tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  if (!ok)
+    log::error("host memory: {} of {} bytes at {:#x} touches unmapped memory", tx.is_read() ? "read" : "write",
+               tx.get_data_length(), tx.get_address());
+  return ok;
+}
+
+void HostMemory::b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time&) {
+  bool ok = execute(tx);
+  tx.set_dmi_allowed(ok);
+}
+
+unsigned HostMemory::transport_dbg(tlm::tlm_generic_payload& tx) {
+  return execute(tx) ? tx.get_data_length() : 0;
+}
+
+bool HostMemory::get_direct_mem_ptr(tlm::tlm_generic_payload& tx, tlm::tlm_dmi& dmi) {
+  uint64_t base = tx.get_address() / kPageSize * kPageSize;
+  Page* page = page_of(base);
+  if (!page) return false;
+  dmi.allow_read_write();
+  dmi.set_dmi_ptr(page->data());
+  dmi.set_start_address(base);
+  dmi.set_end_address(base + kPageSize - 1);
+  dmi.set_read_latency(sc_core::SC_ZERO_TIME);
+  dmi.set_write_latency(sc_core::SC_ZERO_TIME);
+  return true;
+}
+
+}  // namespace vhca

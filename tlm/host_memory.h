@@ -1,0 +1,50 @@
+// Host memory: sparse and page-granular over 64-bit addresses. Pages exist only once mapped
+// (allocate/map); an access that touches an unmapped page gets TLM_ADDRESS_ERROR_RESPONSE,
+// never a crash. DMI is granted page by page for the host CPU (driver) side.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+#include <unordered_map>
+
+namespace vhca {
+
+struct HostMemoryConfig {
+  uint64_t alloc_base = 0x1'0000'0000ull;  // where allocate() starts handing out memory
+};
+
+class HostMemory : public sc_core::sc_module {
+ public:
+  static constexpr uint64_t kPageSize = 4096;
+  tlm_utils::simple_target_socket<HostMemory> socket{"socket"};
+
+  HostMemory(const sc_core::sc_module_name& name, const HostMemoryConfig& cfg = {});
+
+  // Maps zero-filled pages for [addr, addr+len) and returns addr; allocate picks the address.
+  uint64_t allocate(uint64_t len, uint64_t align = kPageSize);
+  void map(uint64_t addr, uint64_t len);
+  void unmap(uint64_t addr, uint64_t len);
+  bool mapped(uint64_t addr, uint64_t len) const;
+  uint64_t pages_mapped() const { return pages_.size(); }
+
+  // Zero-time access used by transport; false if any byte is unmapped (nothing is copied then).
+  bool read(uint64_t addr, void* dst, uint64_t len) const;
+  bool write(uint64_t addr, const void* src, uint64_t len);
+
+ private:
+  using Page = std::array<uint8_t, kPageSize>;
+  void b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
+  bool get_direct_mem_ptr(tlm::tlm_generic_payload& tx, tlm::tlm_dmi& dmi);
+  unsigned transport_dbg(tlm::tlm_generic_payload& tx);
+  bool execute(tlm::tlm_generic_payload& tx);
+  Page* page_of(uint64_t addr) const;
+
+  HostMemoryConfig cfg_;
+  uint64_t next_alloc_;
+  std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;
+};
+
+}  // namespace vhca

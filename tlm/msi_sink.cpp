@@ -1,0 +1,26 @@
+#include "tlm/msi_sink.h"
+
+#include "model/common/bytes.h"
+#include "model/common/log.h"
+
+namespace vhca {
+
+MsiSink::MsiSink(const sc_core::sc_module_name& name) : sc_module(name) {
+  socket.register_b_transport(this, &MsiSink::b_transport);
+}
+
+void MsiSink::b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time&) {
+  if (!tx.is_write() || tx.get_data_length() != 4) {
+    log::error("msi sink: {} of {} bytes at {:#x}: only 4-byte writes are interrupts",
+               tx.is_write() ? "write" : "read", tx.get_data_length(), tx.get_address());
+    tx.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+    return;
+  }
+  uint32_t vector = get_le32(tx.get_data_ptr());
+  ++delivered_;
+  log::write(log::Cat::irq, "MSI write addr={:#x} data={}", tx.get_address(), vector);
+  if (raise) raise(vector);
+  tx.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace vhca

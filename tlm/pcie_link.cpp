@@ -1,0 +1,101 @@
+#include "tlm/pcie_link.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/common/log.h"
+
+namespace vhca {
+
+using sc_core::sc_time;
+
+PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cfg)
+    : sc_module(name), cfg_(cfg) {
+  up_in.register_b_transport(this, &PcieLink::up_transport);
+  down_in.register_b_transport(this, &PcieLink::down_transport);
+  SC_METHOD(deliver_up);
+  sensitive << dir_[0].arrival_event;
+  dont_initialize();
+  SC_METHOD(deliver_down);
+  sensitive << dir_[1].arrival_event;
+  dont_initialize();
+}
+
+sc_time PcieLink::wire_time(uint64_t bytes) const {
+  // bytes / (GB/s) = ns; kept in whole picoseconds so that runs are exactly repeatable.
+  return sc_time(std::ceil(double(bytes) * 1000.0 / cfg_.gbytes_per_s), sc_core::SC_PS);
+}
+
+sc_time PcieLink::serialize(Direction& d, sc_time start, uint64_t len, uint32_t chunk, uint32_t overhead) {
+  sc_time t = std::max(start, d.free_at);
+  uint64_t remaining = std::max<uint64_t>(len, 0);
+  do {
+    uint64_t n = std::min<uint64_t>(remaining, chunk);
+    t += wire_time(n + overhead);
+    d.wire_bytes += n + overhead;
+    remaining -= n;
+  } while (remaining > 0);
+  d.free_at = t;
+  return t + cfg_.latency;
+}
+
+void PcieLink::up_transport(tlm::tlm_generic_payload& tx, sc_time&) { transport(0, tx); }
+void PcieLink::down_transport(tlm::tlm_generic_payload& tx, sc_time&) { transport(1, tx); }
+
+void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx) {
+  Direction& d = dir_[dir];
+  Direction& back = dir_[1 - dir];
+  const sc_time now = sc_core::sc_time_stamp();
+  const uint64_t len = tx.get_data_length();
+  if (tx.is_write()) {
+    sc_time arrival = serialize(d, now, len, cfg_.max_payload, cfg_.request_overhead);
+    PostedTag* tag = nullptr;
+    tx.get_extension(tag);
+    Posted p{arrival, tx.get_address(), std::vector<uint8_t>(tx.get_data_ptr(), tx.get_data_ptr() + len),
+             tag ? tag->source : DmaSource::other, tag ? tag->id : 0};
+    bool was_empty = d.in_flight.empty();
+    d.in_flight.push_back(std::move(p));
+    if (was_empty) d.arrival_event.notify(arrival - now);
+    tx.set_response_status(tlm::TLM_OK_RESPONSE);
+    return;
+  }
+  // Non-posted read: request TLPs (header only, one per MRRS chunk) go out in this direction.
+  uint64_t requests = std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request);
+  sc_time t = std::max(now, d.free_at);
+  for (uint64_t i = 0; i < requests; ++i) t += wire_time(cfg_.request_overhead);
+  d.wire_bytes += requests * cfg_.request_overhead;
+  d.free_at = t;
+  sc_time at_far_side = t + cfg_.latency;
+  sc_core::wait(at_far_side - now);
+  deliver_due(dir);  // posted writes that arrived no later are visible to this read
+  sc_time zero = sc_core::SC_ZERO_TIME;
+  out(dir)->b_transport(tx, zero);
+  sc_time ready = sc_core::sc_time_stamp() + cfg_.read_access;
+  sc_time back_at = serialize(back, ready, len, cfg_.completion_size, cfg_.completion_overhead);
+  sc_core::wait(back_at - sc_core::sc_time_stamp());
+}
+
+void PcieLink::deliver_due(int dir) {
+  Direction& d = dir_[dir];
+  const sc_time now = sc_core::sc_time_stamp();
+  while (!d.in_flight.empty() && d.in_flight.front().arrival <= now) {
+    Posted p = std::move(d.in_flight.front());
+    d.in_flight.pop_front();
+    tlm::tlm_generic_payload tx;
+    tx.set_command(tlm::TLM_WRITE_COMMAND);
+    tx.set_address(p.addr);
+    tx.set_data_ptr(p.data.data());
+    tx.set_data_length(uint32_t(p.data.size()));
+    tx.set_streaming_width(uint32_t(p.data.size()));
+    tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_time zero = sc_core::SC_ZERO_TIME;
+    out(dir)->b_transport(tx, zero);
+    if (!tx.is_response_ok()) {
+      if (dir == 0 && on_upstream_write_error) on_upstream_write_error(p.source, p.id, p.addr);
+      if (dir == 1 && on_downstream_write_error) on_downstream_write_error(p.addr);
+    }
+  }
+  if (!d.in_flight.empty()) d.arrival_event.notify(d.in_flight.front().arrival - now);
+}
+
+}  // namespace vhca

@@ -1,0 +1,97 @@
+// PCIe link timing between the HCA and the host (root complex + memory).
+//
+// Two directions, each with its own serializer: upstream (device -> host: DMA writes, DMA read
+// requests, MSI-X writes) and downstream (host -> device: MMIO writes, MMIO read requests, DMA read
+// completions). A transaction is split into TLPs (writes by max payload size, reads by max read
+// request size, completions by the read completion size); each TLP occupies its direction for
+// (payload + overhead) / bandwidth, then arrives `latency` later.
+//
+// Posted writes return at once (the initiator does not wait); their data lands at the far side at
+// its arrival time, in order. A non-posted read blocks the calling SC_THREAD until its completion
+// has arrived; before a read executes at the far side, every posted write that arrived no later is
+// applied (PCIe ordering: a read does not pass a posted write).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+#include <vector>
+
+#include "tlm/posted_tag.h"
+
+namespace vhca {
+
+struct PcieLinkConfig {
+  // Gen4 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction.
+  double gbytes_per_s = 31.5;
+  // One-way latency across the link and root complex (device <-> memory controller). With the
+  // host memory latency this gives ~520 ns for a 64 B DMA read, in the range measured by
+  // Neugebauer et al., "Understanding PCIe performance for end host networking" (SIGCOMM 2018).
+  sc_core::sc_time latency{200, sc_core::SC_NS};
+  // Extra time a read spends at the far side (host DRAM access, or device register read).
+  sc_core::sc_time read_access{120, sc_core::SC_NS};
+  uint32_t max_payload = 256;       // MPS
+  uint32_t max_read_request = 512;  // MRRS
+  uint32_t completion_size = 256;   // completions are split at this size
+  // Per-TLP overhead on the wire: 4 B framing + 2 B sequence + 4 B LCRC + 16 B 4DW header (writes,
+  // read requests) or 12 B 3DW header (completions), rounded as in the timing guide.
+  uint32_t request_overhead = 24;
+  uint32_t completion_overhead = 20;
+};
+
+class PcieLink : public sc_core::sc_module {
+ public:
+  // Device side of the upstream direction, and its exit to the host router.
+  tlm_utils::simple_target_socket<PcieLink> up_in{"up_in"};
+  tlm_utils::simple_initiator_socket<PcieLink> up_out{"up_out"};
+  // Host side of the downstream direction, and its exit to the device BAR.
+  tlm_utils::simple_target_socket<PcieLink> down_in{"down_in"};
+  tlm_utils::simple_initiator_socket<PcieLink> down_out{"down_out"};
+
+  SC_HAS_PROCESS(PcieLink);
+  PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cfg = {});
+  const PcieLinkConfig& config() const { return cfg_; }
+
+  // Called when a posted write fails where it lands (e.g. unmapped host memory): the device
+  // side learns of it as a PCIe error message would tell it.
+  std::function<void(DmaSource, uint32_t id, uint64_t addr)> on_upstream_write_error;
+  std::function<void(uint64_t addr)> on_downstream_write_error;
+
+  // Time to put `bytes` of TLP on the wire in one direction.
+  sc_core::sc_time wire_time(uint64_t bytes) const;
+  uint64_t bytes_on_wire(bool upstream) const { return dir_[upstream ? 0 : 1].wire_bytes; }
+
+ private:
+  struct Posted {
+    sc_core::sc_time arrival;
+    uint64_t addr;
+    std::vector<uint8_t> data;
+    DmaSource source;
+    uint32_t id;
+  };
+  struct Direction {
+    sc_core::sc_time free_at;  // when its serializer can start the next TLP
+    std::deque<Posted> in_flight;
+    sc_core::sc_event arrival_event;
+    uint64_t wire_bytes = 0;
+  };
+
+  void up_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
+  void down_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
+  void transport(int dir, tlm::tlm_generic_payload& tx);
+  // Serialize `len` bytes as TLPs of at most `chunk` payload; returns the arrival time of the last.
+  sc_core::sc_time serialize(Direction& d, sc_core::sc_time start, uint64_t len, uint32_t chunk,
+                             uint32_t overhead);
+  void deliver_due(int dir);
+  void deliver_up() { deliver_due(0); }
+  void deliver_down() { deliver_due(1); }
+  tlm_utils::simple_initiator_socket<PcieLink>& out(int dir) { return dir == 0 ? up_out : down_out; }
+
+  PcieLinkConfig cfg_;
+  Direction dir_[2];  // 0 upstream, 1 downstream
+};
+
+}  // namespace vhca

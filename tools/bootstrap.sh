@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One-command set-up for a fresh Debian machine: install what is missing (Debian packages only),
+# configure and build, then run either the main job or the whole test suite.
+#   bash tools/bootstrap.sh sim [vhca-sim args...]   build and run vhca-sim on its default scenario
+#   bash tools/bootstrap.sh test                     build and run every test under ctest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-sim}
+shift || true
+
+packages=(cmake make g++ pkg-config libsystemc-dev verilator catch2 libfmt-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+
+case "$mode" in
+  sim) exec ./build/vhca-sim "$@" ;;
+  test) cd build && exec ctest --output-on-failure -j "$jobs" "$@" ;;
+  *) echo "usage: bash tools/bootstrap.sh sim|test" >&2; exit 2 ;;
+esac

@@ -1,0 +1,125 @@
+// Writes docs/registers.md, docs/formats.md and docs/commands.md from the tables the model uses,
+// and rtl/vhca_formats.vh for the RTL. Run by the `docs` target; the test `docs_up_to_date`
+// fails if a committed file differs from what this program writes.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "model/cmd/commands.h"
+#include "model/regs/tables.h"
+
+namespace {
+
+std::string registers_md() {
+  std::ostringstream o;
+  o << "# BAR0 register map\n\n"
+       "Generated from `model/regs/tables.cpp` by `vhca-gen-docs`; do not edit by hand.\n\n"
+       "All registers are little-endian. An access must use the register's width exactly; an access to an "
+       "offset with no register, with another width, a write to an RO register or a read of a WO register "
+       "gets a TLM address-error response (a PCIe unsupported request), a log line, and is counted in "
+       "`BAD_ACCESSES`.\n\n"
+       "| offset | name | width | count x stride | reset | access | description |\n"
+       "|---|---|---|---|---|---|---|\n";
+  for (const auto& r : vhca::bar0_registers())
+    o << fmt::format("| {:#07x} | {} | {} | {} | {:#x} | {} | {} |\n", r.offset, r.name, r.width * 8,
+                     r.count > 1 ? fmt::format("{} x {:#x}", r.count, r.stride) : std::string("1"), r.reset,
+                     vhca::access_name(r.access), r.description);
+  return o.str();
+}
+
+std::string formats_md() {
+  std::ostringstream o;
+  o << "# Hardware formats\n\n"
+       "Generated from `model/regs/tables.h` by `vhca-gen-docs`; do not edit by hand. Byte offsets are from the "
+       "start of the structure; a field is `width` bits at bit `lo` of the big-endian container of `size` bytes "
+       "at `byte` (MMIO values: bits of the little-endian register value).\n\n";
+  for (const auto& f : vhca::formats()) {
+    o << fmt::format("## {} ({} bytes)\n\n| field | byte | size | bits | description |\n|---|---|---|---|---|\n",
+                     f.name, f.size);
+    for (const auto& s : f.fields)
+      o << fmt::format("| {} | {:#04x} | {} | {}:{} | {} |\n", s.name, s.field.byte, s.field.size,
+                       s.field.lo + s.field.width - 1, s.field.lo, s.description);
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string commands_md() {
+  std::ostringstream o;
+  o << "# Commands\n\n"
+       "Generated from `model/cmd/commands.cpp` by `vhca-gen-docs`; do not edit by hand. Input dwords not "
+       "listed must be zero. A refused command carries a status and a syndrome `(opcode << 16) | (dword << 8) | "
+       "reason` naming the field (dword 0xFE: op_mod, 0xFF: no single field).\n\n## Status codes\n\n"
+       "| status | name |\n|---|---|\n";
+  for (uint8_t s : {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x09, 0x0F, 0x10})
+    o << fmt::format("| {:#04x} | {} |\n", s, vhca::cmd::status_name(s));
+  o << "\n## Reasons\n\n| reason | meaning |\n|---|---|\n";
+  for (uint8_t r = 1; r <= 8; ++r) o << fmt::format("| {} | {} |\n", r, vhca::cmd::reason_name(r));
+  for (const auto& c : vhca::cmd::commands()) {
+    o << fmt::format("\n## {} ({:#x})\n\n{}\n\n", c.name, int(c.opcode), c.description);
+    if (!c.inputs.empty()) {
+      o << "| input | name | meaning |\n|---|---|---|\n";
+      for (const auto& d : c.inputs) o << fmt::format("| in[{}] | {} | {} |\n", d.index, d.name, d.description);
+      o << "\n";
+    }
+    if (!c.outputs.empty()) {
+      o << "| output | name | meaning |\n|---|---|---|\n";
+      for (const auto& d : c.outputs) o << fmt::format("| out[{}] | {} | {} |\n", d.index, d.name, d.description);
+    }
+  }
+  return o.str();
+}
+
+std::string formats_vh() {
+  std::ostringstream o;
+  o << "// Generated from model/regs/tables.h by vhca-gen-docs; do not edit by hand.\n"
+       "// For each field: <FORMAT>_<FIELD>_LO (bit index in the format's big-endian bit vector, bit 0 = last bit\n"
+       "// of the last byte) and <FORMAT>_<FIELD>_W.\n";
+  const char* prefixes[] = {"CQE", "EQE", "DBR", "ARMDB", "EQDB", "CMD"};
+  int i = 0;
+  for (const auto& f : vhca::formats()) {
+    const char* p = prefixes[i++];
+    for (const auto& s : f.fields) {
+      // Bit position of the field's lsb, counting from the end of the structure.
+      unsigned container_end_bit = (f.size - (s.field.byte + s.field.size)) * 8;
+      std::string name = s.name;
+      for (auto& ch : name) ch = char(std::toupper(ch));
+      o << fmt::format("`define {}_{}_LO {}\n`define {}_{}_W {}\n", p, name, container_end_bit + s.field.lo, p, name,
+                       s.field.width);
+    }
+  }
+  return o.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: vhca-gen-docs <repo-root> [--check]\n";
+    return 2;
+  }
+  const std::string root = argv[1];
+  const bool check = argc > 2 && std::string(argv[2]) == "--check";
+  const std::pair<std::string, std::string> files[] = {{"docs/registers.md", registers_md()},
+                                                       {"docs/formats.md", formats_md()},
+                                                       {"docs/commands.md", commands_md()},
+                                                       {"rtl/vhca_formats.vh", formats_vh()}};
+  int stale = 0;
+  for (const auto& [path, text] : files) {
+    if (check) {
+      std::ifstream in(root + "/" + path);
+      std::stringstream have;
+      have << in.rdbuf();
+      if (have.str() != text) {
+        std::cerr << path << " differs from the tables: run `vhca-gen-docs " << root << "`\n";
+        ++stale;
+      }
+    } else {
+      std::ofstream(root + "/" + path) << text;
+    }
+  }
+  return stale ? 1 : 0;
+}
