@@ -48,6 +48,7 @@ bool Driver::wait_ready() {
 }
 
 CommandResult Driver::boot() {
+  booted_ = false;
   cpu_.mmio_write32(offset_of(reg::reset), 1);
   sc_core::wait(1, sc_core::SC_US);
   if (!wait_ready()) return fail_local("device did not become ready after reset");
@@ -81,7 +82,9 @@ CommandResult Driver::boot() {
     eqs_.push_back(eq);
   }
   for (size_t i = 0; i < eqs_.size(); ++i) {
-    cpu_.set_irq_handler(eqs_[i].vector, [this, i] { handle_eq(eqs_[i]); });
+    cpu_.set_irq_handler(eqs_[i].vector, [this, i] {
+      if (booted_ && i < eqs_.size()) handle_eq(eqs_[i]);  // a late interrupt from before a reboot is ignored
+    });
     cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eqs_[i].eqn << 24 | 0);  // arm with ci 0
   }
   booted_ = true;
@@ -185,7 +188,7 @@ void Driver::dispatch(const uint8_t* e) {
     }
     cq->arm_sn = (cq->arm_sn + 1) & 3;  // the device expects the next arm with the next sn
     ++cq->events;
-    if (on_completion_event) on_completion_event(*cq);
+    if (on_completion_event) on_completion_event(*cq, e);
     if (cq->comp_handler) cq->comp_handler(*cq);
     return;
   }

@@ -84,7 +84,7 @@ class Driver {
   void set_last_error(std::string e) { last_error_ = std::move(e); }
   uint64_t eqes_handled() const { return eqes_handled_; }
   // Called for every completion event before the CQ's handler (measurement hook).
-  std::function<void(Cq&)> on_completion_event;
+  std::function<void(Cq&, const uint8_t* eqe)> on_completion_event;
 
  private:
   struct Eq {

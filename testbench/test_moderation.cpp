@@ -1,3 +1,5 @@
+// S12 event moderation, with exact cycles (500 MHz: 1 us = 500 cycles). A record injected on
+// cycle k is written on k+1; an event decided on cycle c has its EQE written on c+1.
 #include "testbench/test_support.h"
 
 namespace vhca::test {
@@ -5,3 +7,151 @@ void configure(SystemConfig&) {}
 }
 using namespace vhca;
 using namespace vhca::test;
+
+TEST_CASE("[S12] count 4: the event fires on the cycle the 4th CQE is written, not before") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(64, CqModeration{4, 0, PeriodMode::eqe});
+    EventLog ev;
+    ev.attach();
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(1);
+    const uint64_t k = soon();
+    for (int i = 0; i < 3; ++i) sys().hca.inject(recv_record(cq->cqn, i), k + 100 * i);
+    wait_us(3);
+    CHECK(ev.count() == 0);  // three CQEs: below the count
+    const uint64_t k4 = soon();
+    sys().hca.inject(recv_record(cq->cqn, 3), k4);
+    wait_us(5);
+    REQUIRE(ev.count() == 1);
+    auto wcs = drain(*cq);
+    REQUIRE(wcs.size() == 4);
+    CHECK(wcs[3].timestamp == k4 + 1);
+    CHECK(ev.eqe_cycles[0] == k4 + 2);  // decided on the 4th CQE's cycle
+    CHECK(sys().hca.cq.stats().events_by_count == 1);
+  });
+}
+
+TEST_CASE("[S12] EQE period mode: the timer restarts at each event; the next event fires exactly one period later") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(64, CqModeration{0, 10, PeriodMode::eqe});  // 10 us = 5000 cycles
+    EventLog ev;
+    ev.attach();
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(12);  // long after the CQ was created: the period has elapsed
+    const uint64_t k1 = soon();
+    sys().hca.inject(recv_record(cq->cqn, 1), k1);
+    wait_us(2);
+    REQUIRE(ev.count() == 1);
+    CHECK(ev.eqe_cycles[0] == k1 + 2);  // period already elapsed: fires at once, timer restarts on k1+1
+    drain(*cq);
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(0.2);
+    sys().hca.inject(recv_record(cq->cqn, 2), soon());
+    wait_us(3);
+    CHECK(ev.count() == 1);  // the CQE waits for the period
+    wait_us(10);
+    REQUIRE(ev.count() == 2);
+    CHECK(ev.eqe_cycles[1] == (k1 + 1) + 5000 + 1);  // one period after the last event
+    CHECK(sys().hca.cq.stats().events_by_period >= 1);
+  });
+}
+
+TEST_CASE("[S12] CQE period mode: the timer restarts at each CQE; the event fires one period after the last") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(64, CqModeration{0, 2, PeriodMode::cqe});
+    EventLog ev;
+    ev.attach();
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(1);
+    const uint64_t k = soon();
+    sys().hca.inject(recv_record(cq->cqn, 1), k);
+    sys().hca.inject(recv_record(cq->cqn, 2), k + 300);  // restarts the timer
+    wait_us(5);
+    REQUIRE(ev.count() == 1);
+    CHECK(ev.eqe_cycles[0] == (k + 301) + 1000 + 1);
+    CHECK(drain(*cq).size() == 2);
+    // A single CQE: one period after it.
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(1);
+    const uint64_t k2 = soon();
+    sys().hca.inject(recv_record(cq->cqn, 3), k2);
+    wait_us(4);
+    REQUIRE(ev.count() == 2);
+    CHECK(ev.eqe_cycles[1] == (k2 + 1) + 1000 + 1);
+  });
+}
+
+TEST_CASE("[S12] count and period together: whichever comes first fires") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(64, CqModeration{3, 2, PeriodMode::cqe});
+    EventLog ev;
+    ev.attach();
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(1);
+    const uint64_t k = soon();
+    for (int i = 0; i < 3; ++i) sys().hca.inject(recv_record(cq->cqn, i), k + 10 * i);
+    wait_us(5);
+    REQUIRE(ev.count() == 1);
+    CHECK(ev.eqe_cycles[0] == k + 20 + 2);  // by count, on the 3rd
+    drain(*cq);
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(1);
+    const uint64_t k2 = soon();
+    sys().hca.inject(recv_record(cq->cqn, 5), k2);
+    wait_us(5);
+    REQUIRE(ev.count() == 2);
+    CHECK(ev.eqe_cycles[1] == k2 + 1 + 1000 + 1);  // by period
+  });
+}
+
+TEST_CASE("[S12][S2] moderation changes at run time and query reports it") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(64, CqModeration{8, 0, PeriodMode::eqe});
+    EventLog ev;
+    ev.attach();
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(1);
+    for (int i = 0; i < 3; ++i) sys().hca.inject(recv_record(cq->cqn, i), soon() + i);
+    wait_us(3);
+    CHECK(ev.count() == 0);
+    REQUIRE(verbs::modify_cq(*cq, CqModeration{2, 0, PeriodMode::eqe}) == 0);
+    wait_us(3);
+    CHECK(ev.count() == 1);  // 3 pending >= new count 2: fires when the change is applied
+    CqInfo info;
+    REQUIRE(verbs::query_cq(*cq, info) == 0);
+    CHECK(info.moderation.count == 2);
+    CHECK(info.moderation.period_us == 0);
+    CHECK(info.cqe == 64);
+    drain(*cq);
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(1);
+    const uint64_t k = soon();
+    sys().hca.inject(recv_record(cq->cqn, 7), k);
+    sys().hca.inject(recv_record(cq->cqn, 8), k + 5);
+    wait_us(3);
+    REQUIRE(ev.count() == 2);
+    CHECK(ev.eqe_cycles[1] == k + 5 + 2);
+  });
+}
+
+TEST_CASE("[S12] no moderation (count 0, period 0): every armed CQE fires at once") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(16);
+    EventLog ev;
+    ev.attach();
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(1);
+    const uint64_t k = soon();
+    sys().hca.inject(recv_record(cq->cqn, 1), k);
+    wait_us(3);
+    REQUIRE(ev.count() == 1);
+    CHECK(ev.eqe_cycles[0] == k + 2);
+    CHECK(sys().hca.cq.stats().events_immediate == 1);
+  });
+}

@@ -1,6 +1,7 @@
 // Helpers shared by the test executables.
 #pragma once
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -59,18 +60,33 @@ inline Cq* make_cq(int size, const CqModeration& mod = {}, uint32_t vector = 0, 
   return cq;
 }
 
-// The host time at which the most recent event (EQE) for `cq` was dispatched by the driver.
+// Every completion event the driver dispatches: host time, CQN and the EQE's device cycle.
 struct EventLog {
   std::vector<sc_core::sc_time> times;
   std::vector<uint32_t> cqns;
+  std::vector<uint64_t> eqe_cycles;
   void attach() {
-    sys().driver.on_completion_event = [this](Cq& cq) {
+    sys().driver.on_completion_event = [this](Cq& cq, const uint8_t* e) {
       times.push_back(sc_core::sc_time_stamp());
       cqns.push_back(cq.cqn);
+      eqe_cycles.push_back(get_field(e, eqe::timestamp));
     };
   }
   size_t count() const { return times.size(); }
+  size_t count_for(uint32_t cqn) const { return size_t(std::count(cqns.begin(), cqns.end(), cqn)); }
 };
+
+// Polls everything available; returns the WCs.
+inline std::vector<Wc> drain(Cq& cq) {
+  std::vector<Wc> out;
+  Wc wc[16];
+  int n;
+  while ((n = verbs::poll_cq(cq, 16, wc)) > 0) out.insert(out.end(), wc, wc + n);
+  return out;
+}
+
+// A cycle comfortably ahead of now, to schedule injections from.
+inline uint64_t soon(uint64_t ahead = 10) { return sys().cycle() + ahead; }
 
 inline void wait_us(double us) { sc_core::wait(sc_core::sc_time(us, sc_core::SC_US)); }
 

@@ -17,7 +17,8 @@ HostMemory::HostMemory(const sc_core::sc_module_name& name, const HostMemoryConf
 uint64_t HostMemory::allocate(uint64_t len, uint64_t align) {
   if (align < 64) align = 64;
   uint64_t addr = (next_alloc_ + align - 1) / align * align;
-  next_alloc_ = addr + std::max<uint64_t>(len, 1);
+  // Each allocation owns whole pages, so that unmapping one never unmaps a neighbour.
+  next_alloc_ = (addr + std::max<uint64_t>(len, 1) + kPageSize - 1) / kPageSize * kPageSize;
   map(addr, len);
   return addr;
 }

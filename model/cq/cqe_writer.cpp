@@ -50,7 +50,9 @@ void CqeWriter::reset() {
   for (auto& cq : table_) cq = CqContext{};
   timers_ = {};
   waiting_ci_ = false;
+  refreshed_ = false;
   resizing_ = 0;
+  stats_ = {};
   s_cpl.clear();
   s_arm.clear();
   s_ci.clear();

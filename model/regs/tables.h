@@ -109,6 +109,7 @@ void put_field(uint8_t* buf, Field f, uint64_t value);
   X(cqn, 0x20, 4, 0, 24, "completion and CQ-error events: the CQN")                      \
   X(syndrome, 0x24, 1, 0, 8, "error events: the syndrome")                               \
   X(data, 0x28, 8, 0, 64, "event-specific data (CQ error: producer index; DMA error: address)") \
+  X(timestamp, 0x30, 8, 0, 64, "core-clock cycle on which the device issued this EQE's write")     \
   X(owner, 0x3F, 1, 0, 1, "owner: (producer index >> log_size) & 1 when written; initially 1")
 
 // CQ doorbell record: 8 bytes in host memory.
