@@ -49,6 +49,8 @@
 `define EQE_SYNDROME_W 8
 `define EQE_DATA_LO 128
 `define EQE_DATA_W 64
+`define EQE_TIMESTAMP_LO 64
+`define EQE_TIMESTAMP_W 64
 `define EQE_OWNER_LO 0
 `define EQE_OWNER_W 1
 `define DBR_CONSUMER_INDEX_LO 32
