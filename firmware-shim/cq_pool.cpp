@@ -21,6 +21,17 @@ Poller::Poller(HostCpu& cpu, CpuContext ctx, sc_core::sc_time latency, const CqP
   sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name("poller"), &opts);
 }
 
+void Poller::detach(IbCq& cq) {
+  while (current_ == &cq) sc_core::wait(turn_done_);
+  for (auto it = queue_.begin(); it != queue_.end(); ++it)
+    if (*it == &cq) {
+      queue_.erase(it);
+      break;
+    }
+  cq.queued = false;
+  cq.poller = nullptr;
+}
+
 void Poller::schedule(IbCq& cq) {
   if (cq.queued) return;
   cq.queued = true;
@@ -39,13 +50,22 @@ void Poller::run() {
       IbCq* cq = queue_.front();
       queue_.pop_front();
       ++cq->turns;
+      current_ = cq;
       int n = process_(*cq, cfg_.budget, ctx_);
+      current_ = nullptr;
+      turn_done_.notify(sc_core::SC_ZERO_TIME);
+      if (!cq->poller) continue;  // detached while we polled it
       if (n >= cfg_.budget) {
         queue_.push_back(cq);
         continue;
       }
       ++cq->rearms;
-      if (verbs::req_notify_cq(*cq->cq, kNotifyNext | kReportMissedEvents, ctx_) > 0) {
+      current_ = cq;
+      const int missed = verbs::req_notify_cq(*cq->cq, kNotifyNext | kReportMissedEvents, ctx_);
+      current_ = nullptr;
+      turn_done_.notify(sc_core::SC_ZERO_TIME);
+      if (!cq->poller) continue;
+      if (missed > 0) {
         ++cq->missed_events;
         queue_.push_back(cq);
         continue;
@@ -92,6 +112,8 @@ IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const 
 }
 
 int CqPool::free_cq(IbCq* ib) {
+  if (ib->poller) ib->poller->detach(*ib);
+  verbs::set_comp_handler(*ib->cq, nullptr);
   int rc = verbs::destroy_cq(ib->cq);
   if (rc == 0) delete ib;
   return rc;

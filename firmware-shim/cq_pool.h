@@ -44,6 +44,8 @@ class Poller {
   Poller(HostCpu& cpu, CpuContext ctx, sc_core::sc_time latency, const CqPoolConfig& cfg,
          std::function<int(IbCq&, int, CpuContext)> process);
   void schedule(IbCq& cq);  // from the completion handler (hard-IRQ)
+  // Take a CQ out of this poller before it is freed: waits while the poller is polling it.
+  void detach(IbCq& cq);
   uint64_t runs() const { return runs_; }
 
  private:
@@ -54,7 +56,9 @@ class Poller {
   CqPoolConfig cfg_;
   std::function<int(IbCq&, int, CpuContext)> process_;
   std::deque<IbCq*> queue_;
+  IbCq* current_ = nullptr;
   sc_core::sc_event work_;
+  sc_core::sc_event turn_done_;
   uint64_t runs_ = 0;
 };
 

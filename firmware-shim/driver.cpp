@@ -155,6 +155,22 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
   return r;
 }
 
+// Re-read each affected CQ's arm sequence number from the device and call its handler, as if its
+// event had arrived: the handler polls and re-arms, so no CQ is left silent.
+void Driver::recover_eq_overrun(uint32_t eqn) {
+  std::vector<uint32_t> affected;
+  for (const auto& [cqn, cq] : cqs_)
+    if (eqn_for_vector(cq->comp_vector) == eqn) affected.push_back(cqn);
+  ++eq_overruns_recovered_;
+  for (uint32_t cqn : affected) {
+    CommandResult r = exec(cmd::kQueryCq, {cqn});
+    Cq* cq = find_cq(cqn);
+    if (!r.ok() || !cq) continue;
+    cq->arm_sn = uint8_t(r.out[8] & 3);
+    if (cq->comp_handler) cq->comp_handler(*cq);
+  }
+}
+
 void Driver::attach(Cq* cq) { cqs_[cq->cqn] = cq; }
 void Driver::detach(Cq* cq) { cqs_.erase(cq->cqn); }
 Cq* Driver::find_cq(uint32_t cqn) const {
@@ -194,6 +210,12 @@ void Driver::dispatch(const uint8_t* e) {
   }
   if (type == eqe::kCommandDone) return;  // commands are polled
   AsyncEvent ev{type, cqn, uint8_t(get_field(e, eqe::syndrome)), get_field(e, eqe::data), nullptr};
+  if (type == eqe::kEqOverrun) {
+    // Completion events were lost: the CQs on that EQ may have fired without the driver seeing
+    // it (their arm sequence numbers moved on). Recover outside the interrupt handler.
+    const uint32_t eqn = uint32_t(ev.data);
+    sc_core::sc_spawn([this, eqn] { recover_eq_overrun(eqn); }, sc_core::sc_gen_unique_name("eq_overrun"));
+  }
   if (type == eqe::kCqError) {
     ev.cq = find_cq(cqn);
     if (ev.cq) ev.cq->in_error = true;

@@ -83,6 +83,7 @@ class Driver {
   const std::string& last_error() const { return last_error_; }
   void set_last_error(std::string e) { last_error_ = std::move(e); }
   uint64_t eqes_handled() const { return eqes_handled_; }
+  uint64_t eq_overruns_recovered() const { return eq_overruns_recovered_; }
   // Called for every completion event before the CQ's handler (measurement hook).
   std::function<void(Cq&, const uint8_t* eqe)> on_completion_event;
 
@@ -98,6 +99,7 @@ class Driver {
   CommandResult create_eq(uint32_t vector, uint8_t log_size, uint32_t mask, Eq& eq);
   void program_msix(uint32_t vector);
   void handle_eq(Eq& eq);
+  void recover_eq_overrun(uint32_t eqn);
   void dispatch(const uint8_t* eqe);
   bool wait_ready();
 
@@ -115,6 +117,7 @@ class Driver {
   bool booted_ = false;
   std::string last_error_;
   uint64_t eqes_handled_ = 0;
+  uint64_t eq_overruns_recovered_ = 0;
 };
 
 }  // namespace vhca

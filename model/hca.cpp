@@ -45,7 +45,7 @@ void Hca::bind_registers() {
       bad_doorbell(3, a.cqn);
       return;
     }
-    if (!cq.s_arm.can_push()) {
+    if (!cq.s_arm.can_push(clock.now())) {
       log::error("arm doorbell for CQ {}: doorbell FIFO full, doorbell dropped", a.cqn);
       bad_doorbell(5, a.cqn);
       return;
@@ -55,7 +55,7 @@ void Hca::bind_registers() {
   auto eq_doorbell = [this](bool arm) {
     return [this, arm](Register&, uint64_t v) {
       EqDoorbell d{uint32_t(bits_of(v, eqdb::eqn)), uint32_t(bits_of(v, eqdb::consumer_index)), arm};
-      if (!eq.s_db.can_push()) {
+      if (!eq.s_db.can_push(clock.now())) {
         log::error("EQ doorbell for EQ {}: doorbell FIFO full, doorbell dropped", d.eqn);
         bad_doorbell(5, d.eqn);
         return;
@@ -101,7 +101,7 @@ void Hca::injection_step() {
     return;
   }
   while (!injections_.empty() && injections_.begin()->first <= now) {
-    if (!cq.s_cpl.can_push()) {
+    if (!cq.s_cpl.can_push(now)) {
       ++injection_stalls_;  // backpressure: retried when the writer frees a slot
       return;
     }
@@ -116,11 +116,14 @@ void Hca::upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) {
   const uint64_t now = clock.now();
   switch (source) {
     case DmaSource::cqe:
-      if (cq.s_access_error.can_push()) cq.s_access_error.push(id, now);
+      if (cq.s_access_error.can_push(now))
+        cq.s_access_error.push(id, now);
+      else
+        log::error("CQ {}: CQE write failure not reported (error FIFO full)", id);
       break;
     default:
       log::error("posted write (source {}, id {}) to {:#x} failed at the host", int(source), id, addr);
-      if (source != DmaSource::msix && eq.s_event.can_push())
+      if (source != DmaSource::msix && eq.s_event.can_push(now))
         eq.s_event.push(DeviceEvent{eqe::kDmaError, 0, 0, uint8_t(source), addr}, now);
       break;
   }

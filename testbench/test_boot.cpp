@@ -20,3 +20,22 @@ TEST_CASE("the driver boots the HCA: reset, init segment, QUERY_CAP, INIT, EQs, 
     CHECK((sys().driver.read_register(reg::health) & kHealthInitialized) == 0);
   });
 }
+
+TEST_CASE("event-driven: no HCA block runs on idle cycles") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(16, CqModeration{4, 8, PeriodMode::cqe});
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    sys().hca.inject(recv_record(cq->cqn, 1), soon());
+    wait_us(50);  // the CQE, its period timer and the event are long done
+    const uint64_t writer = sys().hca.cq.activations();
+    const uint64_t cycle0 = sys().cycle();
+    wait_us(1000);  // 500,000 idle cycles
+    CHECK(sys().cycle() - cycle0 == 500000);
+    CHECK(sys().hca.cq.activations() == writer);
+    // One CQE costs a handful of activations, not one per cycle.
+    sys().hca.inject(recv_record(cq->cqn, 2), soon());
+    wait_us(50);
+    CHECK(sys().hca.cq.activations() - writer <= 3);
+  });
+}

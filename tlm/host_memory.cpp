@@ -42,6 +42,7 @@ HostMemory::Page* HostMemory::page_of(uint64_t addr) const {
 
 bool HostMemory::mapped(uint64_t addr, uint64_t len) const {
   if (len == 0) return true;
+  if (addr + len - 1 < addr) return false;  // wraps past 2^64
   for (uint64_t p = addr / kPageSize; p <= (addr + len - 1) / kPageSize; ++p)
     if (!pages_.count(p)) return false;
   return true;

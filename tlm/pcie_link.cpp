@@ -70,8 +70,10 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx) {
   deliver_due(dir);  // posted writes that arrived no later are visible to this read
   sc_time zero = sc_core::SC_ZERO_TIME;
   out(dir)->b_transport(tx, zero);
-  sc_time ready = sc_core::sc_time_stamp() + cfg_.read_access;
-  sc_time back_at = serialize(back, ready, len, cfg_.completion_size, cfg_.completion_overhead);
+  // The completion takes its place on the return wire only once its data is ready, so posted
+  // writes issued meanwhile are not queued behind it.
+  sc_core::wait(cfg_.read_access);
+  sc_time back_at = serialize(back, sc_core::sc_time_stamp(), len, cfg_.completion_size, cfg_.completion_overhead);
   sc_core::wait(back_at - sc_core::sc_time_stamp());
 }
 
@@ -81,7 +83,7 @@ void PcieLink::deliver_due(int dir) {
   while (!d.in_flight.empty() && d.in_flight.front().arrival <= now) {
     Posted p = std::move(d.in_flight.front());
     d.in_flight.pop_front();
-    tlm::tlm_generic_payload tx;
+    tlm::tlm_generic_payload& tx = delivery_tx_;
     tx.set_command(tlm::TLM_WRITE_COMMAND);
     tx.set_address(p.addr);
     tx.set_data_ptr(p.data.data());

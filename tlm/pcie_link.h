@@ -91,7 +91,8 @@ class PcieLink : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<PcieLink>& out(int dir) { return dir == 0 ? up_out : down_out; }
 
   PcieLinkConfig cfg_;
-  Direction dir_[2];  // 0 upstream, 1 downstream
+  Direction dir_[2];
+  tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write  // 0 upstream, 1 downstream
 };
 
 }  // namespace vhca

@@ -50,7 +50,7 @@ void CommandUnit::run() {
     uint8_t block[cmdblk::kSize];
     if (!dma_.read_blocking(addr, block, cmdblk::kSize)) {
       log::error("command block at {:#x} could not be read: command not executed", addr);
-      eq_.s_event.push(DeviceEvent{eqe::kDmaError, 0, 0, 0, addr}, clock_.now());
+      if (eq_.s_event.can_push(clock_.now())) eq_.s_event.push(DeviceEvent{eqe::kDmaError, 0, 0, 0, addr}, clock_.now());
       busy_ = false;
       continue;
     }
@@ -89,7 +89,7 @@ void CommandUnit::run() {
     std::memcpy(w.data.data(), reply + cmdblk::status.byte, w.len);
     dma_.write_blocking(w);
     const uint8_t token = uint8_t(get_field(block, cmdblk::token));
-    if (eq_.s_event.can_push()) eq_.s_event.push(DeviceEvent{eqe::kCommandDone, 0, 0, r.status, token}, clock_.now());
+    if (eq_.s_event.can_push(clock_.now())) eq_.s_event.push(DeviceEvent{eqe::kCommandDone, 0, 0, r.status, token}, clock_.now());
     busy_ = false;
   }
 }
@@ -313,7 +313,7 @@ CommandUnit::Result CommandUnit::resize_cq(uint32_t cqn, const In& in) {
 }
 
 void CommandUnit::cq_control(const CqControl& c) {
-  while (!cq_.s_ctl.can_push()) sc_core::wait(clock_.period());
+  while (!cq_.s_ctl.can_push(clock_.now())) sc_core::wait(clock_.period());
   cq_.s_ctl.push(c, clock_.now());
   sc_core::wait(control_done_);
   wait_edge();

@@ -1,7 +1,9 @@
 // A finite-depth, cycle-stamped queue between two blocks (the model's valid/ready channel).
-// An item pushed on cycle c is visible to the consumer from cycle c+1, as through a register
-// stage. A producer that finds the stream full must hold its item and retry when woken by
-// on_space; the consumer is woken for the cycle the item becomes visible.
+// An item pushed on cycle c is visible to the consumer from cycle c+1, and a slot freed on cycle
+// c is visible to the producer from cycle c+1, both as through a register stage: whether a block
+// stalls never depends on the order in which SystemC runs two blocks in one cycle. A producer
+// that finds the stream full holds its item; it is woken (on_space) when the stream stops being
+// full. The consumer is woken for the cycle an item becomes visible.
 #pragma once
 #include <cassert>
 #include <cstdint>
@@ -18,9 +20,11 @@ class Stream {
  public:
   Stream(std::string name, size_t depth) : name_(std::move(name)), depth_(depth) {}
 
-  bool can_push() const { return items_.size() < depth_; }
+  bool can_push(uint64_t cycle) const {
+    return items_.size() + (popped_cycle_ == cycle ? popped_ : 0) < depth_;
+  }
   void push(T value, uint64_t cycle) {
-    assert(can_push());
+    assert(can_push(cycle));
     items_.push_back({cycle, std::move(value)});
     if (items_.size() > high_water_) high_water_ = items_.size();
     if (on_data) on_data(cycle + 1);
@@ -30,9 +34,13 @@ class Stream {
   bool ready(uint64_t cycle) const { return !items_.empty() && items_.front().cycle < cycle; }
   T& front() { return items_.front().value; }
   T pop(uint64_t cycle) {
+    const bool was_full = items_.size() + (popped_cycle_ == cycle ? popped_ : 0) >= depth_;
     T v = std::move(items_.front().value);
     items_.pop_front();
-    for (auto& wake : on_space) wake(cycle + 1);
+    if (popped_cycle_ != cycle) popped_cycle_ = cycle, popped_ = 0;
+    ++popped_;
+    if (was_full)
+      for (auto& wake : on_space) wake(cycle + 1);
     return v;
   }
   bool empty() const { return items_.empty(); }
@@ -40,7 +48,10 @@ class Stream {
   size_t depth() const { return depth_; }
   size_t high_water() const { return high_water_; }
   const std::string& name() const { return name_; }
-  void clear() { items_.clear(); }
+  void clear() {
+    items_.clear();
+    popped_ = 0;
+  }
 
   std::function<void(uint64_t cycle)> on_data;                 // wake the consumer
   std::vector<std::function<void(uint64_t cycle)>> on_space;   // wake producers held by a full stream
@@ -53,6 +64,8 @@ class Stream {
   std::string name_;
   size_t depth_;
   size_t high_water_ = 0;
+  uint64_t popped_cycle_ = UINT64_MAX;  // slots freed on this cycle are not reusable until the next
+  size_t popped_ = 0;
   std::deque<Slot> items_;
 };
 

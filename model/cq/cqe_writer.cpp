@@ -60,7 +60,8 @@ void CqeWriter::reset() {
 }
 
 bool CqeWriter::outputs_ready() const {
-  return m_dma->can_push() && m_event->can_push() && m_ci_req->can_push();
+  const uint64_t now = clock_.now();
+  return m_dma->can_push(now) && m_event->can_push(now) && m_ci_req->can_push(now);
 }
 
 void CqeWriter::step() {
@@ -164,8 +165,11 @@ void CqeWriter::apply_access_error(uint32_t cqn, uint64_t now) {
 }
 
 bool CqeWriter::apply_ci_response(const CiResponse& r, uint64_t now) {
+  // Only the response the head completion waits for counts (a late one, e.g. from before a device
+  // reset, is dropped).
+  if (!waiting_ci_ || s_cpl.empty() || s_cpl.front().cqn != r.cqn || r.cqn >= table_.size()) return true;
   waiting_ci_ = false;
-  CqContext& cq = table_.at(r.cqn);
+  CqContext& cq = table_[r.cqn];
   if (!cq.valid) return true;
   if (!r.ok) {
     log::error("CQ {}: doorbell record read at {:#x} failed: CQ enters error", r.cqn, cq.cfg.dbr);
@@ -184,8 +188,9 @@ bool CqeWriter::apply_ci_response(const CiResponse& r, uint64_t now) {
     return true;
   }
   cq.ci = ci;
-  // The waiting completion is decided on this same cycle: write it, or overflow.
   refreshed_ = true;
+  if (resizing_) return true;  // decided after the resize commits, with the new size
+  // The waiting completion is decided on this same cycle: write it, or overflow.
   if (apply_completion(s_cpl.front(), now)) s_cpl.pop(now);
   return true;
 }
@@ -322,6 +327,8 @@ void CqeWriter::write_cqe(CqContext& cq, uint32_t cqn, const CompletionRecord& r
   if (r.solicited()) {
     cq.last_solicited = cq.pi;
     cq.any_solicited = true;
+  } else if (cq.any_solicited && index_distance(cq.last_solicited, cq.pi) > cq.size()) {
+    cq.any_solicited = false;  // consumed long ago: must not alias after the index wraps
   }
   ++cq.cqes;
   ++stats_.cqes;

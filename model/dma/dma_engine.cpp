@@ -25,8 +25,8 @@ void DmaEngine::write_step() {
   const uint64_t now = clock_.now();
   if (s_write.ready(now)) {
     DmaWrite w = s_write.pop(now);
-    tlm::tlm_generic_payload tx;
-    PostedTag tag;
+    tlm::tlm_generic_payload& tx = write_tx_;
+    PostedTag& tag = write_tag_;
     tag.source = w.source;
     tag.id = w.id;
     tx.set_command(tlm::TLM_WRITE_COMMAND);
@@ -74,7 +74,7 @@ void DmaEngine::read_thread() {
       uint8_t buf[4] = {};
       bool ok = issue_read(req.dbr, buf, 4);
       CiResponse rsp{req.cqn, get_be32(buf) & 0xFFFFFF, ok};
-      while (!m_ci_rsp->can_push()) sc_core::wait(clock_.period());
+      while (!m_ci_rsp->can_push(clock_.now())) sc_core::wait(clock_.period());
       m_ci_rsp->push(rsp, clock_.now());
       continue;
     }
@@ -98,8 +98,10 @@ void DmaEngine::read_thread() {
 
 bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
   // A firmware read must observe every write queued before it (the resize copy reads CQEs that
-  // may still sit in the write queue): let the queue drain first.
-  while (!s_write.empty()) sc_core::wait(clock_.period());
+  // may still sit in the write queue): wait until those have been issued, not for an empty queue,
+  // which sustained traffic may never give.
+  const uint64_t fence = writes_ + s_write.size();
+  while (writes_ < fence) sc_core::wait(clock_.period());
   sc_core::sc_event done;
   FirmwareRead r{addr, out, len, false, false, &done};
   firmware_reads_.push_back(&r);
@@ -109,7 +111,7 @@ bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
 }
 
 void DmaEngine::write_blocking(const DmaWrite& w) {
-  while (!s_write.can_push()) sc_core::wait(write_space_);
+  while (!s_write.can_push(clock_.now())) sc_core::wait(write_space_);
   s_write.push(w, clock_.now());
 }
 

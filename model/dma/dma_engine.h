@@ -15,6 +15,7 @@
 #include "model/common/stream.h"
 #include "model/common/wakeup.h"
 #include "model/cq/cq_types.h"
+#include "tlm/posted_tag.h"
 
 namespace vhca {
 
@@ -56,6 +57,8 @@ class DmaEngine : public sc_core::sc_module {
 
   const SimClock& clock_;
   Wakeup write_wakeup_;
+  tlm::tlm_generic_payload write_tx_;  // reused: constructing a payload per write costs an allocation
+  PostedTag write_tag_;
   sc_core::sc_event read_work_;
   sc_core::sc_event write_space_;
   std::deque<FirmwareRead*> firmware_reads_;

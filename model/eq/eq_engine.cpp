@@ -45,7 +45,7 @@ void EqEngine::step() {
   if (!wakeup_.begin_cycle()) return;
   wakeup_.count();
   const uint64_t now = clock_.now();
-  if (!m_dma->can_push() || !m_irq->can_push()) return;  // woken again by on_space
+  if (!m_dma->can_push(now) || !m_irq->can_push(now)) return;  // woken again by on_space
   if (s_db.ready(now))
     apply_doorbell(s_db.pop(now), now);
   else if (s_event.ready(now))
@@ -96,7 +96,7 @@ void EqEngine::write_eqe(const DeviceEvent& ev, uint64_t now) {
     ++eq.overruns;
     ++dropped_;
     log::error("EQ {} overrun: event type {:#x} (CQ {}) dropped", eqn, ev.type, ev.cqn);
-    if (!(eq.cfg.event_mask & kEqMaskAsync) && s_event.can_push())
+    if (!(eq.cfg.event_mask & kEqMaskAsync) && s_event.can_push(now))
       s_event.push(DeviceEvent{eqe::kEqOverrun, 0, 0, 0, eqn}, now);
     return;
   }

@@ -35,18 +35,23 @@ void Msix::set_pending(uint32_t v, bool on) {
 
 void Msix::on_ctrl_write(Register& r, uint64_t value) {
   r.value = value & 1;
-  if (!(value & 1) && pending(r.index) && s_irq.can_push())
-    s_irq.push(r.index, clock_.now());  // unmasked with a message pending: deliver it
+  // Unmasked with a message pending: deliver it (marked, so that a second unmask before the
+  // delivery does not send it twice).
+  if (!(value & 1) && pending(r.index) && s_irq.can_push(clock_.now())) s_irq.push(r.index | kRedelivery, clock_.now());
 }
 
 void Msix::step() {
   if (!wakeup_.begin_cycle()) return;
   wakeup_.count();
   const uint64_t now = clock_.now();
-  if (!m_dma->can_push()) return;
+  if (!m_dma->can_push(now)) return;
   if (s_irq.ready(now)) {
     uint32_t v = s_irq.pop(now);
-    if (v >= kNumMsixVectors) {
+    const bool redelivery = v & kRedelivery;
+    v &= ~kRedelivery;
+    if (redelivery && !pending(v)) {
+      // already delivered by an earlier unmask
+    } else if (v >= kNumMsixVectors) {
       log::error("MSI-X: vector {} does not exist", v);
     } else if (masked(v)) {
       set_pending(v, true);
@@ -54,7 +59,8 @@ void Msix::step() {
     } else {
       set_pending(v, false);
       DmaWrite w;
-      w.addr = regs_.value(reg::msix_addr_hi, v) << 32 | regs_.value(reg::msix_addr_lo, v);
+      // MSI addresses are DWORD aligned: the low two bits are ignored, as in PCI.
+      w.addr = (regs_.value(reg::msix_addr_hi, v) << 32 | regs_.value(reg::msix_addr_lo, v)) & ~uint64_t(3);
       w.len = 4;
       put_le32(w.data.data(), uint32_t(regs_.value(reg::msix_data, v)));
       w.source = DmaSource::msix;

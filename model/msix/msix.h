@@ -17,6 +17,7 @@ namespace vhca {
 
 class Msix : public sc_core::sc_module {
  public:
+  static constexpr uint32_t kRedelivery = 1u << 31;  // s_irq flag: a pending message on unmask
   Stream<uint32_t> s_irq;
   Stream<DmaWrite>* m_dma = nullptr;
 

@@ -46,21 +46,6 @@ const std::vector<RegSpec>& bar0_registers() {
   return regs;
 }
 
-uint64_t get_field(const uint8_t* buf, Field f) {
-  uint64_t word = 0;
-  for (unsigned i = 0; i < f.size; ++i) word = word << 8 | buf[f.byte + i];
-  if (f.width == 64) return word;
-  return (word >> f.lo) & ((uint64_t(1) << f.width) - 1);
-}
-
-void put_field(uint8_t* buf, Field f, uint64_t value) {
-  uint64_t word = 0;
-  for (unsigned i = 0; i < f.size; ++i) word = word << 8 | buf[f.byte + i];
-  uint64_t mask = f.width == 64 ? ~uint64_t(0) : ((uint64_t(1) << f.width) - 1) << f.lo;
-  word = (word & ~mask) | ((value << f.lo) & mask);
-  for (int i = f.size - 1; i >= 0; --i, word >>= 8) buf[f.byte + i] = uint8_t(word);
-}
-
 #define VHCA_FIELD_SPEC(n, b, s, l, w, d) {#n, Field{b, s, l, w}, d},
 const std::vector<FormatSpec>& formats() {
   static const std::vector<FormatSpec> all = {

@@ -77,8 +77,20 @@ struct FieldSpec {
   const char* description;
 };
 
-uint64_t get_field(const uint8_t* buf, Field f);
-void put_field(uint8_t* buf, Field f, uint64_t value);
+// Inline so that a constant Field folds into a few shifts (the CQE path formats one per CQE).
+inline uint64_t get_field(const uint8_t* buf, Field f) {
+  uint64_t word = 0;
+  for (unsigned i = 0; i < f.size; ++i) word = word << 8 | buf[f.byte + i];
+  if (f.width == 64) return word;
+  return (word >> f.lo) & ((uint64_t(1) << f.width) - 1);
+}
+inline void put_field(uint8_t* buf, Field f, uint64_t value) {
+  uint64_t word = 0;
+  for (unsigned i = 0; i < f.size; ++i) word = word << 8 | buf[f.byte + i];
+  const uint64_t mask = f.width == 64 ? ~uint64_t(0) : ((uint64_t(1) << f.width) - 1) << f.lo;
+  word = (word & ~mask) | ((value << f.lo) & mask);
+  for (int i = f.size - 1; i >= 0; --i, word >>= 8) buf[f.byte + i] = uint8_t(word);
+}
 
 // CQE: 64 bytes.
 #define VHCA_CQE_FIELDS(X)                                                                        \
