@@ -10,12 +10,8 @@ using namespace vhca::test;
 
 TEST_CASE("[S12] count 4: the event fires on the cycle the 4th CQE is written, not before") {
   sys().run([] {
-    boot();
-    Cq* cq = make_cq(64, CqModeration{4, 0, PeriodMode::eqe});
     EventLog ev;
-    ev.attach();
-    verbs::req_notify_cq(*cq, kNotifyNext);
-    wait_us(1);
+    Cq* cq = boot_armed_cq(ev, 64, CqModeration{4, 0, PeriodMode::eqe});
     const uint64_t k = soon();
     for (int i = 0; i < 3; ++i) sys().hca.inject(recv_record(cq->cqn, i), k + 100 * i);
     wait_us(3);
@@ -60,12 +56,8 @@ TEST_CASE("[S12] EQE period mode: the timer restarts at each event; the next eve
 
 TEST_CASE("[S12] CQE period mode: the timer restarts at each CQE; the event fires one period after the last") {
   sys().run([] {
-    boot();
-    Cq* cq = make_cq(64, CqModeration{0, 2, PeriodMode::cqe});
     EventLog ev;
-    ev.attach();
-    verbs::req_notify_cq(*cq, kNotifyNext);
-    wait_us(1);
+    Cq* cq = boot_armed_cq(ev, 64, CqModeration{0, 2, PeriodMode::cqe});
     const uint64_t k = soon();
     sys().hca.inject(recv_record(cq->cqn, 1), k);
     sys().hca.inject(recv_record(cq->cqn, 2), k + 300);  // restarts the timer
@@ -86,12 +78,8 @@ TEST_CASE("[S12] CQE period mode: the timer restarts at each CQE; the event fire
 
 TEST_CASE("[S12] count and period together: whichever comes first fires") {
   sys().run([] {
-    boot();
-    Cq* cq = make_cq(64, CqModeration{3, 2, PeriodMode::cqe});
     EventLog ev;
-    ev.attach();
-    verbs::req_notify_cq(*cq, kNotifyNext);
-    wait_us(1);
+    Cq* cq = boot_armed_cq(ev, 64, CqModeration{3, 2, PeriodMode::cqe});
     const uint64_t k = soon();
     for (int i = 0; i < 3; ++i) sys().hca.inject(recv_record(cq->cqn, i), k + 10 * i);
     wait_us(5);
@@ -110,12 +98,8 @@ TEST_CASE("[S12] count and period together: whichever comes first fires") {
 
 TEST_CASE("[S12][S2] moderation changes at run time and query reports it") {
   sys().run([] {
-    boot();
-    Cq* cq = make_cq(64, CqModeration{8, 0, PeriodMode::eqe});
     EventLog ev;
-    ev.attach();
-    verbs::req_notify_cq(*cq, kNotifyNext);
-    wait_us(1);
+    Cq* cq = boot_armed_cq(ev, 64, CqModeration{8, 0, PeriodMode::eqe});
     for (int i = 0; i < 3; ++i) sys().hca.inject(recv_record(cq->cqn, i), soon() + i);
     wait_us(3);
     CHECK(ev.count() == 0);
@@ -141,12 +125,8 @@ TEST_CASE("[S12][S2] moderation changes at run time and query reports it") {
 
 TEST_CASE("[S12] no moderation (count 0, period 0): every armed CQE fires at once") {
   sys().run([] {
-    boot();
-    Cq* cq = make_cq(16);
     EventLog ev;
-    ev.attach();
-    verbs::req_notify_cq(*cq, kNotifyNext);
-    wait_us(1);
+    Cq* cq = boot_armed_cq(ev, 16);
     const uint64_t k = soon();
     sys().hca.inject(recv_record(cq->cqn, 1), k);
     wait_us(3);

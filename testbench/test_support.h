@@ -60,6 +60,8 @@ inline Cq* make_cq(int size, const CqModeration& mod = {}, uint32_t vector = 0, 
   return cq;
 }
 
+inline void wait_us(double us) { sc_core::wait(sc_core::sc_time(us, sc_core::SC_US)); }
+
 // Every completion event the driver dispatches: host time, CQN and the EQE's device cycle.
 struct EventLog {
   std::vector<sc_core::sc_time> times;
@@ -85,9 +87,18 @@ inline std::vector<Wc> drain(Cq& cq) {
   return out;
 }
 
+// Boot, create a CQ, log its events, arm it and let the arm land: the start of most tests.
+inline Cq* boot_armed_cq(EventLog& ev, int size, const CqModeration& mod = {}, uint32_t notify = kNotifyNext) {
+  boot();
+  Cq* cq = make_cq(size, mod);
+  ev.attach();
+  verbs::req_notify_cq(*cq, notify);
+  wait_us(1);
+  return cq;
+}
+
 // A cycle comfortably ahead of now, to schedule injections from.
 inline uint64_t soon(uint64_t ahead = 10) { return sys().cycle() + ahead; }
 
-inline void wait_us(double us) { sc_core::wait(sc_core::sc_time(us, sc_core::SC_US)); }
 
 }  // namespace vhca::test
