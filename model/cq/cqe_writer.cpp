@@ -1,34 +1,22 @@
 #include "model/cq/cqe_writer.h"
 
-#include "model/common/bytes.h"
-#include "model/common/log.h"
-#include "model/cq/cqe_format.h"
-#include "model/regs/tables.h"
+#include "model/cq/cq_writer_core.h"
 
 namespace vhca {
 
-const char* state_name(CqState s) {
-  switch (s) {
-    case CqState::disarmed: return "disarmed";
-    case CqState::armed_next: return "armed-next";
-    case CqState::armed_solicited: return "armed-solicited";
-    case CqState::always_armed: return "always-armed";
-    case CqState::error: return "error";
-  }
-  return "?";
-}
-
-CqeWriter::CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock, const CqeWriterConfig& cfg)
+CqeWriter::CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock, const CqeWriterConfig& cfg,
+                     std::unique_ptr<CqWriterEngine> engine)
     : sc_module(name),
-      s_cpl("s_cpl", cfg.input_depth),
-      s_arm("s_arm", cfg.input_depth),
-      s_ctl("s_ctl", 2),
-      s_ci("s_ci", 2),
-      s_access_error("s_access_error", 64),
       clock_(clock),
-      cfg_(cfg),
+      engine_(engine ? std::move(engine) : std::make_unique<CqWriterCore>(cfg, clock.mhz())),
       wakeup_(clock),
-      table_(cfg.num_cqs) {
+      s_cpl(engine_->s_cpl),
+      s_arm(engine_->s_arm),
+      s_ctl(engine_->s_ctl),
+      s_ci(engine_->s_ci),
+      s_access_error(engine_->s_access_error),
+      on_bad_doorbell(engine_->on_bad_doorbell),
+      on_control_done(engine_->on_control_done) {
   auto wake = [this](uint64_t c) { wakeup_.wake(c); };
   s_cpl.on_data = s_arm.on_data = s_ctl.on_data = s_ci.on_data = s_access_error.on_data = wake;
   SC_METHOD(step);
@@ -37,378 +25,26 @@ CqeWriter::CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock,
 }
 
 void CqeWriter::bind_outputs(Stream<DmaWrite>& dma, Stream<DeviceEvent>& events, Stream<CiRequest>& ci_req) {
-  m_dma = &dma;
-  m_event = &events;
-  m_ci_req = &ci_req;
+  engine_->m_dma = &dma;
+  engine_->m_event = &events;
+  engine_->m_ci_req = &ci_req;
   auto wake = [this](uint64_t c) { wakeup_.wake(c); };
   dma.on_space.push_back(wake);
   events.on_space.push_back(wake);
   ci_req.on_space.push_back(wake);
 }
 
-void CqeWriter::reset() {
-  for (auto& cq : table_) cq = CqContext{};
-  timers_ = {};
-  waiting_ci_ = false;
-  refreshed_ = false;
-  resizing_ = 0;
-  stats_ = {};
-  s_cpl.clear();
-  s_arm.clear();
-  s_ci.clear();
-  s_access_error.clear();
-}
-
-bool CqeWriter::outputs_ready() const {
-  const uint64_t now = clock_.now();
-  return m_dma->can_push(now) && m_event->can_push(now) && m_ci_req->can_push(now);
-}
-
 void CqeWriter::step() {
   if (!wakeup_.begin_cycle()) return;
   wakeup_.count();
   const uint64_t now = clock_.now();
-  if (!outputs_ready()) {
-    ++stats_.output_stalls;  // woken again by on_space
+  if (!engine_->outputs_ready(now)) {
+    engine_->note_output_stall();  // woken again when the full output drains
     return;
   }
-  act(now);
-  schedule_next(now);
-}
-
-// One action per cycle, in fixed priority: control, access error, CI response, timer expiry,
-// arm, completion. docs/timing.md.
-bool CqeWriter::act(uint64_t now) {
-  if (s_ctl.ready(now)) {
-    apply_control(s_ctl.pop(now), now);
-    return true;
-  }
-  if (s_access_error.ready(now)) {
-    apply_access_error(s_access_error.pop(now), now);
-    return true;
-  }
-  if (s_ci.ready(now)) {
-    CiResponse r = s_ci.pop(now);
-    return apply_ci_response(r, now);
-  }
-  if (expire_timer(now)) return true;
-  if (s_arm.ready(now)) {
-    apply_arm(s_arm.pop(now), now);
-    return true;
-  }
-  if (s_cpl.ready(now) && !waiting_ci_ && resizing_ == 0) {
-    if (apply_completion(s_cpl.front(), now)) s_cpl.pop(now);
-    return true;
-  }
-  return false;
-}
-
-void CqeWriter::schedule_next(uint64_t now) {
-  uint64_t next = UINT64_MAX;
-  auto consider = [&](uint64_t c) { next = std::min(next, std::max(c, now + 1)); };
-  consider(s_ctl.head_ready_cycle());
-  consider(s_access_error.head_ready_cycle());
-  consider(s_ci.head_ready_cycle());
-  consider(s_arm.head_ready_cycle());
-  if (!waiting_ci_ && resizing_ == 0) consider(s_cpl.head_ready_cycle());
-  while (!timers_.empty() && timers_.top().gen != table_[timers_.top().cqn].timer_gen) timers_.pop();
-  if (!timers_.empty()) consider(timers_.top().deadline);
+  engine_->act(now);
+  const uint64_t next = engine_->next_cycle(now);
   if (next != UINT64_MAX) wakeup_.wake(next);
-}
-
-void CqeWriter::apply_control(const CqControl& c, uint64_t now) {
-  CqContext& cq = table_.at(c.cqn);
-  switch (c.op) {
-    case CqControl::Op::create: {
-      const uint32_t gen = cq.timer_gen + 1;  // timers of an earlier CQ with this CQN stay stale
-      cq = CqContext{};
-      cq.valid = true;
-      cq.cfg = c.cfg;
-      cq.state = c.cfg.always_armed ? CqState::always_armed : CqState::disarmed;
-      cq.timer_start = now;
-      cq.timer_gen = gen;
-      log::write(log::Cat::cq, "CQ {} created: {} entries at {:#x}, EQ {}, moderation {}/{}us", c.cqn, cq.size(),
-                 c.cfg.base, c.cfg.eqn, c.cfg.mod_count, c.cfg.mod_period);
-      break;
-    }
-    case CqControl::Op::modify_moderation:
-      cq.cfg.mod_count = c.cfg.mod_count;
-      cq.cfg.mod_period = c.cfg.mod_period;
-      cq.cfg.period_mode = c.cfg.period_mode;
-      stop_timer(cq);
-      cq.timer_start = now;
-      reevaluate(cq, c.cqn, now);
-      break;
-    case CqControl::Op::resize_begin:
-      ++resizing_;
-      break;
-    case CqControl::Op::resize_commit:
-      cq.cfg.log_size = c.cfg.log_size;
-      cq.cfg.base = c.cfg.base;
-      if (resizing_) --resizing_;
-      break;
-    case CqControl::Op::resize_abort:
-      if (resizing_) --resizing_;
-      break;
-    case CqControl::Op::destroy:
-      stop_timer(cq);
-      cq.valid = false;
-      break;
-  }
-  if (on_control_done) on_control_done(c, now);
-}
-
-void CqeWriter::apply_access_error(uint32_t cqn, uint64_t now) {
-  if (!cq_exists(cqn) || table_[cqn].state == CqState::error) return;
-  log::error("CQ {}: a CQE write failed at the host (buffer unmapped): CQ enters error", cqn);
-  enter_error(table_[cqn], cqn, eqe::kCqAccessViolation, now);
-}
-
-bool CqeWriter::apply_ci_response(const CiResponse& r, uint64_t now) {
-  // Only the response the head completion waits for counts (a late one, e.g. from before a device
-  // reset, is dropped).
-  if (!waiting_ci_ || s_cpl.empty() || s_cpl.front().cqn != r.cqn || r.cqn >= table_.size()) return true;
-  waiting_ci_ = false;
-  CqContext& cq = table_[r.cqn];
-  if (!cq.valid) return true;
-  if (!r.ok) {
-    log::error("CQ {}: doorbell record read at {:#x} failed: CQ enters error", r.cqn, cq.cfg.dbr);
-    enter_error(cq, r.cqn, eqe::kCqAccessViolation, now);
-    ++stats_.dropped;
-    s_cpl.pop(now);
-    return true;
-  }
-  uint32_t ci = r.ci & kIndexMask;
-  if (index_distance(ci, cq.pi) > cq.size()) {
-    log::error("CQ {}: doorbell record consumer index {:#x} is outside [pi-size, pi] (pi {:#x}): CQ enters error",
-               r.cqn, ci, cq.pi);
-    enter_error(cq, r.cqn, eqe::kCqBadDoorbellRecord, now);
-    ++stats_.dropped;
-    s_cpl.pop(now);
-    return true;
-  }
-  cq.ci = ci;
-  refreshed_ = true;
-  if (resizing_) return true;  // decided after the resize commits, with the new size
-  // The waiting completion is decided on this same cycle: write it, or overflow.
-  if (apply_completion(s_cpl.front(), now)) s_cpl.pop(now);
-  return true;
-}
-
-bool CqeWriter::expire_timer(uint64_t now) {
-  while (!timers_.empty()) {
-    Timer t = timers_.top();
-    CqContext& cq = table_[t.cqn];
-    if (t.gen != cq.timer_gen || cq.timer_deadline == 0) {
-      timers_.pop();
-      continue;
-    }
-    if (t.deadline > now) return false;
-    timers_.pop();
-    cq.timer_deadline = 0;
-    ++stats_.timer_expiries;
-    if (armed(cq) && cq.mod_pending > 0) {
-      ++stats_.events_by_period;
-      fire(cq, t.cqn, now);
-    }
-    return true;
-  }
-  return false;
-}
-
-void CqeWriter::apply_arm(const ArmRequest& a, uint64_t now) {
-  ++stats_.arms;
-  if (!cq_exists(a.cqn)) {
-    log::error("arm doorbell for CQ {} which does not exist: ignored", a.cqn);
-    if (on_bad_doorbell) on_bad_doorbell(1, a.cqn);
-    return;
-  }
-  CqContext& cq = table_[a.cqn];
-  if (cq.state == CqState::error) {
-    log::error("arm doorbell for CQ {} which is in error: ignored", a.cqn);
-    if (on_bad_doorbell) on_bad_doorbell(2, a.cqn);
-    return;
-  }
-  if (index_distance(a.ci, cq.pi) > cq.size()) {
-    log::error("arm doorbell for CQ {}: consumer index {:#x} is not within [pi-size, pi] (pi {:#x}): ignored", a.cqn,
-               a.ci, cq.pi);
-    if (on_bad_doorbell) on_bad_doorbell(3, a.cqn);
-    return;
-  }
-  if (a.sn != cq.arm_sn) {
-    // An arm from before the last event (the driver has not seen that event yet): stale.
-    ++stats_.arms_stale;
-    log::write(log::Cat::cq, "CQ {}: stale arm sn {} (expected {}) ignored", a.cqn, a.sn, cq.arm_sn);
-    if (on_bad_doorbell) on_bad_doorbell(4, a.cqn);
-    return;
-  }
-  // The arm's index is what the driver has seen, not what it has consumed: it never updates
-  // the cached consumer index (only the doorbell record does).
-  switch (cq.state) {
-    case CqState::armed_next:
-    case CqState::always_armed:
-      ++stats_.arms_ignored_pending;  // S10: a pending request absorbs further requests
-      return;
-    case CqState::armed_solicited:
-      if (a.cmd == ArmCmd::next) {
-        cq.state = CqState::armed_next;  // S11: NEXT takes precedence
-        ++stats_.arms_upgraded;
-      } else {
-        ++stats_.arms_ignored_pending;
-        return;
-      }
-      break;
-    default:
-      cq.state = a.cmd == ArmCmd::next ? CqState::armed_next : CqState::armed_solicited;
-      cq.mod_pending = 0;
-      break;
-  }
-  log::write(log::Cat::cq, "CQ {} armed {} ci={:#x} pi={:#x}", a.cqn, state_name(cq.state), a.ci, cq.pi);
-  // S9: an arm whose consumer index is behind a qualifying CQE fires at once (no lost wake-up).
-  uint32_t newer = index_distance(a.ci, cq.pi);
-  bool fire_now = cq.state == CqState::armed_next
-                      ? newer > 0
-                      : cq.any_solicited && index_distance(a.ci, cq.last_solicited) >= 1 &&
-                            index_distance(a.ci, cq.last_solicited) <= newer;
-  if (fire_now) {
-    ++stats_.events_at_arm;
-    fire(cq, a.cqn, now);
-  }
-}
-
-bool CqeWriter::apply_completion(const CompletionRecord& r, uint64_t now) {
-  const bool refreshed = refreshed_;
-  refreshed_ = false;
-  if (!cq_exists(r.cqn)) {
-    ++stats_.bad_records;
-    log::error("completion record for CQ {} which does not exist: dropped (wr_id {:#x})", r.cqn, r.wr_id);
-    return true;
-  }
-  CqContext& cq = table_[r.cqn];
-  if (cq.state == CqState::error) {
-    ++stats_.dropped;
-    ++cq.dropped;
-    log::error("CQ {} is in error: completion wr_id {:#x} dropped", r.cqn, r.wr_id);
-    return true;
-  }
-  if (!cq.cfg.overrun_ignore && index_distance(cq.ci, cq.pi) >= cq.size()) {
-    if (!refreshed) {
-      // The cached consumer index says full: read the doorbell record before deciding (S14).
-      m_ci_req->push(CiRequest{r.cqn, cq.cfg.dbr}, now);
-      waiting_ci_ = true;
-      ++stats_.ci_refreshes;
-      return false;
-    }
-    ++stats_.overflows;
-    ++stats_.dropped;
-    ++cq.dropped;
-    log::error("CQ {} overflow: {} entries all unconsumed (ci {:#x}, pi {:#x}); CQE wr_id {:#x} not written", r.cqn,
-               cq.size(), cq.ci, cq.pi, r.wr_id);
-    enter_error(cq, r.cqn, eqe::kCqOverrun, now);
-    return true;
-  }
-  write_cqe(cq, r.cqn, r, now);
-  moderate(cq, r.cqn, r, now);
-  return true;
-}
-
-void CqeWriter::write_cqe(CqContext& cq, uint32_t cqn, const CompletionRecord& r, uint64_t now) {
-  DmaWrite w;
-  w.addr = cq.cfg.base + uint64_t(cq.pi & (cq.size() - 1)) * cqe::kSize;
-  w.len = cqe::kSize;
-  w.source = DmaSource::cqe;
-  w.id = cqn;
-  format_cqe(r, cq.pi, cq.cfg.log_size, now, w.data.data());
-  m_dma->push(w, now);
-  log::write(log::Cat::cq, "CQ {} CQE pi={:#x} wr_id={:#x} syndrome={:#x} -> {:#x}", cqn, cq.pi, r.wr_id, r.syndrome,
-             w.addr);
-  cq.pi = (cq.pi + 1) & kIndexMask;
-  if ((cq.pi & (cq.size() - 1)) == 0) ++stats_.owner_wraps;
-  if (r.solicited()) {
-    cq.last_solicited = cq.pi;
-    cq.any_solicited = true;
-  } else if (cq.any_solicited && index_distance(cq.last_solicited, cq.pi) > cq.size()) {
-    cq.any_solicited = false;  // consumed long ago: must not alias after the index wraps
-  }
-  ++cq.cqes;
-  ++stats_.cqes;
-}
-
-bool CqeWriter::armed(const CqContext& cq) const {
-  return cq.state == CqState::armed_next || cq.state == CqState::armed_solicited ||
-         cq.state == CqState::always_armed;
-}
-
-bool CqeWriter::qualifies(const CqContext& cq, const CompletionRecord& r) const {
-  return cq.state == CqState::armed_solicited ? r.solicited() : armed(cq);
-}
-
-uint64_t CqeWriter::period_cycles(const CqContext& cq) const {
-  return clock_.cycles_from_ns(double(cq.cfg.mod_period) * 1000.0);
-}
-
-// S12. A qualifying CQE on an armed CQ counts; the event fires on the count threshold, or when
-// the period timer expires (EQE mode: `period` after the last event; CQE mode: `period` after
-// the latest qualifying CQE). With neither threshold set the event fires at once.
-void CqeWriter::moderate(CqContext& cq, uint32_t cqn, const CompletionRecord& r, uint64_t now) {
-  if (!qualifies(cq, r)) return;
-  if (cq.mod_pending < 0xFFFF) ++cq.mod_pending;
-  if (cq.cfg.period_mode == PeriodMode::cqe && cq.cfg.mod_period != 0 &&
-      !(cq.cfg.mod_count != 0 && cq.mod_pending >= cq.cfg.mod_count))
-    start_timer(cq, cqn, now + period_cycles(cq));
-  reevaluate(cq, cqn, now);
-}
-
-void CqeWriter::reevaluate(CqContext& cq, uint32_t cqn, uint64_t now) {
-  if (!armed(cq) || cq.mod_pending == 0) return;
-  const bool no_moderation = cq.cfg.mod_count == 0 && cq.cfg.mod_period == 0;
-  if (no_moderation || (cq.cfg.mod_count != 0 && cq.mod_pending >= cq.cfg.mod_count)) {
-    ++(no_moderation ? stats_.events_immediate : stats_.events_by_count);
-    fire(cq, cqn, now);
-    return;
-  }
-  if (cq.cfg.mod_period == 0) return;
-  if (cq.cfg.period_mode == PeriodMode::eqe) {
-    uint64_t deadline = cq.timer_start + period_cycles(cq);
-    if (deadline <= now) {
-      ++stats_.events_by_period;
-      fire(cq, cqn, now);
-    } else if (cq.timer_deadline != deadline) {
-      start_timer(cq, cqn, deadline);
-    }
-  } else if (cq.timer_deadline == 0) {
-    start_timer(cq, cqn, now + period_cycles(cq));
-  }
-}
-
-void CqeWriter::fire(CqContext& cq, uint32_t cqn, uint64_t now) {
-  m_event->push(DeviceEvent{eqe::kCompletion, cq.cfg.eqn, cqn, 0, cq.pi}, now);
-  log::write(log::Cat::cq, "CQ {} event -> EQ {} (pending {}, pi {:#x})", cqn, cq.cfg.eqn, cq.mod_pending, cq.pi);
-  if (cq.state != CqState::always_armed) cq.state = CqState::disarmed;
-  cq.mod_pending = 0;
-  cq.last_notified = cq.pi;
-  cq.timer_start = now;
-  cq.arm_sn = (cq.arm_sn + 1) & 3;
-  stop_timer(cq);
-  ++cq.events;
-  ++stats_.events;
-}
-
-void CqeWriter::enter_error(CqContext& cq, uint32_t cqn, uint8_t syndrome, uint64_t now) {
-  cq.state = CqState::error;
-  stop_timer(cq);
-  m_event->push(DeviceEvent{eqe::kCqError, 0, cqn, syndrome, cq.pi}, now);
-}
-
-void CqeWriter::start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline) {
-  cq.timer_deadline = deadline;
-  ++cq.timer_gen;
-  timers_.push(Timer{deadline, cqn, cq.timer_gen});
-}
-
-void CqeWriter::stop_timer(CqContext& cq) {
-  cq.timer_deadline = 0;
-  ++cq.timer_gen;
 }
 
 }  // namespace vhca

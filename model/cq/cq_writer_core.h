@@ -1,0 +1,58 @@
+// The CQ writer, C++ reference model: CQ context table, CQE formatting, producer index,
+// consumer-index refresh, arm state with sequence numbers, event moderation (count and period,
+// two period modes) and overflow detection. Plain C++ stepped one cycle at a time, so the same
+// object runs inside the HCA (through CqeWriter) and alone in the lockstep co-simulation.
+#pragma once
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "model/cq/cq_writer_engine.h"
+
+namespace vhca {
+
+class CqWriterCore : public CqWriterEngine {
+ public:
+  CqWriterCore(const CqeWriterConfig& cfg, double clock_mhz);
+
+  bool act(uint64_t now) override;
+  uint64_t next_cycle(uint64_t now) override;
+  const CqContext& context(uint32_t cqn) const override { return table_.at(cqn); }
+  bool cq_exists(uint32_t cqn) const override { return cqn < table_.size() && table_[cqn].valid; }
+  void reset() override;
+
+ private:
+  struct Timer {
+    uint64_t deadline;
+    uint32_t cqn;
+    uint32_t gen;
+    bool operator>(const Timer& o) const { return deadline != o.deadline ? deadline > o.deadline : cqn > o.cqn; }
+  };
+
+  void apply_control(const CqControl& c, uint64_t now);
+  void apply_access_error(uint32_t cqn, uint64_t now);
+  bool apply_ci_response(const CiResponse& r, uint64_t now);
+  bool expire_timer(uint64_t now);
+  void apply_arm(const ArmRequest& a, uint64_t now);
+  // Returns false if the record must wait (consumer-index refresh issued).
+  bool apply_completion(const CompletionRecord& r, uint64_t now);
+  void write_cqe(CqContext& cq, uint32_t cqn, const CompletionRecord& r, uint64_t now);
+  void moderate(CqContext& cq, uint32_t cqn, const CompletionRecord& r, uint64_t now);
+  void reevaluate(CqContext& cq, uint32_t cqn, uint64_t now);
+  void fire(CqContext& cq, uint32_t cqn, uint64_t now);
+  void enter_error(CqContext& cq, uint32_t cqn, uint8_t syndrome, uint64_t now);
+  void start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline);
+  void stop_timer(CqContext& cq);
+  bool armed(const CqContext& cq) const;
+  bool qualifies(const CqContext& cq, const CompletionRecord& r) const;
+  uint64_t period_cycles(const CqContext& cq) const;
+
+  double clock_mhz_;
+  std::vector<CqContext> table_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  bool waiting_ci_ = false;   // the head completion waits for a consumer-index refresh
+  bool refreshed_ = false;    // the consumer index was just refreshed for the head completion
+  uint32_t resizing_ = 0;     // CQs in resize: completion intake is held meanwhile
+};
+
+}  // namespace vhca

@@ -1,0 +1,99 @@
+// The CQ writer's ports and the interface its two implementations share: the C++ model
+// (CqWriterCore) and the Verilated RTL (testbench/rtl_cq_writer.h). The SystemC block CqeWriter
+// drives whichever one the configuration selects, one cycle at a time, only on cycles where it
+// can act. The cycle timing both must follow is docs/timing.md.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "model/common/stream.h"
+#include "model/cq/cq_types.h"
+
+namespace vhca {
+
+struct CqeWriterConfig {
+  uint32_t num_cqs = 65536;        // CQC table capacity
+  uint8_t log_max_cq_size = 22;    // largest CQ: 4 M entries
+  size_t input_depth = 16;         // s_cpl and s_arm depth
+};
+
+struct CqContext {
+  bool valid = false;
+  CqConfig cfg;
+  CqState state = CqState::disarmed;
+  uint32_t pi = 0;              // producer index (24 bits)
+  uint32_t ci = 0;              // cached consumer index
+  uint32_t last_notified = 0;   // pi at the last event
+  uint32_t last_solicited = 0;  // pi just after the last solicited or error CQE
+  bool any_solicited = false;
+  uint8_t arm_sn = 0;
+  uint16_t mod_pending = 0;     // qualifying CQEs since the last event
+  uint64_t timer_start = 0;     // EQE mode: cycle of the last event (or of create/modify)
+  uint64_t timer_deadline = 0;  // 0: no timer running
+  uint32_t timer_gen = 0;
+  uint64_t cqes = 0, events = 0, dropped = 0;
+  uint32_t size() const { return 1u << cfg.log_size; }
+};
+
+// Coverage and statistics counters (also the functional coverage points of the co-simulation).
+struct CqeWriterStats {
+  uint64_t cqes = 0, events = 0, events_by_count = 0, events_by_period = 0, events_immediate = 0,
+           events_at_arm = 0, arms = 0, arms_upgraded = 0, arms_ignored_pending = 0, arms_stale = 0,
+           ci_refreshes = 0, overflows = 0, owner_wraps = 0, dropped = 0, bad_records = 0,
+           output_stalls = 0, timer_expiries = 0;
+};
+
+class CqWriterEngine {
+ public:
+  explicit CqWriterEngine(const CqeWriterConfig& cfg)
+      : s_cpl("s_cpl", cfg.input_depth),
+        s_arm("s_arm", cfg.input_depth),
+        s_ctl("s_ctl", 2),
+        s_ci("s_ci", 2),
+        s_access_error("s_access_error", 64),
+        cfg_(cfg) {}
+  virtual ~CqWriterEngine() = default;
+
+  // Inputs.
+  Stream<CompletionRecord> s_cpl;
+  Stream<ArmRequest> s_arm;
+  Stream<CqControl> s_ctl;
+  Stream<CiResponse> s_ci;
+  Stream<uint32_t> s_access_error;  // CQN whose CQE write failed at the host
+  // Outputs.
+  Stream<DmaWrite>* m_dma = nullptr;
+  Stream<DeviceEvent>* m_event = nullptr;
+  Stream<CiRequest>* m_ci_req = nullptr;
+
+  // Told about each ignored doorbell: reason (1 unknown CQ, 2 CQ in error, 3 index out of
+  // range, 4 stale sequence number) and CQN.
+  std::function<void(uint8_t reason, uint32_t cqn)> on_bad_doorbell;
+  // Told when a control op has been applied (the command unit waits for it).
+  std::function<void(const CqControl&, uint64_t cycle)> on_control_done;
+
+  bool outputs_ready(uint64_t now) const {
+    return m_dma->can_push(now) && m_event->can_push(now) && m_ci_req->can_push(now);
+  }
+  // Perform this cycle's action, if any (outputs must be ready). Returns true if it acted.
+  virtual bool act(uint64_t now) = 0;
+  // The earliest cycle after `now` on which it may act (UINT64_MAX: only new input wakes it).
+  virtual uint64_t next_cycle(uint64_t now) = 0;
+  virtual const CqContext& context(uint32_t cqn) const = 0;
+  virtual bool cq_exists(uint32_t cqn) const = 0;
+  virtual void reset() = 0;
+  const CqeWriterStats& stats() const { return stats_; }
+  void note_output_stall() { ++stats_.output_stalls; }
+  const CqeWriterConfig& config() const { return cfg_; }
+
+ protected:
+  void clear_inputs() {
+    s_cpl.clear();
+    s_arm.clear();
+    s_ci.clear();
+    s_access_error.clear();
+  }
+  CqeWriterConfig cfg_;
+  CqeWriterStats stats_;
+};
+
+}  // namespace vhca
