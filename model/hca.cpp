@@ -10,7 +10,7 @@ Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
       clock(cfg.clock_mhz),
       bar0("bar0"),
       dma("dma", clock, cfg.dma),
-      cq("cq", clock, cfg.cq),
+      cq("cq", clock, cfg.cq, cfg.cq_engine ? cfg.cq_engine(cfg.cq) : nullptr),
       eq("eq", clock, cfg.eq),
       msix("msix", clock, bar0.regs),
       cmd("cmd", clock, cfg.cmd, cq, eq, dma, bar0.regs),

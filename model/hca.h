@@ -4,6 +4,8 @@
 // engine will.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <map>
 #include <systemc>
 #include <tlm>
@@ -22,6 +24,8 @@ namespace vhca {
 
 struct HcaConfig {
   double clock_mhz = 500.0;
+  // Makes the CQ writer engine; unset: the C++ model. The co-simulation sets the Verilated RTL.
+  std::function<std::unique_ptr<CqWriterEngine>(const CqeWriterConfig&)> cq_engine;
   sc_core::sc_time reset_time{10, sc_core::SC_US};
   CqeWriterConfig cq;
   EqEngineConfig eq;

@@ -5,6 +5,9 @@
 #include <systemc>
 
 #include "testbench/test_support.h"
+#ifdef VHCA_RTL_IN_THE_LOOP
+#include "testbench/rtl_cq_writer.h"
+#endif
 
 namespace vhca::test {
 static System* g_system = nullptr;
@@ -15,6 +18,11 @@ int sc_main(int argc, char* argv[]) {
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
   vhca::SystemConfig cfg;
   vhca::test::configure(cfg);
+#ifdef VHCA_RTL_IN_THE_LOOP
+  // The same tests with the Verilated RTL in place of the C++ CQ writer.
+  cfg.hca.cq.num_cqs = vhca::RtlCqWriter::kRtlNumCqs;
+  cfg.hca.cq_engine = [](const vhca::CqeWriterConfig& c) { return std::make_unique<vhca::RtlCqWriter>(c); };
+#endif
   vhca::System system(cfg);
   vhca::test::g_system = &system;
   return Catch::Session().run(argc, argv);

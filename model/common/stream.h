@@ -26,6 +26,7 @@ class Stream {
   void push(T value, uint64_t cycle) {
     assert(can_push(cycle));
     items_.push_back({cycle, std::move(value)});
+    ++pushed_;
     if (items_.size() > high_water_) high_water_ = items_.size();
     if (on_data) on_data(cycle + 1);
   }
@@ -33,6 +34,8 @@ class Stream {
   uint64_t head_ready_cycle() const { return items_.empty() ? UINT64_MAX : items_.front().cycle + 1; }
   bool ready(uint64_t cycle) const { return !items_.empty() && items_.front().cycle < cycle; }
   T& front() { return items_.front().value; }
+  const T& back() const { return items_.back().value; }
+  uint64_t pushed() const { return pushed_; }  // items ever pushed
   T pop(uint64_t cycle) {
     const bool was_full = items_.size() + (popped_cycle_ == cycle ? popped_ : 0) >= depth_;
     T v = std::move(items_.front().value);
@@ -64,6 +67,7 @@ class Stream {
   std::string name_;
   size_t depth_;
   size_t high_water_ = 0;
+  uint64_t pushed_ = 0;
   uint64_t popped_cycle_ = UINT64_MAX;  // slots freed on this cycle are not reusable until the next
   size_t popped_ = 0;
   std::deque<Slot> items_;

@@ -1,0 +1,236 @@
+// Verilator's headers come first: they take the SystemC time base if SystemC is already seen,
+// and this C++-mode model has its own.
+#include <verilated.h>
+#include <verilated_vcd_c.h>
+
+#include "Vcq_writer.h"
+#include "testbench/rtl_cq_writer.h"
+
+#include <stdexcept>
+#include "model/common/log.h"
+#include "model/regs/tables.h"
+
+namespace vhca {
+
+RtlCqWriter::RtlCqWriter(const CqeWriterConfig& cfg, const RtlFaults& faults)
+    : CqWriterEngine(cfg), context_(std::make_unique<VerilatedContext>()), faults_(faults) {
+  if (cfg.num_cqs > kRtlNumCqs)
+    throw std::invalid_argument("the RTL CQ writer is built with " + std::to_string(kRtlNumCqs) +
+                                " CQ contexts; configure num_cqs <= that");
+  context_->traceEverOn(true);
+  top_ = std::make_unique<Vcq_writer>(context_.get(), "cq_writer");
+  reset();
+}
+
+RtlCqWriter::~RtlCqWriter() {
+  if (vcd_) vcd_->close();
+  top_->final();
+}
+
+void RtlCqWriter::trace(const std::string& path, uint64_t from, uint64_t to) {
+  vcd_ = std::make_unique<VerilatedVcdC>();
+  top_->trace(vcd_.get(), 99);
+  vcd_->open(path.c_str());
+  trace_from_ = from;
+  trace_to_ = to;
+}
+
+void RtlCqWriter::eval(uint64_t now, int phase) {
+  top_->eval();
+  ++evals_;
+  if (vcd_ && now >= trace_from_ && now <= trace_to_) vcd_->dump(now * 2 + uint64_t(phase));
+}
+
+void RtlCqWriter::reset() {
+  top_->rst = 1;
+  top_->clk = 0;
+  top_->eval();
+  top_->clk = 1;
+  top_->eval();
+  top_->rst = 0;
+  top_->clk = 0;
+  top_->eval();
+  clear_inputs();
+  stats_ = {};
+  cqes_seen_ = events_seen_ = 0;
+  delayed_event_pending_ = false;
+}
+
+void RtlCqWriter::drive_inputs(uint64_t now) {
+  Vcq_writer& t = *top_;
+  t.i_cycle = now;
+  t.m_dma_ready = m_dma->can_push(now);
+  t.m_event_ready = m_event->can_push(now);
+  t.m_ci_req_ready = m_ci_req->can_push(now);
+
+  t.s_ctl_valid = s_ctl.ready(now);
+  if (t.s_ctl_valid) {
+    const CqControl& c = s_ctl.front();
+    t.s_ctl_op = uint8_t(c.op);
+    t.s_ctl_cqn = c.cqn;
+    t.s_ctl_log_size = c.cfg.log_size;
+    t.s_ctl_base = c.cfg.base;
+    t.s_ctl_dbr = c.cfg.dbr;
+    t.s_ctl_eqn = c.cfg.eqn;
+    t.s_ctl_mod_count = c.cfg.mod_count;
+    t.s_ctl_mod_period = c.cfg.mod_period;
+    t.s_ctl_period_mode = c.cfg.period_mode == PeriodMode::cqe;
+    t.s_ctl_overrun_ignore = c.cfg.overrun_ignore;
+    t.s_ctl_always_armed = c.cfg.always_armed;
+  }
+  t.s_aerr_valid = s_access_error.ready(now);
+  if (t.s_aerr_valid) t.s_aerr_cqn = s_access_error.front();
+  t.s_ci_valid = s_ci.ready(now);
+  if (t.s_ci_valid) {
+    t.s_ci_cqn = s_ci.front().cqn;
+    t.s_ci_ci = s_ci.front().ci & 0xFFFFFF;
+    t.s_ci_ok = s_ci.front().ok;
+  }
+  t.s_arm_valid = s_arm.ready(now);
+  if (t.s_arm_valid) {
+    const ArmRequest& a = s_arm.front();
+    t.s_arm_cqn = a.cqn;
+    t.s_arm_sn = a.sn;
+    t.s_arm_cmd = a.cmd == ArmCmd::solicited;
+    t.s_arm_ci = a.ci & 0xFFFFFF;
+  }
+  t.s_cpl_valid = s_cpl.ready(now);
+  if (t.s_cpl_valid) {
+    const CompletionRecord& r = s_cpl.front();
+    t.s_cpl_cqn = r.cqn;
+    t.s_cpl_is_send = r.is_send;
+    t.s_cpl_opcode = r.opcode;
+    t.s_cpl_send_opcode = r.send_opcode;
+    t.s_cpl_syndrome = r.syndrome;
+    t.s_cpl_vendor_syndrome = r.vendor_syndrome;
+    t.s_cpl_wr_id = r.wr_id;
+    t.s_cpl_byte_cnt = r.byte_cnt;
+    t.s_cpl_imm_present = r.imm_present;
+    t.s_cpl_imm = r.imm;
+    t.s_cpl_qpn = r.qpn;
+    t.s_cpl_src_qpn = r.src_qpn;
+    t.s_cpl_slid = r.slid;
+    t.s_cpl_sl = r.sl;
+    t.s_cpl_grh = r.grh;
+    t.s_cpl_pkey_index = r.pkey_index;
+    t.s_cpl_se = r.se;
+    t.s_cpl_wqe_counter = r.wqe_counter;
+  }
+}
+
+void RtlCqWriter::count_coverage(uint32_t cov) {
+  auto bit = [&](int b) { return (cov >> b) & 1; };
+  stats_.cqes += bit(0);
+  stats_.events += bit(1);
+  stats_.events_by_count += bit(2);
+  stats_.events_by_period += bit(3);
+  stats_.events_immediate += bit(4);
+  stats_.events_at_arm += bit(5);
+  stats_.arms += bit(6);
+  stats_.arms_upgraded += bit(7);
+  stats_.arms_ignored_pending += bit(8);
+  stats_.arms_stale += bit(9);
+  stats_.ci_refreshes += bit(10);
+  stats_.overflows += bit(11);
+  stats_.owner_wraps += bit(12);
+  stats_.dropped += bit(13);
+  stats_.bad_records += bit(14);
+  stats_.timer_expiries += bit(15);
+  if (bit(14)) log::error("RTL CQ writer: completion record for a CQ that does not exist: dropped");
+  if (bit(11)) log::error("RTL CQ writer: CQ overflow, CQE not written");
+}
+
+void RtlCqWriter::collect_outputs(uint64_t now) {
+  Vcq_writer& t = *top_;
+  if (delayed_event_pending_ && m_event->can_push(now)) {
+    m_event->push(delayed_event_, now);
+    delayed_event_pending_ = false;
+  }
+  if (t.m_dma_valid) {
+    DmaWrite w;
+    w.addr = t.m_dma_addr;
+    w.len = cqe::kSize;
+    w.source = DmaSource::cqe;
+    w.id = t.m_dma_cqn;
+    for (unsigned i = 0; i < 64; ++i) {
+      const unsigned lo = 504 - 8 * i;  // byte 0 is data[511:504]
+      w.data[i] = uint8_t(t.m_dma_data[lo / 32] >> (lo % 32));
+    }
+    if (++cqes_seen_ == faults_.flip_owner_at_cqe) w.data[63] ^= 1;
+    m_dma->push(w, now);
+  }
+  if (t.m_event_valid) {
+    DeviceEvent ev{t.m_event_type, t.m_event_eqn, t.m_event_cqn, t.m_event_syndrome, t.m_event_data};
+    if (++events_seen_ == faults_.delay_event_at) {
+      delayed_event_ = ev;
+      delayed_event_pending_ = true;
+    } else {
+      m_event->push(ev, now);
+    }
+  }
+  if (t.m_ci_req_valid) m_ci_req->push(CiRequest{t.m_ci_req_cqn, t.m_ci_req_dbr}, now);
+  if (t.o_bad_db_valid && on_bad_doorbell) on_bad_doorbell(t.o_bad_db_reason, t.o_bad_db_cqn);
+  count_coverage(t.o_cov);
+}
+
+bool RtlCqWriter::act(uint64_t now) {
+  drive_inputs(now);
+  top_->clk = 0;
+  eval(now, 0);
+  Vcq_writer& t = *top_;
+  const bool acted = t.s_ctl_ready || t.s_aerr_ready || t.s_ci_ready || t.s_arm_ready || t.s_cpl_ready ||
+                     t.m_dma_valid || t.m_event_valid || t.m_ci_req_valid || t.o_cov;
+  collect_outputs(now);
+  const bool ctl_done = t.o_ctl_done;
+  CqControl ctl;
+  if (t.s_ctl_valid && t.s_ctl_ready) ctl = s_ctl.pop(now);
+  if (t.s_aerr_valid && t.s_aerr_ready) s_access_error.pop(now);
+  if (t.s_ci_valid && t.s_ci_ready) s_ci.pop(now);
+  if (t.s_arm_valid && t.s_arm_ready) s_arm.pop(now);
+  if (t.s_cpl_valid && t.s_cpl_ready) s_cpl.pop(now);
+  top_->clk = 1;  // commit this cycle's action
+  eval(now, 1);
+  if (ctl_done && on_control_done) on_control_done(ctl, now);
+  return acted;
+}
+
+uint64_t RtlCqWriter::next_cycle(uint64_t now) {
+  uint64_t next = UINT64_MAX;
+  auto consider = [&](uint64_t c) { next = std::min(next, std::max(c, now + 1)); };
+  consider(s_ctl.head_ready_cycle());
+  consider(s_access_error.head_ready_cycle());
+  consider(s_ci.head_ready_cycle());
+  consider(s_arm.head_ready_cycle());
+  if (!top_->o_waiting_ci && !top_->o_resizing) consider(s_cpl.head_ready_cycle());
+  if (top_->o_next_deadline != ~uint64_t(0)) consider(top_->o_next_deadline);
+  if (delayed_event_pending_) consider(now + 1);
+  return next;
+}
+
+const CqContext& RtlCqWriter::context(uint32_t cqn) const {
+  Vcq_writer& t = *top_;
+  t.q_cqn = cqn & 0xFFFFFF;
+  t.eval();
+  CqContext& c = shadow_;
+  c = CqContext{};
+  c.valid = t.q_valid;
+  c.state = CqState(t.q_state);
+  c.cfg.log_size = t.q_log_size;
+  c.cfg.base = t.q_base;
+  c.cfg.dbr = t.q_dbr;
+  c.cfg.eqn = t.q_eqn;
+  c.cfg.mod_count = t.q_mod_count;
+  c.cfg.mod_period = t.q_mod_period;
+  c.cfg.period_mode = (t.q_flags & 1) ? PeriodMode::cqe : PeriodMode::eqe;
+  c.cfg.overrun_ignore = t.q_flags & 2;
+  c.cfg.always_armed = t.q_flags & 4;
+  c.pi = t.q_pi;
+  c.ci = t.q_ci;
+  c.arm_sn = t.q_arm_sn;
+  c.last_notified = t.q_last_notified;
+  return c;
+}
+
+bool RtlCqWriter::cq_exists(uint32_t cqn) const { return cqn < cfg_.num_cqs && context(cqn).valid; }
+
+}  // namespace vhca

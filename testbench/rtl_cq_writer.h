@@ -1,0 +1,59 @@
+// The Verilated RTL CQ writer (rtl/cq_writer.v, C++ mode) behind the CqWriterEngine interface:
+// the same streams as the C++ model, stepped one cycle per act(). The RTL takes the cycle number
+// as its time base (i_cycle), so idle cycles are skipped without clocking them. Used by the
+// lockstep co-simulation and, by configuration, inside the full HCA (RTL in the loop).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/cq/cq_writer_engine.h"
+
+class Vcq_writer;
+class VerilatedContext;
+class VerilatedVcdC;
+
+namespace vhca {
+
+// Deliberate faults, for proving that the lockstep checker catches them.
+struct RtlFaults {
+  uint64_t flip_owner_at_cqe = 0;    // flip the owner bit of the Nth CQE (1-based; 0 = never)
+  uint64_t delay_event_at = 0;       // deliver the Nth event one cycle late (1-based; 0 = never)
+};
+
+class RtlCqWriter : public CqWriterEngine {
+ public:
+  // The Verilated build has NUM_CQS = kRtlNumCqs and CYCLES_PER_US = 500.
+  static constexpr uint32_t kRtlNumCqs = 64;
+  explicit RtlCqWriter(const CqeWriterConfig& cfg, const RtlFaults& faults = {});
+  ~RtlCqWriter() override;
+
+  bool act(uint64_t now) override;
+  uint64_t next_cycle(uint64_t now) override;
+  const CqContext& context(uint32_t cqn) const override;
+  bool cq_exists(uint32_t cqn) const override;
+  void reset() override;
+
+  // Waveform: dump every evaluation between cycles [from, to] to a VCD file.
+  void trace(const std::string& vcd_path, uint64_t from, uint64_t to);
+  uint64_t evaluations() const { return evals_; }
+
+ private:
+  void drive_inputs(uint64_t now);
+  void collect_outputs(uint64_t now);
+  void eval(uint64_t now, int phase);
+  void count_coverage(uint32_t cov);
+
+  std::unique_ptr<VerilatedContext> context_;
+  std::unique_ptr<Vcq_writer> top_;
+  std::unique_ptr<VerilatedVcdC> vcd_;
+  uint64_t trace_from_ = 0, trace_to_ = 0;
+  RtlFaults faults_;
+  uint64_t cqes_seen_ = 0, events_seen_ = 0;
+  bool delayed_event_pending_ = false;
+  DeviceEvent delayed_event_;
+  mutable CqContext shadow_;
+  uint64_t evals_ = 0;
+};
+
+}  // namespace vhca
