@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
+#include <array>
 #include <map>
 #include <memory>
 #include <random>
@@ -108,6 +108,35 @@ CqConfig cq_config(uint32_t cqn, uint8_t log_size) {
   return cfg;
 }
 
+// xoshiro256** (Blackman and Vigna): fully specified, so a seed gives the same stream on every
+// platform, and several times cheaper than mt19937_64, which dominated the model-alone run.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) {
+    for (auto& w : s_) {  // splitmix64 expands the seed
+      seed += 0x9E3779B97F4A7C15ull;
+      uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      w = z ^ (z >> 31);
+    }
+  }
+  uint64_t operator()() {
+    const uint64_t result = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+
+ private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
 // The host side of the random stimulus: what a driver would do, decided from the reference
 // engine's outputs.
 class Environment {
@@ -130,12 +159,17 @@ class Environment {
       if (push(create(cqn, c))) ++created_;
       return;
     }
-    if (chance(0.6)) push(random_completion(c));
-    if (chance(0.05)) poll(pick(), c);
-    if (chance(0.01)) push(random_arm(c));
-    if (chance(0.002)) push(random_moderation(c));
-    if (chance(0.0004)) start_resize(c, push);
-    if (chance(0.0002)) {
+    // One draw decides this cycle's activities, 16 bits of resolution each.
+    const uint64_t d = draw_ = rng_();
+    auto slice = [d](int i, double p) { return double((d >> (16 * i)) & 0xFFFF) < p * 65536.0; };
+    if (slice(0, 0.6)) push(random_completion(c));
+    if (slice(1, 0.05)) poll(pick(), c);
+    if (slice(2, 0.01)) push(random_arm(c));
+    if (!slice(3, 0.0032)) return;  // the rare ones share the last slice
+    const double rare = double(rng_() >> 11) * (1.0 / 9007199254740992.0) * 0.0032;
+    if (rare < 0.002) push(random_moderation(c));
+    else if (rare < 0.0024) start_resize(c, push);
+    else if (rare < 0.0026) {
       CosimInput in;
       in.kind = CosimInput::Kind::access_error;
       in.cycle = c;
@@ -172,7 +206,8 @@ class Environment {
   }
 
   bool chance(double p) { return double(rng_() >> 11) * (1.0 / 9007199254740992.0) < p; }
-  std::mt19937_64& rng() { return rng_; }
+  Rng& rng() { return rng_; }
+  uint64_t last_draw() const { return draw_; }
 
  private:
   struct HostCq {
@@ -218,24 +253,27 @@ class Environment {
     in.kind = CosimInput::Kind::completion;
     in.cycle = c;
     CompletionRecord& r = in.completion;
-    r.cqn = chance(0.002) ? uint32_t(cqs_.size() + rng_() % 8) : pick();  // now and then a CQ that does not exist
-    r.is_send = chance(0.5);
-    r.opcode = r.is_send ? cqe::kReq : uint8_t(cqe::kRespWriteImm + rng_() % 3);
-    r.send_opcode = uint8_t(rng_());
-    r.syndrome = chance(0.05) ? uint8_t(1 + rng_() % 0x16) : 0;
-    r.vendor_syndrome = uint8_t(rng_());
+    // Four draws fill every field (bit slices of each draw).
+    const uint64_t a = rng_(), b = rng_(), e = rng_();
     r.wr_id = rng_();
-    r.byte_cnt = uint32_t(rng_());
-    r.imm_present = chance(0.3);
-    r.imm = uint32_t(rng_());
-    r.qpn = uint32_t(rng_()) & kIndexMask;
-    r.src_qpn = uint32_t(rng_()) & kIndexMask;
-    r.slid = uint16_t(rng_());
-    r.sl = uint8_t(rng_() & 15);
-    r.grh = chance(0.5);
-    r.pkey_index = uint16_t(rng_());
-    r.se = chance(0.3);
-    r.wqe_counter = uint16_t(rng_());
+    const uint32_t choose = uint32_t(a & 0xFFFF);  // 1/65536 steps
+    r.cqn = choose < 131 ? uint32_t(cqs_.size() + (a >> 16) % 8) : pick();  // now and then (0.2 %) a CQ that does not exist
+    r.is_send = (a >> 20) & 1;
+    r.opcode = r.is_send ? cqe::kReq : uint8_t(cqe::kRespWriteImm + ((a >> 21) & 0xFF) % 3);
+    r.send_opcode = uint8_t(a >> 29);
+    r.syndrome = ((a >> 37) & 0xFF) < 13 ? uint8_t(1 + ((a >> 45) & 0xFF) % 0x16) : 0;  // 5 %
+    r.vendor_syndrome = uint8_t(a >> 53);
+    r.imm_present = ((a >> 61) & 7) < 2;  // 25 %
+    r.byte_cnt = uint32_t(b);
+    r.imm = uint32_t(b >> 32);
+    r.qpn = uint32_t(e) & kIndexMask;
+    r.src_qpn = uint32_t(e >> 24) & kIndexMask;
+    r.slid = uint16_t(e >> 48);
+    r.sl = uint8_t((a >> 16) & 15);
+    r.grh = (e >> 63) & 1;
+    r.pkey_index = uint16_t(b >> 8);
+    r.se = ((b >> 56) & 7) < 2;  // 25 %
+    r.wqe_counter = uint16_t(r.wr_id >> 7);
     return in;
   }
 
@@ -288,7 +326,8 @@ class Environment {
     scheduled_.emplace(c + 5 + rng_() % 60, end);
   }
 
-  std::mt19937_64 rng_;
+  Rng rng_;
+  uint64_t draw_ = 0;
   std::vector<HostCq> cqs_;
   std::multimap<uint64_t, CosimInput> scheduled_;
   uint32_t created_ = 0;
@@ -384,8 +423,7 @@ class Lockstep {
     if (!ok_model || !ok_rtl) return false;
     if (model_) push_input(*model_->engine, stamped, c);
     if (rtl_) push_input(*rtl_->engine, stamped, c);
-    recent_.push_back(stamped);
-    if (recent_.size() > 8) recent_.pop_front();
+    recent_[recent_count_++ % recent_.size()] = stamped;
     return true;
   }
 
@@ -404,7 +442,8 @@ class Lockstep {
     if (report_.mismatches++) return;
     report_.first_mismatch_cycle = c;
     std::string s = fmt::format("FIRST MISMATCH at cycle {}: {}\nlast inputs:\n", c, what);
-    for (const CosimInput& in : recent_) s += "  " + in.describe() + "\n";
+    const size_t n = std::min<size_t>(recent_count_, recent_.size());
+    for (size_t i = recent_count_ - n; i < recent_count_; ++i) s += "  " + recent_[i % recent_.size()].describe() + "\n";
     report_.first_mismatch = s;
   }
 
@@ -459,7 +498,9 @@ class Lockstep {
 
   // The DMA engine and EQ engine downstream: usually take everything, sometimes stall a while.
   void consume(uint64_t c) {
-    if (stall_until_ <= c && env_.chance(0.002)) stall_until_ = c + 1 + env_.rng()() % 40;
+    // ~0.2 % of cycles start a stall of 1..40 cycles (bits of this cycle's draw not used elsewhere).
+    const uint64_t d = env_.last_draw();
+    if (stall_until_ <= c && ((d >> 48) & 0x1FF) == 0 && ((d >> 57) & 1)) stall_until_ = c + 1 + (d >> 58) % 40;
     if (stall_until_ > c) return;
     for (Side* s : {model_.get(), rtl_.get()}) {
       if (!s) continue;
@@ -473,7 +514,8 @@ class Lockstep {
   Environment env_;
   std::unique_ptr<Side> model_, rtl_;
   std::multimap<uint64_t, CosimInput> script_;
-  std::deque<CosimInput> recent_;
+  std::array<CosimInput, 8> recent_;  // the last inputs, for the mismatch report
+  size_t recent_count_ = 0;
   uint64_t stall_until_ = 0;
   CosimReport report_;
 };

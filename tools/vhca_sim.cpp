@@ -16,6 +16,8 @@
 
 #include "firmware-shim/cq_pool.h"
 #include "model/common/log.h"
+#include "testbench/cosim.h"
+#include "testbench/rtl_cq_writer.h"
 #include "testbench/system.h"
 
 namespace {
@@ -32,6 +34,7 @@ struct Options {
   vhca::PollContext context = vhca::PollContext::softirq;
   uint64_t seed = 1;
   bool quiet = false;
+  bool rtl = false;  // the Verilated RTL CQ writer inside the HCA
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -39,7 +42,8 @@ struct Options {
                "vhca-sim: %s\n"
                "usage: vhca-sim [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
-               "                [--seed S] [--log CATEGORIES] [--quiet]\n",
+               "                [--seed S] [--rtl] [--log CATEGORIES] [--quiet]\n"
+               "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n",
                why.c_str());
   std::exit(2);
 }
@@ -69,6 +73,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--period-us") o.mod_period_us = int(number(0, 4095));
     else if (a == "--seed") o.seed = uint64_t(number(0, 1e18));
     else if (a == "--quiet") o.quiet = true;
+    else if (a == "--rtl") o.rtl = true;
     else if (a == "--log") vhca::log::enable(value());
     else if (a == "--mode") {
       std::string v = value();
@@ -86,6 +91,51 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// `vhca-sim cosim`: the lockstep check, then the model alone and the RTL alone on the same stream.
+int run_cosim_command(int argc, char** argv) {
+  vhca::CosimOptions o;
+  o.cqes = 1000000;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage("option " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--cqes") o.cqes = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--vcd") o.vcd = value();
+    else if (a == "--fault") {
+      std::string f = value();
+      if (f == "owner") o.faults.flip_owner_at_cqe = 1000;
+      else if (f == "late-event") o.faults.delay_event_at = 100;
+      else usage("--fault: '" + f + "' is neither owner nor late-event");
+    } else usage("cosim: unknown option " + a);
+  }
+  if (o.cqes == 0) usage("--cqes must be at least 1");
+  const vhca::CosimReport lock = vhca::run_cosim(o);
+  std::printf("vhca-sim cosim: lockstep C++ model vs Verilated RTL CQ writer, seed %llu\n%s",
+              static_cast<unsigned long long>(o.seed), lock.summary().c_str());
+  if (!lock.vcd_written.empty()) std::printf("waveform around the mismatch: %s\n", lock.vcd_written.c_str());
+  if (!lock.coverage_equal) std::printf("coverage counters of model and RTL DIFFER\n");
+  std::printf("lockstep: %.0f cycles/s, %.0f CQEs/s (wall %.2f s)\n", double(lock.cycles) / lock.wall_seconds,
+              double(lock.cqes) / lock.wall_seconds, lock.wall_seconds);
+  if (lock.mismatches) return 1;
+  vhca::CosimOptions alone = o;
+  alone.cqes = lock.cqes;
+  alone.mode = vhca::CosimMode::model_only;
+  const vhca::CosimReport model = vhca::run_cosim(alone);
+  alone.mode = vhca::CosimMode::rtl_only;
+  const vhca::CosimReport rtl = vhca::run_cosim(alone);
+  const double model_rate = double(model.cqes) / model.wall_seconds, rtl_rate = double(rtl.cqes) / rtl.wall_seconds;
+  std::printf("model alone: %.0f CQEs/s, %.0f cycles/s (wall %.2f s)\n", model_rate,
+              double(model.cycles) / model.wall_seconds, model.wall_seconds);
+  std::printf("RTL alone:   %.0f CQEs/s, %.0f RTL cycles/s (wall %.2f s)\n", rtl_rate,
+              double(rtl.cycles) / rtl.wall_seconds, rtl.wall_seconds);
+  std::printf("model / RTL speed ratio: %.2f\n", model_rate / rtl_rate);
+  // Same stream: both alone must have seen exactly what the lockstep run saw.
+  return model.cycles == lock.cycles && rtl.cycles == lock.cycles ? 0 : 1;
+}
+
 double percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   size_t i = size_t(std::ceil(p * double(v.size()))) - 1;
@@ -97,9 +147,15 @@ double percentile(std::vector<double>& v, double p) {
 
 int sc_main(int argc, char* argv[]) {
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
+  if (argc > 1 && std::string(argv[1]) == "cosim") return run_cosim_command(argc, argv);
   const Options opt = parse(argc, argv);
   vhca::SystemConfig cfg;
   cfg.driver.num_comp_vectors = uint32_t(opt.vectors);
+  if (opt.rtl) {
+    if (opt.cqs + 1 > int(vhca::RtlCqWriter::kRtlNumCqs)) usage("--rtl supports at most 63 CQs");
+    cfg.hca.cq.num_cqs = vhca::RtlCqWriter::kRtlNumCqs;
+    cfg.hca.cq_engine = [](const vhca::CqeWriterConfig& c) { return std::make_unique<vhca::RtlCqWriter>(c); };
+  }
   vhca::System sys(cfg);
 
   struct Request {
@@ -189,8 +245,8 @@ int sc_main(int argc, char* argv[]) {
   const auto& st = sys.hca.cq.stats();
   if (completed != injected || misordered != 0 || st.overflows != 0) ok = false;
 
-  std::printf("vhca-sim: %d CQs on %d vectors, moderation %d CQEs / %d us (%s mode), %s polling, Poisson %.2f M CQE/s, seed %llu\n",
-              opt.cqs, opt.vectors, opt.mod_count, opt.mod_period_us, opt.mode == vhca::PeriodMode::eqe ? "EQE" : "CQE",
+  std::printf("vhca-sim%s: %d CQs on %d vectors, moderation %d CQEs / %d us (%s mode), %s polling, Poisson %.2f M CQE/s, seed %llu\n",
+              opt.rtl ? " (RTL CQ writer in the loop)" : "", opt.cqs, opt.vectors, opt.mod_count, opt.mod_period_us, opt.mode == vhca::PeriodMode::eqe ? "EQE" : "CQE",
               vhca::poll_context_name(opt.context), opt.rate_mcqe, static_cast<unsigned long long>(opt.seed));
   std::printf("  %-34s %12llu\n", "CQEs injected", static_cast<unsigned long long>(injected));
   std::printf("  %-34s %12llu\n", "CQEs written", static_cast<unsigned long long>(st.cqes));
