@@ -16,6 +16,8 @@ std::string CommandResult::message() const {
   return fmt::format("{}: {}", cmd::status_name(status), cmd::describe_failure(syndrome));
 }
 
+void Driver::log_warning(const std::string& w) { log::write(log::Cat::drv, "warning: {}", w); }
+
 Driver::Driver(HostCpu& cpu, HostMemory& memory, const DriverConfig& cfg) : cpu_(cpu), memory_(memory), cfg_(cfg) {}
 
 uint64_t Driver::offset_of(const char* name, uint32_t index) {

@@ -81,6 +81,12 @@ class Driver {
 
   std::function<void(const AsyncEvent&)> async_handler;
   const std::string& last_error() const { return last_error_; }
+  // Advice the library gives without refusing (S15); each is also logged.
+  void warn(std::string w) {
+    log_warning(w);
+    warnings_.push_back(std::move(w));
+  }
+  const std::vector<std::string>& warnings() const { return warnings_; }
   void set_last_error(std::string e) { last_error_ = std::move(e); }
   uint64_t eqes_handled() const { return eqes_handled_; }
   uint64_t eq_overruns_recovered() const { return eq_overruns_recovered_; }
@@ -118,6 +124,8 @@ class Driver {
   std::string last_error_;
   uint64_t eqes_handled_ = 0;
   uint64_t eq_overruns_recovered_ = 0;
+  std::vector<std::string> warnings_;
+  static void log_warning(const std::string& w);
 };
 
 }  // namespace vhca

@@ -52,6 +52,7 @@ struct Cq {
   uint32_t comp_vector = 0;
   uint64_t events = 0;
   bool in_error = false;
+  uint32_t wq_depth = 0;  // sum of the depths of the SQs and RQs associated with it (S15)
   void* context = nullptr;
   std::function<void(Cq&)> comp_handler;  // S5: called with the CQ when its notification fires
 };

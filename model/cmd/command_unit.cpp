@@ -26,7 +26,10 @@ void CommandUnit::ring() {
   doorbell_.notify(sc_core::SC_ZERO_TIME);
 }
 
-void CommandUnit::reset() { set_initialized(false); }
+void CommandUnit::reset() {
+  qp_.clear();
+  set_initialized(false);
+}
 
 void CommandUnit::set_initialized(bool on) {
   initialized_ = on;
@@ -119,6 +122,7 @@ CommandUnit::Result CommandUnit::execute(uint16_t opcode, const In& in, Out& out
       for (uint32_t n = 0; n < cq_.config().num_cqs; ++n)
         if (cq_.cq_exists(n)) cq_control(CqControl{CqControl::Op::destroy, n, {}});
       eq_.reset();
+      qp_.clear();
       set_initialized(false);
       return {};
     case kCreateEq: return create_eq(in, out);
@@ -128,6 +132,14 @@ CommandUnit::Result CommandUnit::execute(uint16_t opcode, const In& in, Out& out
     case kDestroyCq: return destroy_cq(in);
     case kQueryCq: return query_cq(in, out);
     case kModifyCq: return modify_cq(in, out);
+    case kAllocPd: return alloc_pd(out);
+    case kDeallocPd: return dealloc_pd(in);
+    case kRegMr: return reg_mr(in, out);
+    case kDeregMr: return dereg_mr(in);
+    case kCreateQp: return create_qp(in, out);
+    case kModifyQp: return modify_qp(in);
+    case kQueryQp: return query_qp(in, out);
+    case kDestroyQp: return destroy_qp(in);
   }
   return fail(kBadOp, kFieldNone, kUnknownObject);
 }
@@ -220,6 +232,7 @@ CommandUnit::Result CommandUnit::create_cq(const In& in, Out& out) {
 
 CommandUnit::Result CommandUnit::destroy_cq(const In& in) {
   if (!cq_.cq_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  if (qp_.cq_in_use(in[0])) return fail(kResourceBusy, 0, kBusy);  // S4: a WQ is still associated
   cq_control(CqControl{CqControl::Op::destroy, in[0], {}});
   return {};
 }
@@ -309,6 +322,174 @@ CommandUnit::Result CommandUnit::resize_cq(uint32_t cqn, const In& in) {
   c.log_size = new_log;
   c.base = new_base;
   cq_control(CqControl{CqControl::Op::resize_commit, cqn, c});
+  return {};
+}
+
+CommandUnit::Result CommandUnit::alloc_pd(Out& out) {
+  for (uint32_t n = 1; n < qp_.pds.size(); ++n)  // PD 0 is never handed out
+    if (!qp_.pds[n]) {
+      qp_.pds[n] = true;
+      out[0] = n;
+      return {};
+    }
+  return fail(kNoResources, kFieldNone, kOutOfRange);
+}
+
+CommandUnit::Result CommandUnit::dealloc_pd(const In& in) {
+  if (!qp_.pd_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  if (qp_.pd_in_use(in[0])) return fail(kResourceBusy, 0, kBusy);
+  qp_.pds[in[0]] = false;
+  return {};
+}
+
+CommandUnit::Result CommandUnit::reg_mr(const In& in, Out& out) {
+  if (!qp_.pd_exists(in[0])) return fail(kBadParam, 0, kUnknownObject);
+  const uint64_t start = uint64_t(in[1]) << 32 | in[2], length = uint64_t(in[3]) << 32 | in[4];
+  if (length == 0) return fail(kBadParam, 4, kOutOfRange);
+  if (start + length - 1 < start) return fail(kBadParam, 4, kOutOfRange);
+  const uint32_t all = kAccessLocalWrite | kAccessRemoteRead | kAccessRemoteWrite | kAccessRemoteAtomic;
+  if (in[5] & ~all) return fail(kBadParam, 5, kReservedSet);
+  // IB: remote write or remote atomic access requires local write.
+  if ((in[5] & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(in[5] & kAccessLocalWrite))
+    return fail(kBadParam, 5, kOutOfRange);
+  for (uint32_t i = 0; i < qp_.mrs.size(); ++i) {
+    if (qp_.mrs[i].valid) continue;
+    const uint32_t key = i << 8 | ++qp_.mr_variant;
+    qp_.mrs[i] = MrContext{true, in[0], start, length, in[5], key};
+    out[0] = out[1] = key;
+    return {};
+  }
+  return fail(kNoResources, kFieldNone, kOutOfRange);
+}
+
+CommandUnit::Result CommandUnit::dereg_mr(const In& in) {
+  const uint32_t index = in[0] >> 8;
+  if (index >= qp_.mrs.size() || !qp_.mrs[index].valid || qp_.mrs[index].key != in[0])
+    return fail(kBadResource, 0, kUnknownObject);
+  qp_.mrs[index] = MrContext{};
+  return {};
+}
+
+CommandUnit::Result CommandUnit::create_qp(const In& in, Out& out) {
+  if (in[0] > uint32_t(QpType::smi)) return fail(kBadParam, 0, kOutOfRange);
+  const QpType type = QpType(in[0]);
+  const bool special = type == QpType::gsi || type == QpType::smi;
+  if (!qp_.pd_exists(in[1])) return fail(kBadParam, 1, kUnknownObject);
+  for (uint8_t d : {2, 3}) {
+    if (!cq_.cq_exists(in[d])) return fail(kBadParam, d, kUnknownObject);
+    if (qp_.cq_shared_across_special(in[d], special)) return fail(kBadParam, d, kBusy);  // S25
+  }
+  if (in[4] > 15) return fail(kBadParam, 4, kOutOfRange);
+  if (in[5] > 15) return fail(kBadParam, 5, kOutOfRange);
+  const uint64_t sq = uint64_t(in[6]) << 32 | in[7], rq = uint64_t(in[8]) << 32 | in[9],
+                 dbr = uint64_t(in[10]) << 32 | in[11];
+  if (sq == 0) return fail(kBadParam, 7, kOutOfRange);
+  if (sq % 4096) return fail(kBadParam, 7, kMisaligned);
+  if (rq == 0) return fail(kBadParam, 9, kOutOfRange);
+  if (rq % 4096) return fail(kBadParam, 9, kMisaligned);
+  if (dbr == 0) return fail(kBadParam, 11, kOutOfRange);
+  if (dbr % 8) return fail(kBadParam, 11, kMisaligned);
+  uint32_t qpn = type == QpType::smi ? 0 : type == QpType::gsi ? 1 : 2;
+  if (special) {
+    if (qp_.qps[qpn].valid) return fail(kResourceBusy, 0, kBusy);
+  } else {
+    while (qpn < qp_.qps.size() && qp_.qps[qpn].valid) ++qpn;
+    if (qpn >= qp_.qps.size()) return fail(kNoResources, kFieldNone, kOutOfRange);
+  }
+  QpContext& q = qp_.qps[qpn];
+  q = QpContext{};
+  q.valid = true;
+  q.type = type;
+  q.pdn = in[1];
+  q.send_cqn = in[2];
+  q.recv_cqn = in[3];
+  q.log_sq_size = uint8_t(in[4]);
+  q.log_rq_size = uint8_t(in[5]);
+  q.sq_base = sq;
+  q.rq_base = rq;
+  q.dbr = dbr;
+  out[0] = qpn;
+  return {};
+}
+
+// MODIFY_QP: the transition must be allowed, the caller's current state right, and only the
+// attributes that transition takes may be non-zero, each within its range.
+CommandUnit::Result CommandUnit::modify_qp(const In& in) {
+  if (!qp_.qp_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  QpContext& q = qp_.qps[in[0]];
+  if (in[1] > 6) return fail(kBadParam, 1, kOutOfRange);
+  if (in[2] > 6) return fail(kBadParam, 2, kOutOfRange);
+  if (QpState(in[1]) != q.state) return fail(kBadResState, 1, kWrongState);
+  const QpState to = QpState(in[2]);
+  if (!qp_transition_allowed(q.type, q.state, to)) return fail(kBadResState, 2, kWrongState);
+  const bool rc = q.type == QpType::rc;
+  // Which attribute dwords this transition takes.
+  uint32_t allowed = 0;
+  auto allow = [&](std::initializer_list<uint8_t> dwords) {
+    for (uint8_t d : dwords) allowed |= 1u << d;
+  };
+  if (to == QpState::init) allow(rc ? std::initializer_list<uint8_t>{3, 5} : std::initializer_list<uint8_t>{3, 4});
+  if (q.state == QpState::init && to == QpState::rtr && rc) allow({6, 7, 8, 9, 12});
+  if (q.state == QpState::rtr && to == QpState::rts) allow(rc ? std::initializer_list<uint8_t>{10, 11, 12} : std::initializer_list<uint8_t>{10});
+  if ((q.state == QpState::rts || q.state == QpState::sqd || q.state == QpState::sqe) && to == QpState::rts &&
+      q.state != QpState::rtr)
+    allow(rc ? std::initializer_list<uint8_t>{5, 9} : std::initializer_list<uint8_t>{4});
+  for (uint8_t d = 3; d <= 12; ++d)
+    if (!(allowed & (1u << d)) && in[d]) return fail(kBadParam, d, kReservedSet);
+  if (in[3] > 127) return fail(kBadParam, 3, kOutOfRange);
+  if (in[5] & ~(kAccessRemoteRead | kAccessRemoteWrite | kAccessRemoteAtomic)) return fail(kBadParam, 5, kReservedSet);
+  if (in[6] > 0xFFFFFF) return fail(kBadParam, 6, kOutOfRange);
+  if (in[7] > 0xFFFFFF) return fail(kBadParam, 7, kOutOfRange);
+  if ((allowed & (1u << 8)) && (in[8] < 1 || in[8] > 5)) return fail(kBadParam, 8, kOutOfRange);
+  if (in[9] > 31) return fail(kBadParam, 9, kOutOfRange);
+  if (in[10] > 0xFFFFFF) return fail(kBadParam, 10, kOutOfRange);
+  if ((in[11] & ~0x771Fu) != 0) return fail(kBadParam, 11, kOutOfRange);
+  if ((in[12] & 0xFF) > 16 || ((in[12] >> 8) & 0xFF) > 16 || (in[12] >> 16)) return fail(kBadParam, 12, kOutOfRange);
+  if (to == QpState::reset) {
+    const QpContext keep = q;
+    q = QpContext{};
+    q.valid = true;
+    q.type = keep.type;
+    q.pdn = keep.pdn;
+    q.send_cqn = keep.send_cqn;
+    q.recv_cqn = keep.recv_cqn;
+    q.log_sq_size = keep.log_sq_size;
+    q.log_rq_size = keep.log_rq_size;
+    q.sq_base = keep.sq_base;
+    q.rq_base = keep.rq_base;
+    q.dbr = keep.dbr;
+    return {};
+  }
+  if (allowed & (1u << 3)) q.pkey_index = uint16_t(in[3]);
+  if (allowed & (1u << 4)) q.qkey = in[4];
+  if (allowed & (1u << 5)) q.access = in[5];
+  if (allowed & (1u << 6)) q.dest_qpn = in[6];
+  if (allowed & (1u << 7)) q.rq_psn = in[7];
+  if (allowed & (1u << 8)) q.path_mtu = uint8_t(in[8]);
+  if (allowed & (1u << 9)) q.min_rnr_timer = uint8_t(in[9]);
+  if (allowed & (1u << 10)) q.sq_psn = in[10];
+  if (allowed & (1u << 11)) {
+    q.timeout = uint8_t(in[11] & 0x1F);
+    q.retry_cnt = uint8_t((in[11] >> 8) & 7);
+    q.rnr_retry = uint8_t((in[11] >> 12) & 7);
+  }
+  if (q.state == QpState::init && to == QpState::rtr) q.max_dest_rd_atomic = uint8_t(in[12] >> 8);
+  if (q.state == QpState::rtr && to == QpState::rts) q.max_rd_atomic = uint8_t(in[12] & 0xFF);
+  q.state = to;
+  return {};
+}
+
+CommandUnit::Result CommandUnit::query_qp(const In& in, Out& out) {
+  if (!qp_.qp_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  const QpContext& q = qp_.qps[in[0]];
+  out = {uint32_t(q.state), uint32_t(q.type), q.pdn, q.send_cqn, q.recv_cqn, q.log_sq_size, q.log_rq_size,
+         q.dest_qpn, q.sq_psn, q.rq_psn, q.path_mtu, q.access, q.qkey};
+  return {};
+}
+
+CommandUnit::Result CommandUnit::destroy_qp(const In& in) {
+  if (!qp_.qp_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  qp_.qps[in[0]] = QpContext{};
   return {};
 }
 

@@ -14,6 +14,7 @@
 #include "model/cq/cqe_writer.h"
 #include "model/dma/dma_engine.h"
 #include "model/eq/eq_engine.h"
+#include "model/qp/qp_table.h"
 #include "model/regs/register_file.h"
 
 namespace vhca {
@@ -35,6 +36,7 @@ class CommandUnit : public sc_core::sc_module {
   bool initialized() const { return initialized_; }
   uint64_t executed() const { return executed_; }
   uint64_t refused() const { return refused_; }
+  const QpTables& qp_tables() const { return qp_; }
 
  private:
   using In = std::array<uint32_t, cmdblk::kInputDwords>;
@@ -59,6 +61,14 @@ class CommandUnit : public sc_core::sc_module {
   Result query_cq(const In& in, Out& out);
   Result modify_cq(const In& in, Out& out);
   Result resize_cq(uint32_t cqn, const In& in);
+  Result alloc_pd(Out& out);
+  Result dealloc_pd(const In& in);
+  Result reg_mr(const In& in, Out& out);
+  Result dereg_mr(const In& in);
+  Result create_qp(const In& in, Out& out);
+  Result modify_qp(const In& in);
+  Result query_qp(const In& in, Out& out);
+  Result destroy_qp(const In& in);
   void cq_control(const CqControl& c);
   void set_initialized(bool on);
 
@@ -70,6 +80,7 @@ class CommandUnit : public sc_core::sc_module {
   RegisterFile& regs_;
   sc_core::sc_event doorbell_;
   sc_core::sc_event control_done_;
+  QpTables qp_;
   bool busy_ = false;
   bool initialized_ = false;
   uint64_t executed_ = 0, refused_ = 0;

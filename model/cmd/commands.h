@@ -19,6 +19,14 @@ enum Opcode : uint16_t {
   kDestroyCq = 0x401,
   kQueryCq = 0x402,
   kModifyCq = 0x403,
+  kRegMr = 0x200,
+  kDeregMr = 0x201,
+  kCreateQp = 0x500,
+  kModifyQp = 0x501,
+  kQueryQp = 0x502,
+  kDestroyQp = 0x503,
+  kAllocPd = 0x800,
+  kDeallocPd = 0x801,
 };
 
 enum Status : uint8_t {

@@ -1,0 +1,58 @@
+#include "model/qp/qp_table.h"
+
+namespace vhca {
+
+const char* qp_state_name(QpState s) {
+  static const char* names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+  return unsigned(s) < 7 ? names[unsigned(s)] : "?";
+}
+
+const char* qp_type_name(QpType t) {
+  static const char* names[] = {"RC", "UD", "GSI", "SMI"};
+  return unsigned(t) < 4 ? names[unsigned(t)] : "?";
+}
+
+bool qp_transition_allowed(QpType type, QpState from, QpState to) {
+  if (to == QpState::reset || to == QpState::err) return true;  // any state may go to RESET or ERR
+  switch (from) {
+    case QpState::reset: return to == QpState::init;
+    case QpState::init: return to == QpState::init || to == QpState::rtr;
+    case QpState::rtr: return to == QpState::rts;
+    case QpState::rts: return to == QpState::rts || to == QpState::sqd;
+    case QpState::sqd: return to == QpState::sqd || to == QpState::rts;
+    case QpState::sqe: return to == QpState::rts && type != QpType::rc;  // RC has no SQE state
+    case QpState::err: return false;
+  }
+  return false;
+}
+
+bool QpTables::cq_in_use(uint32_t cqn) const {
+  for (const QpContext& q : qps)
+    if (q.valid && (q.send_cqn == cqn || q.recv_cqn == cqn)) return true;
+  return false;
+}
+
+bool QpTables::cq_shared_across_special(uint32_t cqn, bool special) const {
+  for (const QpContext& q : qps) {
+    if (!q.valid || (q.send_cqn != cqn && q.recv_cqn != cqn)) continue;
+    const bool q_special = q.type == QpType::gsi || q.type == QpType::smi;
+    if (q_special != special) return true;
+  }
+  return false;
+}
+
+bool QpTables::pd_in_use(uint32_t pdn) const {
+  for (const QpContext& q : qps)
+    if (q.valid && q.pdn == pdn) return true;
+  for (const MrContext& m : mrs)
+    if (m.valid && m.pdn == pdn) return true;
+  return false;
+}
+
+void QpTables::clear() {
+  for (auto& q : qps) q = QpContext{};
+  for (auto& m : mrs) m = MrContext{};
+  pds.assign(pds.size(), false);
+}
+
+}  // namespace vhca

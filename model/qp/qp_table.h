@@ -1,0 +1,63 @@
+// Protection domains, memory regions and QP contexts: the firmware-side tables the command unit
+// keeps for CREATE/MODIFY/QUERY/DESTROY QP, ALLOC/DEALLOC PD and REG/DEREG MR. The QP state
+// machine follows the IB specification (RESET, INIT, RTR, RTS, SQD, SQE, ERR); the data path
+// (doorbells, WQE fetch, transport) reads these contexts.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace vhca {
+
+enum class QpType : uint8_t { rc = 0, ud = 1, gsi = 2, smi = 3 };  // GSI is QP1, SMI is QP0
+enum class QpState : uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
+const char* qp_state_name(QpState s);
+const char* qp_type_name(QpType t);
+
+// MR access flags (REG_MR in[5], RC QP access in MODIFY_QP).
+constexpr uint32_t kAccessLocalWrite = 1u << 0, kAccessRemoteRead = 1u << 1, kAccessRemoteWrite = 1u << 2,
+                   kAccessRemoteAtomic = 1u << 3;
+
+struct QpContext {
+  bool valid = false;
+  QpType type = QpType::rc;
+  QpState state = QpState::reset;
+  uint32_t pdn = 0, send_cqn = 0, recv_cqn = 0;
+  uint8_t log_sq_size = 0, log_rq_size = 0;
+  uint64_t sq_base = 0, rq_base = 0, dbr = 0;
+  // Attributes set by MODIFY_QP.
+  uint16_t pkey_index = 0;
+  uint32_t qkey = 0, access = 0, dest_qpn = 0, rq_psn = 0, sq_psn = 0;
+  uint8_t path_mtu = 0, min_rnr_timer = 0, timeout = 0, retry_cnt = 0, rnr_retry = 0, max_rd_atomic = 0,
+          max_dest_rd_atomic = 0;
+};
+
+struct MrContext {
+  bool valid = false;
+  uint32_t pdn = 0;
+  uint64_t start = 0, length = 0;
+  uint32_t access = 0;
+  uint32_t key = 0;  // lkey == rkey: index << 8 | variant byte
+};
+
+// Is `from -> to` a transition the IB QP state machine allows for this QP type?
+bool qp_transition_allowed(QpType type, QpState from, QpState to);
+
+struct QpTables {
+  explicit QpTables(uint32_t num_qps = 1024, uint32_t num_mrs = 4096, uint32_t num_pds = 256)
+      : qps(num_qps), mrs(num_mrs), pds(num_pds, false) {}
+  std::vector<QpContext> qps;
+  std::vector<MrContext> mrs;
+  std::vector<bool> pds;
+  uint8_t mr_variant = 0;  // the key byte, so a stale key of a re-used MR index does not match
+
+  bool qp_exists(uint32_t qpn) const { return qpn < qps.size() && qps[qpn].valid; }
+  bool pd_exists(uint32_t pdn) const { return pdn < pds.size() && pds[pdn]; }
+  // Does any QP have its SQ or RQ on this CQ?
+  bool cq_in_use(uint32_t cqn) const;
+  // QP0/QP1 may share a CQ only with each other (S25): is `cqn` used by a QP on the other side?
+  bool cq_shared_across_special(uint32_t cqn, bool special) const;
+  bool pd_in_use(uint32_t pdn) const;
+  void clear();
+};
+
+}  // namespace vhca
