@@ -2,33 +2,17 @@
 
 #include <cerrno>
 
+#include "firmware-shim/verbs_util.h"
+
 #include "model/common/log.h"
 #include "tlm/host_memory.h"
 
 namespace vhca::verbs {
 namespace {
 
-int fail(Driver& dev, int err, std::string msg) {
-  log::write(log::Cat::drv, "verbs: {}", msg);
-  dev.set_last_error(std::move(msg));
-  return -err;
-}
-
-int command_errno(const CommandResult& r) {
-  if (r.timed_out) return ETIMEDOUT;
-  switch (r.status) {
-    case cmd::kBadResource: return ENOENT;
-    case cmd::kResourceBusy: return EBUSY;
-    case cmd::kNoResources: return ENOMEM;
-    default: return EINVAL;
-  }
-}
-
-uint8_t log2_at_least(uint32_t n) {
-  uint8_t l = 0;
-  while ((1u << l) < n) ++l;
-  return l;
-}
+using detail::command_errno;
+using detail::fail;
+using detail::log2_at_least;
 
 // S15: a CQ should hold every CQE its work queues can produce at once.
 void advise_cq_size(Driver& dev, Cq& cq) {

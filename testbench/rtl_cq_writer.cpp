@@ -195,16 +195,9 @@ bool RtlCqWriter::act(uint64_t now) {
 }
 
 uint64_t RtlCqWriter::next_cycle(uint64_t now) {
-  uint64_t next = UINT64_MAX;
-  auto consider = [&](uint64_t c) { next = std::min(next, std::max(c, now + 1)); };
-  consider(s_ctl.head_ready_cycle());
-  consider(s_access_error.head_ready_cycle());
-  consider(s_ci.head_ready_cycle());
-  consider(s_arm.head_ready_cycle());
-  if (!top_->o_waiting_ci && !top_->o_resizing) consider(s_cpl.head_ready_cycle());
-  if (top_->o_next_deadline != ~uint64_t(0)) consider(top_->o_next_deadline);
-  if (delayed_event_pending_) consider(now + 1);
-  return next;
+  const uint64_t deadline = top_->o_next_deadline == ~uint64_t(0) ? UINT64_MAX : top_->o_next_deadline;
+  const uint64_t next = next_input_cycle(now, top_->o_waiting_ci || top_->o_resizing, deadline);
+  return delayed_event_pending_ ? std::min(next, now + 1) : next;
 }
 
 const CqContext& RtlCqWriter::context(uint32_t cqn) const {

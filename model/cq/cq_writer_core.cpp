@@ -61,16 +61,8 @@ bool CqWriterCore::act(uint64_t now) {
 }
 
 uint64_t CqWriterCore::next_cycle(uint64_t now) {
-  uint64_t next = UINT64_MAX;
-  auto consider = [&](uint64_t c) { next = std::min(next, std::max(c, now + 1)); };
-  consider(s_ctl.head_ready_cycle());
-  consider(s_access_error.head_ready_cycle());
-  consider(s_ci.head_ready_cycle());
-  consider(s_arm.head_ready_cycle());
-  if (!waiting_ci_ && resizing_ == 0) consider(s_cpl.head_ready_cycle());
   while (!timers_.empty() && timers_.top().gen != table_[timers_.top().cqn].timer_gen) timers_.pop();
-  if (!timers_.empty()) consider(timers_.top().deadline);
-  return next;
+  return next_input_cycle(now, waiting_ci_ || resizing_ != 0, timers_.empty() ? UINT64_MAX : timers_.top().deadline);
 }
 
 void CqWriterCore::apply_control(const CqControl& c, uint64_t now) {

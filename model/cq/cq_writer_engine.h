@@ -3,6 +3,7 @@
 // drives whichever one the configuration selects, one cycle at a time, only on cycles where it
 // can act. The cycle timing both must follow is docs/timing.md.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -86,6 +87,15 @@ class CqWriterEngine {
   const CqeWriterConfig& config() const { return cfg_; }
 
  protected:
+  // The earliest cycle after `now` on which an input, or a timer at `deadline` (UINT64_MAX:
+  // none), lets the writer act; completions count only when not held.
+  uint64_t next_input_cycle(uint64_t now, bool completions_held, uint64_t deadline) const {
+    uint64_t next = UINT64_MAX;
+    for (uint64_t c : {s_ctl.head_ready_cycle(), s_access_error.head_ready_cycle(), s_ci.head_ready_cycle(),
+                       s_arm.head_ready_cycle(), completions_held ? UINT64_MAX : s_cpl.head_ready_cycle(), deadline})
+      if (c != UINT64_MAX) next = std::min(next, std::max(c, now + 1));
+    return next;
+  }
   void clear_inputs() {
     s_cpl.clear();
     s_arm.clear();
