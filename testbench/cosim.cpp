@@ -41,11 +41,13 @@ std::string CosimReport::summary() const {
       "cycles {}  CQEs {}  outputs compared {}  mismatches {}\n"
       "coverage: CQEs {}  events {} (by count {}, by period {}, immediate {}, at arm {})  arms {} (upgraded {}, "
       "absorbed {}, stale {})\n"
+      "          arm kinds: NEXT {}  SOLICITED {}\n"
       "          CI refreshes {}  overflows {}  owner wraps {}  dropped {}  bad records {}  timer expiries {}  "
       "output stall cycles {}\n",
       cycles, cqes, compared, mismatches, coverage.cqes, coverage.events, coverage.events_by_count,
       coverage.events_by_period, coverage.events_immediate, coverage.events_at_arm, coverage.arms,
-      coverage.arms_upgraded, coverage.arms_ignored_pending, coverage.arms_stale, coverage.ci_refreshes,
+      coverage.arms_upgraded, coverage.arms_ignored_pending, coverage.arms_stale, arms_next, arms_solicited,
+      coverage.ci_refreshes,
       coverage.overflows, coverage.owner_wraps, coverage.dropped, coverage.bad_records, coverage.timer_expiries,
       output_stall_cycles);
   if (!first_mismatch.empty()) s += first_mismatch;
@@ -424,6 +426,7 @@ class Lockstep {
     if (model_) push_input(*model_->engine, stamped, c);
     if (rtl_) push_input(*rtl_->engine, stamped, c);
     recent_[recent_count_++ % recent_.size()] = stamped;
+    if (in.kind == CosimInput::Kind::arm) ++(in.arm.cmd == ArmCmd::next ? report_.arms_next : report_.arms_solicited);
     return true;
   }
 

@@ -57,6 +57,7 @@ struct CosimReport {
   CqeWriterStats coverage;       // of the reference engine
   bool coverage_equal = true;    // model and RTL coverage counters agree (lockstep)
   uint64_t output_stall_cycles = 0;
+  uint64_t arms_next = 0, arms_solicited = 0;  // arm kinds delivered to the writer
   double wall_seconds = 0;
   std::string vcd_written;
   std::string summary() const;

@@ -70,6 +70,8 @@ TEST_CASE("lockstep, constrained random: 30,000 CQEs from each of three seeds, n
     CHECK(c.arms_upgraded > 0);
     CHECK(c.arms_ignored_pending > 0);
     CHECK(c.arms_stale > 0);
+    CHECK(r.arms_next > 0);
+    CHECK(r.arms_solicited > 0);
     CHECK(c.ci_refreshes > 0);
     CHECK(c.overflows > 0);
     CHECK(c.owner_wraps > 0);
