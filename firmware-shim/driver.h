@@ -66,7 +66,6 @@ class Driver {
   HostCpu& cpu() { return cpu_; }
   HostMemory& memory() { return memory_; }
   const DriverConfig& config() const { return cfg_; }
-  uint64_t uar_offset() const { return kUarBase + uint64_t(cfg_.uar) * kUarStride; }
   uint32_t num_comp_vectors() const { return uint32_t(comp_eqs_.size()); }
   uint32_t eqn_for_vector(uint32_t comp_vector) const { return eqs_[comp_eqs_.at(comp_vector)].eqn; }
   uint32_t async_eqn() const { return eqs_.at(async_eq_).eqn; }

@@ -28,7 +28,7 @@ sc_time PcieLink::wire_time(uint64_t bytes) const {
 
 sc_time PcieLink::serialize(Direction& d, sc_time start, uint64_t len, uint32_t chunk, uint32_t overhead) {
   sc_time t = std::max(start, d.free_at);
-  uint64_t remaining = std::max<uint64_t>(len, 0);
+  uint64_t remaining = len;
   do {
     uint64_t n = std::min<uint64_t>(remaining, chunk);
     t += wire_time(n + overhead);

@@ -431,8 +431,7 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
   if (to == QpState::init) allow(rc ? std::initializer_list<uint8_t>{3, 5} : std::initializer_list<uint8_t>{3, 4});
   if (q.state == QpState::init && to == QpState::rtr && rc) allow({6, 7, 8, 9, 12});
   if (q.state == QpState::rtr && to == QpState::rts) allow(rc ? std::initializer_list<uint8_t>{10, 11, 12} : std::initializer_list<uint8_t>{10});
-  if ((q.state == QpState::rts || q.state == QpState::sqd || q.state == QpState::sqe) && to == QpState::rts &&
-      q.state != QpState::rtr)
+  if ((q.state == QpState::rts || q.state == QpState::sqd || q.state == QpState::sqe) && to == QpState::rts)
     allow(rc ? std::initializer_list<uint8_t>{5, 9} : std::initializer_list<uint8_t>{4});
   for (uint8_t d = 3; d <= 12; ++d)
     if (!(allowed & (1u << d)) && in[d]) return fail(kBadParam, d, kReservedSet);

@@ -20,11 +20,11 @@ void Msix::bind_output(Stream<DmaWrite>& dma) {
 }
 
 bool Msix::masked(uint32_t v) const {
-  return const_cast<RegisterFile&>(regs_).value(reg::msix_ctrl, v) & 1;
+  return regs_.value(reg::msix_ctrl, v) & 1;
 }
 
 bool Msix::pending(uint32_t v) const {
-  return (const_cast<RegisterFile&>(regs_).value(reg::msix_pba, v / 32) >> (v % 32)) & 1;
+  return (regs_.value(reg::msix_pba, v / 32) >> (v % 32)) & 1;
 }
 
 void Msix::set_pending(uint32_t v, bool on) {

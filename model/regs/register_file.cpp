@@ -26,10 +26,14 @@ void RegisterFile::reset() {
   for (Register& r : regs_) r.value = r.spec->reset;
 }
 
-Register& RegisterFile::at(const char* name, uint32_t index) {
-  for (Register& r : regs_)
+const Register& RegisterFile::at(const char* name, uint32_t index) const {
+  for (const Register& r : regs_)
     if (std::strcmp(r.spec->name, name) == 0 && r.index == index) return r;
   throw std::out_of_range(std::string("no register ") + name);
+}
+
+Register& RegisterFile::at(const char* name, uint32_t index) {
+  return const_cast<Register&>(static_cast<const RegisterFile&>(*this).at(name, index));
 }
 
 tlm::tlm_response_status RegisterFile::fail(const char* what, uint64_t offset, unsigned len) {

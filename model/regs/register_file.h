@@ -36,7 +36,8 @@ class RegisterFile {
   tlm::tlm_response_status access(bool is_write, uint64_t offset, uint8_t* data, unsigned len);
 
   Register& at(const char* name, uint32_t index = 0);
-  uint64_t value(const char* name, uint32_t index = 0) { return at(name, index).value; }
+  const Register& at(const char* name, uint32_t index = 0) const;
+  uint64_t value(const char* name, uint32_t index = 0) const { return at(name, index).value; }
   void set(const char* name, uint64_t v, uint32_t index = 0) { at(name, index).value = v; }
   uint64_t error_count() const { return errors_; }
   const std::vector<Register>& registers() const { return regs_; }
