@@ -1,5 +1,7 @@
 #include "firmware-shim/driver.h"
 
+#include "firmware-shim/qp_verbs.h"
+
 #include <cstring>
 
 #include "firmware-shim/verbs.h"
@@ -171,6 +173,13 @@ void Driver::recover_eq_overrun(uint32_t eqn) {
     cq->arm_sn = uint8_t(r.out[8] & 3);
     if (cq->comp_handler) cq->comp_handler(*cq);
   }
+}
+
+void Driver::attach(Qp* qp) { qps_[qp->qpn] = qp; }
+void Driver::detach(Qp* qp) { qps_.erase(qp->qpn); }
+Qp* Driver::find_qp(uint32_t qpn) const {
+  auto it = qps_.find(qpn);
+  return it == qps_.end() ? nullptr : it->second;
 }
 
 void Driver::attach(Cq* cq) { cqs_[cq->cqn] = cq; }

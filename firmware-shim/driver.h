@@ -19,12 +19,14 @@ namespace vhca {
 
 class HostMemory;
 struct Cq;
+struct Qp;
 
 struct DriverConfig {
   uint32_t num_comp_vectors = 2;  // completion EQs, one MSI-X vector each (vector 0 is async)
   uint8_t eq_log_size = 10;
   uint8_t async_eq_log_size = 6;
   uint32_t uar = 0;               // UAR page used for doorbells
+  bool rq_doorbell_mmio = false;  // ring UAR_RQ_DB on post_recv (else the doorbell record only)
   sc_core::sc_time command_timeout{1, sc_core::SC_MS};
   sc_core::sc_time reset_timeout{1, sc_core::SC_MS};
 };
@@ -77,6 +79,10 @@ class Driver {
   void attach(Cq* cq);
   void detach(Cq* cq);
   Cq* find_cq(uint32_t cqn) const;
+  // QP registry: polling a CQE updates its QP's work-queue accounting.
+  void attach(Qp* qp);
+  void detach(Qp* qp);
+  Qp* find_qp(uint32_t qpn) const;
 
   std::function<void(const AsyncEvent&)> async_handler;
   const std::string& last_error() const { return last_error_; }
@@ -119,6 +125,7 @@ class Driver {
   size_t async_eq_ = 0;
   std::vector<size_t> comp_eqs_;
   std::map<uint32_t, Cq*> cqs_;
+  std::map<uint32_t, Qp*> qps_;
   bool booted_ = false;
   std::string last_error_;
   uint64_t eqes_handled_ = 0;

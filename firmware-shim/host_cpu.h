@@ -21,6 +21,7 @@ struct HostCpuConfig {
   sc_core::sc_time cqe_cost{50, sc_core::SC_NS};        // per CQE polled
   sc_core::sc_time empty_poll_cost{20, sc_core::SC_NS}; // a poll that finds nothing
   sc_core::sc_time mmio_write_cost{10, sc_core::SC_NS}; // issuing a posted doorbell write
+  sc_core::sc_time post_wr_cost{40, sc_core::SC_NS};    // building one WQE in the ring
   sc_core::sc_time softirq_latency{500, sc_core::SC_NS};     // raise -> softirq poll loop runs
   sc_core::sc_time workqueue_latency{2, sc_core::SC_US};     // queue_work -> worker runs
   sc_core::sc_time thread_latency{4, sc_core::SC_US};        // wake_up -> kthread runs

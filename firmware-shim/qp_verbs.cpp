@@ -66,21 +66,23 @@ int create_qp(Pd& pd, const QpInitAttr& attr, Qp** out) {
   const uint8_t log_sq = log2_at_least(attr.max_send_wr), log_rq = log2_at_least(attr.max_recv_wr);
   qp->sq_depth = 1u << log_sq;
   qp->rq_depth = 1u << log_rq;
-  qp->sq_base = dev.memory().allocate(uint64_t(64) << log_sq);
-  qp->rq_base = dev.memory().allocate(uint64_t(64) << log_rq);
+  qp->sq_sig_all = attr.sq_sig_all;
+  qp->sq_base = dev.memory().allocate(uint64_t(sqwqe::kSize) << log_sq);
+  qp->rq_base = dev.memory().allocate(uint64_t(rqwqe::kSize) << log_rq);
   qp->dbr = dev.memory().allocate(64, 64);
   CommandResult r =
       dev.exec(cmd::kCreateQp, {uint32_t(attr.type), pd.pdn, attr.send_cq->cqn, attr.recv_cq->cqn, log_sq, log_rq,
                                 uint32_t(qp->sq_base >> 32), uint32_t(qp->sq_base), uint32_t(qp->rq_base >> 32),
                                 uint32_t(qp->rq_base), uint32_t(qp->dbr >> 32), uint32_t(qp->dbr)});
   if (!r.ok()) {
-    dev.memory().unmap(qp->sq_base, uint64_t(64) << log_sq);
-    dev.memory().unmap(qp->rq_base, uint64_t(64) << log_rq);
+    dev.memory().unmap(qp->sq_base, uint64_t(sqwqe::kSize) << log_sq);
+    dev.memory().unmap(qp->rq_base, uint64_t(rqwqe::kSize) << log_rq);
     dev.memory().unmap(qp->dbr, 64);
     delete qp;
     return fail(dev, command_errno(r), "create_qp: " + r.message());
   }
   qp->qpn = r.out[0];
+  dev.attach(qp);
   qp->send_cq->wq_depth += qp->sq_depth;
   qp->recv_cq->wq_depth += qp->rq_depth;
   advise_cq_size(dev, *qp->send_cq);
@@ -123,11 +125,184 @@ int destroy_qp(Qp* qp) {
   if (!r.ok()) return fail(dev, command_errno(r), "destroy_qp: " + r.message());
   qp->send_cq->wq_depth -= qp->sq_depth;
   qp->recv_cq->wq_depth -= qp->rq_depth;
-  dev.memory().unmap(qp->sq_base, uint64_t(64) * qp->sq_depth);
-  dev.memory().unmap(qp->rq_base, uint64_t(64) * qp->rq_depth);
+  dev.detach(qp);
+  dev.memory().unmap(qp->sq_base, uint64_t(sqwqe::kSize) * qp->sq_depth);
+  dev.memory().unmap(qp->rq_base, uint64_t(rqwqe::kSize) * qp->rq_depth);
   dev.memory().unmap(qp->dbr, 64);
   delete qp;
   return 0;
+}
+
+namespace {
+
+bool is_known_send_opcode(uint8_t op) {
+  return op == sqwqe::kSend || op == sqwqe::kSendImm || op == sqwqe::kRdmaWrite || op == sqwqe::kRdmaWriteImm ||
+         op == sqwqe::kRdmaRead || op == sqwqe::kAtomicCs || op == sqwqe::kAtomicFa;
+}
+
+// The S20 checks: why this WR cannot be posted, or "" if it can.
+std::string send_wr_problem(const Qp& qp, const SendWr& wr) {
+  const bool rc = qp.type == QpType::rc;
+  const bool read_or_atomic =
+      wr.opcode == sqwqe::kRdmaRead || wr.opcode == sqwqe::kAtomicCs || wr.opcode == sqwqe::kAtomicFa;
+  if (!is_known_send_opcode(wr.opcode)) return fmt::format("opcode {:#x} is not a send opcode", wr.opcode);
+  if (!rc && wr.opcode != sqwqe::kSend && wr.opcode != sqwqe::kSendImm)
+    return fmt::format("opcode {:#x} is not allowed on a {} QP (only SEND and SEND with immediate)", wr.opcode,
+                       qp_type_name(qp.type));
+  uint64_t total = 0;
+  for (const Sge& s : wr.sg_list) total += s.length;
+  if (total > 0x80000000ull) return fmt::format("message of {} bytes exceeds 2 GiB", total);
+  if (wr.flags & kSendInline) {
+    if (read_or_atomic) return "inline data is not allowed on RDMA READ or atomics";
+    if (total > sqwqe::kMaxInline) return fmt::format("{} bytes of inline data exceed {}", total, sqwqe::kMaxInline);
+  } else if (wr.sg_list.size() > sqwqe::kMaxSge) {
+    return fmt::format("{} scatter/gather entries exceed {}", wr.sg_list.size(), sqwqe::kMaxSge);
+  }
+  if (wr.opcode == sqwqe::kAtomicCs || wr.opcode == sqwqe::kAtomicFa) {
+    if (total != 8) return fmt::format("an atomic needs one 8-byte local buffer, not {} bytes", total);
+    if (wr.remote_addr % 8) return fmt::format("atomic remote address {:#x} is not 8-byte aligned", wr.remote_addr);
+  }
+  if (!rc && wr.remote_qpn > 0xFFFFFF) return fmt::format("remote QPN {:#x} exceeds 24 bits", wr.remote_qpn);
+  return "";
+}
+
+void write_send_wqe(Qp& qp, const SendWr& wr, uint16_t index) {
+  Driver& dev = *qp.pd->dev;
+  uint8_t w[sqwqe::kSize] = {};
+  put_field(w, sqwqe::wr_id, wr.wr_id);
+  put_field(w, sqwqe::opcode, wr.opcode);
+  put_field(w, sqwqe::signaled, (qp.sq_sig_all || (wr.flags & kSendSignaled)) ? 1 : 0);
+  put_field(w, sqwqe::solicited, (wr.flags & kSendSolicited) ? 1 : 0);
+  put_field(w, sqwqe::fence, (wr.flags & kSendFence) ? 1 : 0);
+  put_field(w, sqwqe::imm, wr.imm);
+  put_field(w, sqwqe::remote_addr, wr.remote_addr);
+  put_field(w, sqwqe::rkey, wr.rkey);
+  put_field(w, sqwqe::compare_add, wr.compare_add);
+  put_field(w, sqwqe::swap, wr.swap);
+  put_field(w, sqwqe::ud_dest_qpn, wr.remote_qpn);
+  put_field(w, sqwqe::ud_qkey, wr.remote_qkey);
+  put_field(w, sqwqe::ud_dlid, wr.dlid);
+  put_field(w, sqwqe::ud_sl, wr.sl);
+  put_field(w, sqwqe::ud_grh, wr.grh ? 1 : 0);
+  put_field(w, sqwqe::wqe_index, index);
+  if (wr.flags & kSendInline) {
+    // The CPU copies the data into the WQE: the device never reads the buffers.
+    put_field(w, sqwqe::inline_data, 1);
+    uint32_t off = 0;
+    for (const Sge& s : wr.sg_list) {
+      dev.cpu().read(s.addr, w + sqwqe::kDataOffset + off, s.length);
+      off += s.length;
+    }
+    put_field(w, sqwqe::inline_len, off);
+  } else {
+    put_field(w, sqwqe::num_sge, wr.sg_list.size());
+    for (size_t i = 0; i < wr.sg_list.size(); ++i) {
+      uint8_t* e = w + sqwqe::kDataOffset + i * sge::kSize;
+      put_field(e, sge::addr, wr.sg_list[i].addr);
+      put_field(e, sge::length, wr.sg_list[i].length);
+      put_field(e, sge::lkey, wr.sg_list[i].lkey);
+    }
+  }
+  dev.cpu().write(qp.sq_base + uint64_t(index & (qp.sq_depth - 1)) * sqwqe::kSize, w, sqwqe::kSize);
+}
+
+void write_recv_wqe(Qp& qp, const RecvWr& wr, uint16_t index) {
+  uint8_t w[rqwqe::kSize] = {};
+  put_field(w, rqwqe::wr_id, wr.wr_id);
+  put_field(w, rqwqe::num_sge, wr.sg_list.size());
+  put_field(w, rqwqe::wqe_index, index);
+  for (size_t i = 0; i < wr.sg_list.size(); ++i) {
+    uint8_t* e = w + rqwqe::kDataOffset + i * sge::kSize;
+    put_field(e, sge::addr, wr.sg_list[i].addr);
+    put_field(e, sge::length, wr.sg_list[i].length);
+    put_field(e, sge::lkey, wr.sg_list[i].lkey);
+  }
+  qp.pd->dev->cpu().write(qp.rq_base + uint64_t(index & (qp.rq_depth - 1)) * rqwqe::kSize, w, rqwqe::kSize);
+}
+
+// The doorbell record first, then (for the SQ) the MMIO doorbell: the device may read the
+// record at any time and must never see a counter ahead of the WQEs.
+void ring_doorbell(Qp& qp, bool sq, bool mmio) {
+  Driver& dev = *qp.pd->dev;
+  uint8_t rec[qpdbr::kSize];
+  dev.cpu().read(qp.dbr, rec, qpdbr::kSize);
+  put_field(rec, sq ? qpdbr::sq_pi : qpdbr::rq_pi, sq ? qp.sq_pi : qp.rq_pi);
+  dev.cpu().write(qp.dbr, rec, qpdbr::kSize);
+  if (!mmio) return;
+  uint64_t v = 0;
+  v = with_bits(v, wqdb::qpn, qp.qpn);
+  v = with_bits(v, wqdb::pi, sq ? qp.sq_pi : qp.rq_pi);
+  dev.cpu().mmio_write64(Driver::offset_of(sq ? reg::sq_db : reg::rq_db, dev.config().uar), v);
+}
+
+}  // namespace
+
+int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad) {
+  Driver& dev = *qp.pd->dev;
+  size_t posted = 0;
+  int rc = 0;
+  if (qp.state == QpState::reset || qp.state == QpState::init || qp.state == QpState::rtr) {
+    rc = fail(dev, EINVAL, fmt::format("post_send: QP {:#x} is in {}: its send queue is not active", qp.qpn,
+                                       qp_state_name(qp.state)));
+  } else {
+    for (const SendWr& wr : wrs) {
+      const std::string problem = send_wr_problem(qp, wr);
+      if (!problem.empty()) {
+        rc = fail(dev, EINVAL, fmt::format("post_send: QP {:#x} WR {:#x}: {}", qp.qpn, wr.wr_id, problem));
+        break;
+      }
+      if (uint16_t(qp.sq_pi - qp.sq_ci) >= qp.sq_depth) {
+        rc = fail(dev, ENOMEM, fmt::format("post_send: QP {:#x} send queue full ({} WQEs)", qp.qpn, qp.sq_depth));
+        break;
+      }
+      write_send_wqe(qp, wr, qp.sq_pi);
+      ++qp.sq_pi;
+      ++posted;
+      dev.cpu().charge(CpuContext::app, dev.cpu().config().post_wr_cost);
+    }
+  }
+  if (posted) ring_doorbell(qp, true, true);
+  if (bad) *bad = posted;
+  return rc;
+}
+
+int post_recv(Qp& qp, const std::vector<RecvWr>& wrs, size_t* bad) {
+  Driver& dev = *qp.pd->dev;
+  size_t posted = 0;
+  int rc = 0;
+  if (qp.state == QpState::reset) {
+    rc = fail(dev, EINVAL, fmt::format("post_recv: QP {:#x} is in RESET", qp.qpn));
+  } else {
+    for (const RecvWr& wr : wrs) {
+      if (wr.sg_list.size() > rqwqe::kMaxSge) {
+        rc = fail(dev, EINVAL, fmt::format("post_recv: QP {:#x} WR {:#x}: {} scatter entries exceed {}", qp.qpn,
+                                           wr.wr_id, wr.sg_list.size(), rqwqe::kMaxSge));
+        break;
+      }
+      if (uint16_t(qp.rq_pi - qp.rq_ci) >= qp.rq_depth) {
+        rc = fail(dev, ENOMEM, fmt::format("post_recv: QP {:#x} receive queue full ({} WQEs)", qp.qpn, qp.rq_depth));
+        break;
+      }
+      write_recv_wqe(qp, wr, qp.rq_pi);
+      ++qp.rq_pi;
+      ++posted;
+      dev.cpu().charge(CpuContext::app, dev.cpu().config().post_wr_cost);
+    }
+  }
+  // A QP in error learns of new receive WQEs only through the MMIO doorbell (to flush them).
+  if (posted) ring_doorbell(qp, false, dev.config().rq_doorbell_mmio || qp.state == QpState::err);
+  if (bad) *bad = posted;
+  return rc;
+}
+
+void note_completion(Driver& dev, const Wc& wc) {
+  Qp* qp = dev.find_qp(wc.qpn);
+  if (!qp) return;
+  if (wc.opcode == cqe::kReq || wc.opcode == cqe::kReqErr)
+    qp->sq_ci = uint16_t(wc.wqe_counter + 1);  // this WQE and every unsignaled one before it
+  else
+    ++qp->rq_ci;
+  if (wc.status != 0) qp->state = QpState::err;
 }
 
 }  // namespace vhca::verbs

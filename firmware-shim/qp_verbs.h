@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "firmware-shim/verbs.h"
 #include "model/qp/qp_table.h"
@@ -27,6 +28,7 @@ struct QpInitAttr {
   Cq* recv_cq = nullptr;
   uint32_t max_send_wr = 16;
   uint32_t max_recv_wr = 16;
+  bool sq_sig_all = false;  // every send WR produces a CQE, signaled or not
 };
 
 struct Qp {
@@ -37,7 +39,42 @@ struct Qp {
   Cq* recv_cq = nullptr;
   uint32_t sq_depth = 0, rq_depth = 0;
   uint64_t sq_base = 0, rq_base = 0, dbr = 0;
-  QpState state = QpState::reset;
+  QpState state = QpState::reset;  // as the driver last knew it (an error CQE tells it of ERR)
+  bool sq_sig_all = false;
+  // Producer and consumer counters (16-bit, as in the doorbell record), advanced by posting
+  // and by polling the CQEs of this QP.
+  uint16_t sq_pi = 0, sq_ci = 0, rq_pi = 0, rq_ci = 0;
+};
+
+// A scatter/gather entry of a work request.
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+enum SendFlags : uint32_t { kSendSignaled = 1u << 0, kSendSolicited = 1u << 1, kSendFence = 1u << 2, kSendInline = 1u << 3 };
+
+// A send work request; opcodes are the WQE opcodes (tables.h sqwqe::kSend, ...).
+struct SendWr {
+  uint64_t wr_id = 0;
+  uint8_t opcode = 0x0A;  // SEND
+  uint32_t flags = 0;
+  std::vector<Sge> sg_list;
+  uint32_t imm = 0;
+  uint64_t remote_addr = 0;  // RDMA and atomics
+  uint32_t rkey = 0;
+  uint64_t compare_add = 0, swap = 0;  // atomics
+  // UD address: destination QPN, Q_Key (high bit: use the QP's), LID, SL, GRH.
+  uint32_t remote_qpn = 0, remote_qkey = 0;
+  uint16_t dlid = 0;
+  uint8_t sl = 0;
+  bool grh = false;
+};
+
+struct RecvWr {
+  uint64_t wr_id = 0;
+  std::vector<Sge> sg_list;
 };
 
 // MODIFY_QP attributes; only those of the transition are sent (others must stay zero).
@@ -59,5 +96,12 @@ int create_qp(Pd& pd, const QpInitAttr& attr, Qp** out);
 int modify_qp(Qp& qp, const QpAttr& attr);
 int query_qp(Qp& qp, QpAttr& attr);
 int destroy_qp(Qp* qp);
+// S20: a request the QP cannot carry out is refused here with -EINVAL (-ENOMEM when the queue is
+// full) and nothing of it reaches the device. WRs before the bad one are posted; *bad (if given)
+// is the index of the first WR not posted. One doorbell covers the whole list.
+int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad = nullptr);
+int post_recv(Qp& qp, const std::vector<RecvWr>& wrs, size_t* bad = nullptr);
+// The driver's view after polling a CQE of this QP: frees ring slots, notes an error.
+void note_completion(Driver& dev, const Wc& wc);
 }  // namespace verbs
 }  // namespace vhca

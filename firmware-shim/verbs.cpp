@@ -1,5 +1,7 @@
 #include "firmware-shim/verbs.h"
 
+#include "firmware-shim/qp_verbs.h"
+
 #include <cerrno>
 
 #include "firmware-shim/verbs_util.h"
@@ -159,7 +161,8 @@ int poll_cq(Cq& cq, int n, Wc* wc, CpuContext ctx) {
   uint8_t e[cqe::kSize];
   int got = 0;
   while (got < n && valid(cq, cqe_at(cq, cq.ci, e), cq.ci)) {
-    wc[got++] = parse_cqe(e);
+    wc[got] = parse_cqe(e);
+    note_completion(*cq.dev, wc[got++]);
     cq.ci = (cq.ci + 1) & kIndexMask;
   }
   if (got) {

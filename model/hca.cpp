@@ -13,7 +13,9 @@ Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
       cq("cq", clock, cfg.cq, cfg.cq_engine ? cfg.cq_engine(cfg.cq) : nullptr),
       eq("eq", clock, cfg.eq),
       msix("msix", clock, bar0.regs),
-      cmd("cmd", clock, cfg.cmd, cq, eq, dma, bar0.regs),
+      qp_tables(cfg.num_qps, cfg.num_mrs),
+      transport("transport", clock, cfg.transport, dma, qp_tables),
+      cmd("cmd", clock, cfg.cmd, cq, eq, dma, bar0.regs, qp_tables),
       cfg_(cfg),
       irq_requests_("irq_requests", 16),
       injection_wakeup_(clock) {
@@ -25,6 +27,7 @@ Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
   eq.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
   cq.s_cpl.on_space.push_back([this](uint64_t c) { injection_wakeup_.wake(c); });
   bind_registers();
+  bind_transport();
   SC_METHOD(injection_step);
   sensitive << injection_wakeup_.event();
   dont_initialize();
@@ -36,6 +39,7 @@ Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
 void Hca::bind_registers() {
   RegisterFile& r = bar0.regs;
   r.set(reg::core_clock_khz, uint64_t(cfg_.clock_mhz * 1000.0));
+  r.set(reg::port_lid, cfg_.transport.lid);
   r.on_write(reg::cq_arm_db, [this](Register&, uint64_t v) {
     ArmRequest a{uint32_t(bits_of(v, armdb::cqn)), uint8_t(bits_of(v, armdb::arm_sn)),
                  bits_of(v, armdb::arm_cmd) ? ArmCmd::solicited : ArmCmd::next, uint32_t(bits_of(v, armdb::arm_ci))};
@@ -71,6 +75,52 @@ void Hca::bind_registers() {
   });
 }
 
+void Hca::bind_transport() {
+  transport.complete = [this](const CompletionRecord& r) { inject_now(r); };
+  transport.async_event = [this](const DeviceEvent& ev) { push_async_event(ev); };
+  transport.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
+  cmd.on_qp_state = [this](uint32_t qpn, QpState from, QpState to) {
+    if (qpn == UINT32_MAX)
+      transport.reset();
+    else
+      transport.qp_state_changed(qpn, from, to);
+  };
+  // S14: a CQ-overflow event on its way to the EQ engine also moves the CQ's QPs to error. The
+  // hook sits on the stream so that it works whichever CQ writer (model or RTL) raised it.
+  auto wake_eq = eq.s_event.on_data;
+  eq.s_event.on_data = [this, wake_eq](uint64_t c) {
+    const DeviceEvent& ev = eq.s_event.back();
+    if (ev.type == eqe::kCqError && ev.syndrome == eqe::kCqOverrun) transport.cq_overflowed(ev.cqn);
+    wake_eq(c);
+  };
+  transport.s_doorbell.on_space.push_back([this](uint64_t c) {
+    if (on_mmio_space) on_mmio_space(clock.until(c));
+  });
+  auto wq_doorbell = [this](WqKind kind) {
+    return [this, kind](Register&, uint64_t v) {
+      // mmio_ready() held the write until the FIFO had room.
+      transport.s_doorbell.push(WqDoorbell{kind, uint32_t(bits_of(v, wqdb::qpn)), uint16_t(bits_of(v, wqdb::pi))},
+                                clock.now());
+    };
+  };
+  bar0.regs.on_write(reg::sq_db, wq_doorbell(WqKind::sq));
+  bar0.regs.on_write(reg::rq_db, wq_doorbell(WqKind::rq));
+}
+
+bool Hca::mmio_ready(uint64_t offset) const {
+  if (offset < kUarBase || offset >= kUarBase + kNumUars * kUarStride) return true;
+  const uint64_t in_page = (offset - kUarBase) % kUarStride;
+  if (in_page != 0x00 && in_page != 0x08) return true;  // UAR_SQ_DB, UAR_RQ_DB
+  return transport.s_doorbell.can_push(clock.now());
+}
+
+// Asynchronous events from the transport (QP fatal) join the EQ engine's input; called from the
+// transport's control thread, which waits while that input is full.
+void Hca::push_async_event(const DeviceEvent& ev) {
+  while (!eq.s_event.can_push(clock.now())) sc_core::wait(clock.until(clock.now() + 1));
+  eq.s_event.push(ev, clock.now());
+}
+
 void Hca::bad_doorbell(uint8_t reason, uint32_t object) {
   RegisterFile& r = bar0.regs;
   r.set(reg::bad_doorbells, r.value(reg::bad_doorbells) + 1);
@@ -82,9 +132,11 @@ void Hca::device_reset() {
   cq.reset();
   eq.reset();
   cmd.reset();
+  transport.reset();
   injections_.clear();
   bar0.regs.reset();
   bar0.regs.set(reg::core_clock_khz, uint64_t(cfg_.clock_mhz * 1000.0));
+  bar0.regs.set(reg::port_lid, cfg_.transport.lid);
   bar0.regs.set(reg::health, 0);
   reset_done_event_.notify(cfg_.reset_time);
 }

@@ -1,7 +1,8 @@
-// The HCA: BAR0, command unit, CQ writer, EQ engine, MSI-X and DMA engine, wired with finite
-// streams. Its two TLM sockets face the PCIe link: `bar` (MMIO in) and `dma` (DMA out).
-// The completion-injection port feeds completion records at chosen cycles, as the transport
-// engine will.
+// The HCA: BAR0, command unit, transport engine (doorbells, WQE fetch, RC/UD), CQ writer, EQ
+// engine, MSI-X and DMA engine, wired with finite streams. Two TLM sockets face the PCIe link:
+// `bar` (MMIO in) and `dma` (DMA out); two face the IB link: `port_out` and `port_in`.
+// The transport engine feeds completion records to the CQ writer through the same completion
+// input as the injection port, which puts records in at chosen cycles (tests, tools).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,8 @@
 #include "model/dma/dma_engine.h"
 #include "model/eq/eq_engine.h"
 #include "model/msix/msix.h"
+#include "model/qp/qp_table.h"
+#include "model/transport/transport_engine.h"
 
 namespace vhca {
 
@@ -31,6 +34,9 @@ struct HcaConfig {
   EqEngineConfig eq;
   DmaEngineConfig dma;
   CommandUnitConfig cmd;
+  TransportConfig transport;
+  uint32_t num_qps = 1024;
+  uint32_t num_mrs = 4096;
 };
 
 class Hca : public sc_core::sc_module {
@@ -41,6 +47,15 @@ class Hca : public sc_core::sc_module {
   // Sockets: the BAR target and the DMA initiator.
   tlm_utils::simple_target_socket<Bar0>& bar() { return bar0.socket; }
   tlm_utils::simple_initiator_socket<DmaEngine>& dma_socket() { return dma.socket; }
+  // The IB port: packets out to the link, packets in from it.
+  tlm_utils::simple_initiator_socket<TransportEngine>& port_out() { return transport.port_out; }
+  tlm_utils::simple_target_socket<TransportEngine>& port_in() { return transport.port_in; }
+
+  // Doorbell backpressure (PCIe posted-write credits): may the posted MMIO write to `offset` be
+  // delivered now? A full SQ/RQ doorbell FIFO holds it, and everything behind it, in the link
+  // until `on_mmio_space` says the FIFO has room again.
+  bool mmio_ready(uint64_t offset) const;
+  std::function<void(sc_core::sc_time delay)> on_mmio_space;
 
   // Injection port: the record enters the CQ writer's input on `cycle` (now if in the past) and
   // is visible to it one cycle later. Records for the same cycle keep their order.
@@ -60,6 +75,8 @@ class Hca : public sc_core::sc_module {
   CqeWriter cq;
   EqEngine eq;
   Msix msix;
+  QpTables qp_tables;
+  TransportEngine transport;
   CommandUnit cmd;
 
  private:
@@ -68,6 +85,8 @@ class Hca : public sc_core::sc_module {
   void device_reset();
   void injection_step();
   void reset_done() { bar0.regs.set(reg::health, kHealthReady); }
+  void bind_transport();
+  void push_async_event(const DeviceEvent& ev);
 
   HcaConfig cfg_;
   Stream<uint32_t> irq_requests_;

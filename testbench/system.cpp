@@ -4,14 +4,31 @@
 #include <stdexcept>
 
 namespace vhca {
+namespace {
 
-System::System(const SystemConfig& c)
-    : cfg(c),
+HcaConfig hca_config_for(const SystemConfig& c, uint32_t index) {
+  HcaConfig h = c.hca;
+  if (index > 0 || h.transport.lid == 0) h.transport.lid = uint16_t(index + 1);
+  return h;
+}
+
+std::vector<std::unique_ptr<Node>> make_nodes(const SystemConfig& c) {
+  if (c.hosts < 1 || c.hosts > 2) throw std::invalid_argument("SystemConfig.hosts must be 1 or 2");
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (uint32_t i = 0; i < c.hosts; ++i)
+    nodes.push_back(std::make_unique<Node>(sc_core::sc_module_name(("host" + std::to_string(i)).c_str()), c, i));
+  return nodes;
+}
+
+}  // namespace
+
+Node::Node(const sc_core::sc_module_name& name, const SystemConfig& c, uint32_t index)
+    : sc_module(name),
       memory("memory"),
       router("router"),
       msi("msi"),
       link("link", c.link),
-      hca("hca", c.hca),
+      hca("hca", hca_config_for(c, index)),
       cpu("cpu", c.cpu),
       driver(cpu, memory, c.driver) {
   router.to_memory.bind(memory.socket);
@@ -25,6 +42,25 @@ System::System(const SystemConfig& c)
   link.on_upstream_write_error = [this](DmaSource s, uint32_t id, uint64_t addr) {
     hca.upstream_write_failed(s, id, addr);
   };
+  link.down_ready = [this](uint64_t addr) { return hca.mmio_ready(addr); };
+  hca.on_mmio_space = [this](const sc_core::sc_time& delay) { link.resume_down(delay); };
+}
+
+System::System(const SystemConfig& c)
+    : cfg(c),
+      nodes_(make_nodes(c)),
+      ib("ib", c.hosts, c.ib),
+      memory(nodes_[0]->memory),
+      router(nodes_[0]->router),
+      msi(nodes_[0]->msi),
+      link(nodes_[0]->link),
+      hca(nodes_[0]->hca),
+      cpu(nodes_[0]->cpu),
+      driver(nodes_[0]->driver) {
+  for (uint32_t i = 0; i < c.hosts; ++i) {
+    nodes_[i]->hca.port_out().bind(ib.in(i));
+    ib.out(i).bind(nodes_[i]->hca.port_in());
+  }
 }
 
 void System::run(std::function<void()> body, sc_core::sc_time limit) {

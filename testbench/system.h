@@ -1,17 +1,20 @@
-// One host and one HCA joined by a PCIe link: host memory and the MSI sink behind the host
-// router, the host CPU with its driver. Tests and vhca-sim build exactly one System per process
-// (SystemC elaborates once) and then advance time with run().
+// Hosts with their HCAs: each Node is one host (memory and MSI sink behind the host router, the
+// host CPU with its driver) and one HCA joined to it by a PCIe link. One node's IB port is looped
+// back to itself; two nodes are joined by one IB link. Tests and vhca-sim build exactly one
+// System per process (SystemC elaborates once) and then advance time with run().
 #pragma once
 #include <functional>
 #include <memory>
 #include <string>
 #include <systemc>
+#include <vector>
 
 #include "firmware-shim/driver.h"
 #include "firmware-shim/host_cpu.h"
 #include "model/hca.h"
 #include "tlm/host_memory.h"
 #include "tlm/host_router.h"
+#include "tlm/ib_link.h"
 #include "tlm/msi_sink.h"
 #include "tlm/pcie_link.h"
 
@@ -22,6 +25,22 @@ struct SystemConfig {
   PcieLinkConfig link;
   HostCpuConfig cpu;
   DriverConfig driver;
+  uint32_t hosts = 1;  // 1: the HCA's port is looped back; 2: two hosts, their HCAs on one IB link
+  IbLinkConfig ib;
+};
+
+// One host and its HCA. The HCA of node i has LID i + 1 unless the configuration sets one.
+class Node : public sc_core::sc_module {
+ public:
+  Node(const sc_core::sc_module_name& name, const SystemConfig& cfg, uint32_t index);
+
+  HostMemory memory;
+  HostRouter router;
+  MsiSink msi;
+  PcieLink link;
+  Hca hca;
+  HostCpu cpu;
+  Driver driver;
 };
 
 class System {
@@ -36,15 +55,24 @@ class System {
   // Wait in the calling thread until the edge of `cycle` (a device core-clock cycle).
   void wait_cycle(uint64_t cycle);
   uint64_t cycle() const { return hca.clock.now(); }
+  Node& node(uint32_t i) { return *nodes_.at(i); }
+  uint32_t hosts() const { return uint32_t(nodes_.size()); }
 
   SystemConfig cfg;
-  HostMemory memory;
-  HostRouter router;
-  MsiSink msi;
-  PcieLink link;
-  Hca hca;
-  HostCpu cpu;
-  Driver driver;
+
+ private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+
+ public:
+  IbLink ib;
+  // Node 0, under the names single-host tests use.
+  HostMemory& memory;
+  HostRouter& router;
+  MsiSink& msi;
+  PcieLink& link;
+  Hca& hca;
+  HostCpu& cpu;
+  Driver& driver;
 };
 
 }  // namespace vhca

@@ -68,6 +68,10 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx) {
   sc_time at_far_side = t + cfg_.latency;
   sc_core::wait(at_far_side - now);
   deliver_due(dir);  // posted writes that arrived no later are visible to this read
+  while (d.held && due_writes_waiting(d)) {
+    sc_core::wait(d.resume_event);
+    deliver_due(dir);
+  }
   sc_time zero = sc_core::SC_ZERO_TIME;
   out(dir)->b_transport(tx, zero);
   // The completion takes its place on the return wire only once its data is ready, so posted
@@ -77,10 +81,21 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx) {
   sc_core::wait(back_at - sc_core::sc_time_stamp());
 }
 
+void PcieLink::resume_down(const sc_time& delay) {
+  dir_[1].arrival_event.notify(delay);
+  dir_[1].resume_event.notify(delay);
+}
+
 void PcieLink::deliver_due(int dir) {
   Direction& d = dir_[dir];
   const sc_time now = sc_core::sc_time_stamp();
   while (!d.in_flight.empty() && d.in_flight.front().arrival <= now) {
+    if (dir == 1 && down_ready && !down_ready(d.in_flight.front().addr)) {
+      if (!d.held) ++down_stalls_;
+      d.held = true;
+      return;  // resume_down() wakes this again
+    }
+    d.held = false;
     Posted p = std::move(d.in_flight.front());
     d.in_flight.pop_front();
     tlm::tlm_generic_payload& tx = delivery_tx_;

@@ -60,6 +60,13 @@ class PcieLink : public sc_core::sc_module {
   std::function<void(DmaSource, uint32_t id, uint64_t addr)> on_upstream_write_error;
   std::function<void(uint64_t addr)> on_downstream_write_error;
 
+  // Posted-write flow control toward the device (its credits): asked before each downstream
+  // posted write is delivered. While it says no, that write and everything behind it wait in the
+  // link (a later read too: it may not pass them) until resume_down().
+  std::function<bool(uint64_t addr)> down_ready;
+  void resume_down(const sc_core::sc_time& delay);
+  uint64_t down_stalls() const { return down_stalls_; }
+
   // Time to put `bytes` of TLP on the wire in one direction.
   sc_core::sc_time wire_time(uint64_t bytes) const;
   uint64_t bytes_on_wire(bool upstream) const { return dir_[upstream ? 0 : 1].wire_bytes; }
@@ -76,6 +83,8 @@ class PcieLink : public sc_core::sc_module {
     sc_core::sc_time free_at;  // when its serializer can start the next TLP
     std::deque<Posted> in_flight;
     sc_core::sc_event arrival_event;
+    sc_core::sc_event resume_event;
+    bool held = false;
     uint64_t wire_bytes = 0;
   };
 
@@ -90,8 +99,13 @@ class PcieLink : public sc_core::sc_module {
   void deliver_down() { deliver_due(1); }
   tlm_utils::simple_initiator_socket<PcieLink>& out(int dir) { return dir == 0 ? up_out : down_out; }
 
+  bool due_writes_waiting(const Direction& d) const {
+    return !d.in_flight.empty() && d.in_flight.front().arrival <= sc_core::sc_time_stamp();
+  }
+
   PcieLinkConfig cfg_;
   Direction dir_[2];
+  uint64_t down_stalls_ = 0;
   tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write  // 0 upstream, 1 downstream
 };
 

@@ -78,10 +78,8 @@ std::string formats_vh() {
   o << "// Generated from model/regs/tables.h by vhca-gen-docs; do not edit by hand.\n"
        "// For each field: <FORMAT>_<FIELD>_LO (bit index in the format's big-endian bit vector, bit 0 = last bit\n"
        "// of the last byte) and <FORMAT>_<FIELD>_W.\n";
-  const char* prefixes[] = {"CQE", "EQE", "DBR", "ARMDB", "EQDB", "CMD"};
-  int i = 0;
   for (const auto& f : vhca::formats()) {
-    const char* p = prefixes[i++];
+    const char* p = f.prefix;
     for (const auto& s : f.fields) {
       // Bit position of the field's lsb, counting from the end of the structure.
       unsigned container_end_bit = (f.size - (s.field.byte + s.field.size)) * 8;

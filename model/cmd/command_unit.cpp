@@ -10,8 +10,8 @@ namespace vhca {
 using namespace cmd;
 
 CommandUnit::CommandUnit(const sc_core::sc_module_name& name, const SimClock& clock, const CommandUnitConfig& cfg,
-                         CqeWriter& cq, EqEngine& eq, DmaEngine& dma, RegisterFile& regs)
-    : sc_module(name), clock_(clock), cfg_(cfg), cq_(cq), eq_(eq), dma_(dma), regs_(regs) {
+                         CqeWriter& cq, EqEngine& eq, DmaEngine& dma, RegisterFile& regs, QpTables& qp_tables)
+    : sc_module(name), clock_(clock), cfg_(cfg), cq_(cq), eq_(eq), dma_(dma), regs_(regs), qp_(qp_tables) {
   cq_.on_control_done = [this](const CqControl&, uint64_t) { control_done_.notify(sc_core::SC_ZERO_TIME); };
   SC_THREAD(run);
 }
@@ -123,6 +123,7 @@ CommandUnit::Result CommandUnit::execute(uint16_t opcode, const In& in, Out& out
         if (cq_.cq_exists(n)) cq_control(CqControl{CqControl::Op::destroy, n, {}});
       eq_.reset();
       qp_.clear();
+      if (on_qp_state) on_qp_state(UINT32_MAX, QpState::reset, QpState::reset);
       set_initialized(false);
       return {};
     case kCreateEq: return create_eq(in, out);
@@ -457,6 +458,7 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
     q.sq_base = keep.sq_base;
     q.rq_base = keep.rq_base;
     q.dbr = keep.dbr;
+    if (on_qp_state) on_qp_state(in[0], keep.state, QpState::reset);
     return {};
   }
   if (allowed & (1u << 3)) q.pkey_index = uint16_t(in[3]);
@@ -474,7 +476,9 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
   }
   if (q.state == QpState::init && to == QpState::rtr) q.max_dest_rd_atomic = uint8_t(in[12] >> 8);
   if (q.state == QpState::rtr && to == QpState::rts) q.max_rd_atomic = uint8_t(in[12] & 0xFF);
+  const QpState from = q.state;
   q.state = to;
+  if (on_qp_state) on_qp_state(in[0], from, to);
   return {};
 }
 
@@ -488,7 +492,9 @@ CommandUnit::Result CommandUnit::query_qp(const In& in, Out& out) {
 
 CommandUnit::Result CommandUnit::destroy_qp(const In& in) {
   if (!qp_.qp_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  const QpState from = qp_.qps[in[0]].state;
   qp_.qps[in[0]] = QpContext{};
+  if (on_qp_state) on_qp_state(in[0], from, QpState::reset);
   return {};
 }
 

@@ -29,7 +29,7 @@ class CommandUnit : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(CommandUnit);
   CommandUnit(const sc_core::sc_module_name& name, const SimClock& clock, const CommandUnitConfig& cfg,
-              CqeWriter& cq, EqEngine& eq, DmaEngine& dma, RegisterFile& regs);
+              CqeWriter& cq, EqEngine& eq, DmaEngine& dma, RegisterFile& regs, QpTables& qp_tables);
 
   void ring();  // the CMD_DOORBELL register was written
   void reset();
@@ -37,6 +37,9 @@ class CommandUnit : public sc_core::sc_module {
   uint64_t executed() const { return executed_; }
   uint64_t refused() const { return refused_; }
   const QpTables& qp_tables() const { return qp_; }
+  // Told after a QP changed state, was created (RESET) or destroyed (RESET, no longer valid),
+  // and with UINT32_MAX when every QP was cleared (teardown).
+  std::function<void(uint32_t qpn, QpState from, QpState to)> on_qp_state;
 
  private:
   using In = std::array<uint32_t, cmdblk::kInputDwords>;
@@ -80,7 +83,7 @@ class CommandUnit : public sc_core::sc_module {
   RegisterFile& regs_;
   sc_core::sc_event doorbell_;
   sc_core::sc_event control_done_;
-  QpTables qp_;
+  QpTables& qp_;
   bool busy_ = false;
   bool initialized_ = false;
   uint64_t executed_ = 0, refused_ = 0;

@@ -29,6 +29,7 @@ const char* name_of(Cat c) {
     case Cat::drv: return "drv";
     case Cat::err: return "ERROR";
     case Cat::link: return "link";
+    case Cat::wq: return "wq";
   }
   return "?";
 }
@@ -40,7 +41,7 @@ static const uint32_t g_init_once = (g_enabled = initial_mask());
 void enable(std::string_view spec) {
   static const std::pair<const char*, Cat> names[] = {
       {"mmio", Cat::mmio}, {"dma", Cat::dma}, {"cmd", Cat::cmd}, {"cq", Cat::cq}, {"eq", Cat::eq},
-      {"irq", Cat::irq},   {"drv", Cat::drv}, {"err", Cat::err}, {"link", Cat::link}};
+      {"irq", Cat::irq},   {"drv", Cat::drv}, {"err", Cat::err}, {"link", Cat::link}, {"wq", Cat::wq}};
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t end = spec.find(',', pos);

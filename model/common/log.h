@@ -17,7 +17,8 @@ enum class Cat : uint32_t {
   irq = 1u << 5,    // MSI-X and host interrupts
   drv = 1u << 6,    // driver library
   err = 1u << 7,    // every error response or error event (on by default)
-  link = 1u << 8,   // PCIe link
+  link = 1u << 8,   // PCIe and IB links
+  wq = 1u << 9,     // work queues: doorbells, WQE fetch, packets, completions
 };
 
 extern uint32_t g_enabled;

@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "tlm/posted_tag.h"
 
@@ -77,6 +78,7 @@ struct DmaWrite {
   uint64_t addr = 0;
   uint32_t len = 0;
   std::array<uint8_t, 64> data{};
+  std::vector<uint8_t> bulk;  // payload writes: the data, when not in `data` (len ignored)
   DmaSource source = DmaSource::other;
   uint32_t id = 0;
 };

@@ -10,7 +10,6 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
     : sc_module(name), s_write("s_write", cfg.write_queue_depth), s_ci_req("s_ci_req", 4), clock_(clock),
       write_wakeup_(clock) {
   s_write.on_data = [this](uint64_t c) { write_wakeup_.wake(c); };
-  s_write.on_space.push_back([this](uint64_t) { write_space_.notify(sc_core::SC_ZERO_TIME); });
   s_ci_req.on_data = [this](uint64_t c) { read_work_.notify(clock_.until(c)); };
   SC_METHOD(write_step);
   sensitive << write_wakeup_.event();
@@ -31,15 +30,16 @@ void DmaEngine::write_step() {
     tag.id = w.id;
     tx.set_command(tlm::TLM_WRITE_COMMAND);
     tx.set_address(w.addr);
-    tx.set_data_ptr(w.data.data());
-    tx.set_data_length(w.len);
-    tx.set_streaming_width(w.len);
+    const uint32_t len = w.bulk.empty() ? w.len : uint32_t(w.bulk.size());
+    tx.set_data_ptr(w.bulk.empty() ? w.data.data() : w.bulk.data());
+    tx.set_data_length(len);
+    tx.set_streaming_width(len);
     tx.set_extension(&tag);
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     socket->b_transport(tx, delay);
     tx.clear_extension(&tag);
     ++writes_;
-    log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", w.len, w.addr, int(w.source), w.id);
+    log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
   }
   if (!s_write.empty()) write_wakeup_.wake(std::max(s_write.head_ready_cycle(), now + 1));
 }
@@ -96,12 +96,22 @@ void DmaEngine::read_thread() {
   }
 }
 
-bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
-  // A firmware read must observe every write queued before it (the resize copy reads CQEs that
-  // may still sit in the write queue): wait until those have been issued, not for an empty queue,
-  // which sustained traffic may never give.
+void DmaEngine::fence_writes() {
+  // Wait until the writes queued so far have been issued, not for an empty queue, which
+  // sustained traffic may never give. The link then keeps a later read behind them.
   const uint64_t fence = writes_ + s_write.size();
   while (writes_ < fence) sc_core::wait(clock_.period());
+}
+
+bool DmaEngine::read_now(uint64_t addr, uint8_t* out, uint32_t len, bool fence) {
+  if (fence) fence_writes();
+  return issue_read(addr, out, len);
+}
+
+bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
+  // A firmware read must observe every write queued before it (the resize copy reads CQEs that
+  // may still sit in the write queue).
+  fence_writes();
   sc_core::sc_event done;
   FirmwareRead r{addr, out, len, false, false, &done};
   firmware_reads_.push_back(&r);
@@ -110,9 +120,10 @@ bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
   return r.ok;
 }
 
-void DmaEngine::write_blocking(const DmaWrite& w) {
-  while (!s_write.can_push(clock_.now())) sc_core::wait(write_space_);
-  s_write.push(w, clock_.now());
+void DmaEngine::write_blocking(DmaWrite w) {
+  // A slot freed this cycle is usable on the next: retry cycle by cycle while the queue is full.
+  while (!s_write.can_push(clock_.now())) sc_core::wait(clock_.until(clock_.now() + 1));
+  s_write.push(std::move(w), clock_.now());
 }
 
 }  // namespace vhca

@@ -36,7 +36,11 @@ class DmaEngine : public sc_core::sc_module {
   // Firmware helpers, called from an SC_THREAD (the command unit): a blocking read that returns
   // on the cycle its completion has arrived, and a write queued behind everything already queued.
   bool read_blocking(uint64_t addr, uint8_t* out, uint32_t len);
-  void write_blocking(const DmaWrite& w);
+  void write_blocking(DmaWrite w);
+  // Data-path read from the calling thread, with others in flight (PCIe allows many outstanding
+  // reads); returns on the cycle its data is usable. `fence`: first wait for every write queued
+  // before it to be issued, so that the read observes them (RDMA READ after WRITE, atomics).
+  bool read_now(uint64_t addr, uint8_t* out, uint32_t len, bool fence);
 
   uint64_t writes_issued() const { return writes_; }
   uint64_t reads_issued() const { return reads_; }
@@ -54,13 +58,13 @@ class DmaEngine : public sc_core::sc_module {
   void write_step();
   void read_thread();
   bool issue_read(uint64_t addr, uint8_t* out, uint32_t len);
+  void fence_writes();
 
   const SimClock& clock_;
   Wakeup write_wakeup_;
   tlm::tlm_generic_payload write_tx_;  // reused: constructing a payload per write costs an allocation
   PostedTag write_tag_;
   sc_core::sc_event read_work_;
-  sc_core::sc_event write_space_;
   std::deque<FirmwareRead*> firmware_reads_;
   uint64_t writes_ = 0, reads_ = 0, read_errors_ = 0;
 };

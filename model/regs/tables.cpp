@@ -28,8 +28,13 @@ const std::vector<RegSpec>& bar0_registers() {
       {reg::bad_doorbells, 0x0028, 4, 1, 0, 0, Access::ro,
        "count of doorbells ignored as invalid (unknown CQN/EQN, CQ in error, bad index, stale arm)"},
       {reg::last_bad_doorbell, 0x002C, 4, 1, 0, 0, Access::ro,
-       "the last invalid doorbell: [31:24] reason (1 unknown object, 2 object in error, 3 index out of range, 4 stale arm sn), [23:0] CQN/EQN"},
+       "the last invalid doorbell: [31:24] reason (1 unknown object, 2 object in error, 3 index out of range, 4 stale arm sn, 5 FIFO full, 6 QP state), [23:0] CQN/EQN"},
       {reg::bad_accesses, 0x0030, 4, 1, 0, 0, Access::ro, "count of BAR accesses answered with an error (undefined offset, wrong size, read of WO)"},
+      {reg::port_lid, 0x0034, 4, 1, 0, 0, Access::ro, "the port's LID (the source LID of UD packets it sends)"},
+      {reg::sq_db, kUarBase + 0x00, 8, kNumUars, kUarStride, 0, Access::wo,
+       "SQ doorbell (64-bit write): QPN and SQ producer counter, see the SQ / RQ doorbell format"},
+      {reg::rq_db, kUarBase + 0x08, 8, kNumUars, kUarStride, 0, Access::wo,
+       "RQ doorbell (64-bit write): QPN and RQ producer counter (optional: the doorbell record suffices)"},
       {reg::cq_arm_db, kUarBase + 0x20, 8, kNumUars, kUarStride, 0, Access::wo,
        "CQ arm doorbell (64-bit write): see the arm doorbell format"},
       {reg::eq_db_arm, kUarBase + 0x40, 4, kNumUars, kUarStride, 0, Access::wo,
@@ -49,12 +54,17 @@ const std::vector<RegSpec>& bar0_registers() {
 #define VHCA_FIELD_SPEC(n, b, s, l, w, d) {#n, Field{b, s, l, w}, d},
 const std::vector<FormatSpec>& formats() {
   static const std::vector<FormatSpec> all = {
-      {"CQE", cqe::kSize, {VHCA_CQE_FIELDS(VHCA_FIELD_SPEC)}},
-      {"EQE", eqe::kSize, {VHCA_EQE_FIELDS(VHCA_FIELD_SPEC)}},
-      {"CQ doorbell record", dbr::kSize, {VHCA_DBR_FIELDS(VHCA_FIELD_SPEC)}},
-      {"CQ arm doorbell (MMIO, 64-bit little-endian value)", 8, {VHCA_ARM_DB_FIELDS(VHCA_FIELD_SPEC)}},
-      {"EQ doorbell (MMIO, 32-bit little-endian value)", 4, {VHCA_EQ_DB_FIELDS(VHCA_FIELD_SPEC)}},
-      {"Command block", cmdblk::kSize, {VHCA_CMD_FIELDS(VHCA_FIELD_SPEC)}},
+      {"CQE", "CQE", cqe::kSize, {VHCA_CQE_FIELDS(VHCA_FIELD_SPEC)}},
+      {"EQE", "EQE", eqe::kSize, {VHCA_EQE_FIELDS(VHCA_FIELD_SPEC)}},
+      {"CQ doorbell record", "DBR", dbr::kSize, {VHCA_DBR_FIELDS(VHCA_FIELD_SPEC)}},
+      {"CQ arm doorbell (MMIO, 64-bit little-endian value)", "ARMDB", 8, {VHCA_ARM_DB_FIELDS(VHCA_FIELD_SPEC)}},
+      {"EQ doorbell (MMIO, 32-bit little-endian value)", "EQDB", 4, {VHCA_EQ_DB_FIELDS(VHCA_FIELD_SPEC)}},
+      {"Command block", "CMD", cmdblk::kSize, {VHCA_CMD_FIELDS(VHCA_FIELD_SPEC)}},
+      {"Send WQE", "SQWQE", sqwqe::kSize, {VHCA_SQ_WQE_FIELDS(VHCA_FIELD_SPEC)}},
+      {"Receive WQE", "RQWQE", rqwqe::kSize, {VHCA_RQ_WQE_FIELDS(VHCA_FIELD_SPEC)}},
+      {"Scatter/gather entry", "SGE", sge::kSize, {VHCA_SGE_FIELDS(VHCA_FIELD_SPEC)}},
+      {"QP doorbell record", "QPDBR", qpdbr::kSize, {VHCA_QP_DBR_FIELDS(VHCA_FIELD_SPEC)}},
+      {"SQ / RQ doorbell (MMIO, 64-bit little-endian value)", "WQDB", 8, {VHCA_WQ_DB_FIELDS(VHCA_FIELD_SPEC)}},
   };
   return all;
 }

@@ -45,6 +45,9 @@ constexpr const char* num_msix = "NUM_MSIX";
 constexpr const char* bad_doorbells = "BAD_DOORBELLS";
 constexpr const char* last_bad_doorbell = "LAST_BAD_DOORBELL";
 constexpr const char* bad_accesses = "BAD_ACCESSES";
+constexpr const char* port_lid = "PORT_LID";
+constexpr const char* sq_db = "UAR_SQ_DB";
+constexpr const char* rq_db = "UAR_RQ_DB";
 constexpr const char* cq_arm_db = "UAR_CQ_ARM";
 constexpr const char* eq_db_arm = "UAR_EQ_ARM";
 constexpr const char* eq_db_noarm = "UAR_EQ_UPDATE";
@@ -124,6 +127,53 @@ inline void put_field(uint8_t* buf, Field f, uint64_t value) {
   X(timestamp, 0x30, 8, 0, 64, "core-clock cycle on which the device issued this EQE's write")     \
   X(owner, 0x3F, 1, 0, 1, "owner: (producer index >> log_size) & 1 when written; initially 1")
 
+// Send queue WQE: 128 bytes (kSqWqeSize) in the SQ ring. Segments: control (0x00), remote
+// address (0x10), atomic (0x20), UD address (0x30), then the data segment at 0x40: up to four
+// scatter/gather entries, or up to 64 bytes of inline data.
+#define VHCA_SQ_WQE_FIELDS(X)                                                                          \
+  X(wr_id, 0x00, 8, 0, 64, "wr_id, returned in the CQE")                                            \
+  X(opcode, 0x08, 1, 0, 8, "0x08 RDMA WRITE, 0x09 WRITE with imm, 0x0A SEND, 0x0B SEND with imm, 0x10 RDMA READ, 0x11 compare-and-swap, 0x12 fetch-and-add") \
+  X(signaled, 0x09, 1, 0, 1, "produce a CQE on success (errors always do)")                        \
+  X(solicited, 0x09, 1, 1, 1, "set the solicited-event bit in the message")                         \
+  X(fence, 0x09, 1, 2, 1, "wait for earlier RDMA READs and atomics to complete first")              \
+  X(inline_data, 0x09, 1, 3, 1, "the data segment holds inline_len bytes of data, not SGEs")        \
+  X(num_sge, 0x0A, 1, 0, 8, "scatter/gather entries in the data segment, 0..4")                     \
+  X(imm, 0x0C, 4, 0, 32, "immediate data (the *with imm* opcodes)")                                 \
+  X(remote_addr, 0x10, 8, 0, 64, "RDMA and atomic: remote virtual address")                          \
+  X(rkey, 0x18, 4, 0, 32, "RDMA and atomic: remote key")                                            \
+  X(inline_len, 0x1C, 2, 0, 16, "inline data length, 0..64")                                         \
+  X(compare_add, 0x20, 8, 0, 64, "compare-and-swap: compare value; fetch-and-add: addend")           \
+  X(swap, 0x28, 8, 0, 64, "compare-and-swap: swap value")                                            \
+  X(ud_dest_qpn, 0x30, 4, 0, 24, "UD: destination QPN")                                             \
+  X(ud_qkey, 0x34, 4, 0, 32, "UD: Q_Key (high bit set: use the QP's own Q_Key)")                   \
+  X(ud_dlid, 0x38, 2, 0, 16, "UD: destination LID")                                                  \
+  X(ud_sl, 0x3A, 1, 0, 4, "UD: service level")                                                       \
+  X(ud_grh, 0x3B, 1, 0, 1, "UD: send a GRH")                                                         \
+  X(wqe_index, 0x3C, 2, 0, 16, "the WQE's index in the SQ (producer counter when posted), checked by the device")
+
+// Receive queue WQE: 64 bytes (kRqWqeSize): wr_id and up to three scatter entries.
+#define VHCA_RQ_WQE_FIELDS(X)                                                  \
+  X(wr_id, 0x00, 8, 0, 64, "wr_id, returned in the CQE")                    \
+  X(num_sge, 0x08, 1, 0, 8, "scatter entries that follow, 0..3")            \
+  X(wqe_index, 0x0C, 2, 0, 16, "the WQE's index in the RQ, checked by the device")
+
+// Scatter/gather entry: 16 bytes, at 0x40 + 16*i in an SQ WQE and 0x10 + 16*i in an RQ WQE.
+#define VHCA_SGE_FIELDS(X)                                         \
+  X(addr, 0x00, 8, 0, 64, "buffer address")                      \
+  X(length, 0x08, 4, 0, 32, "buffer length in bytes")            \
+  X(lkey, 0x0C, 4, 0, 32, "local key of the MR holding the buffer")
+
+// QP doorbell record: 8 bytes in host memory. The device reads the RQ producer counter when a
+// message needs a receive WQE and its cached copy has none.
+#define VHCA_QP_DBR_FIELDS(X)                                                        \
+  X(rq_pi, 0x00, 4, 0, 16, "RQ producer counter: receive WQEs posted so far (mod 2^16)") \
+  X(sq_pi, 0x04, 4, 0, 16, "SQ producer counter: send WQEs posted so far (mod 2^16)")
+
+// The 64-bit SQ and RQ doorbells written to UAR_SQ_DB / UAR_RQ_DB (little-endian MMIO value).
+#define VHCA_WQ_DB_FIELDS(X)                                                     \
+  X(qpn, 0x00, 8, 0, 24, "QPN (bits 23:0)")                                      \
+  X(pi, 0x00, 8, 32, 16, "producer counter: WQEs posted so far, mod 2^16 (bits 47:32)")
+
 // CQ doorbell record: 8 bytes in host memory.
 #define VHCA_DBR_FIELDS(X)                                                         \
   X(consumer_index, 0x00, 4, 0, 24, "consumer index, written by the driver after polling") \
@@ -165,14 +215,38 @@ constexpr uint8_t kReq = 0x0, kRespWriteImm = 0x1, kRespSend = 0x2, kRespSendImm
 namespace eqe {
 VHCA_EQE_FIELDS(VHCA_DECLARE_FIELD)
 constexpr uint32_t kSize = 64;
-constexpr uint8_t kCompletion = 0x00, kCqError = 0x04, kDmaError = 0x08, kCommandDone = 0x0A,
+constexpr uint8_t kCompletion = 0x00, kCqError = 0x04, kQpFatal = 0x05, kDmaError = 0x08, kCommandDone = 0x0A,
                   kEqOverrun = 0x0B;
+// QP fatal (work queue catastrophic error) syndromes; the EQE data is the QPN.
+constexpr uint8_t kQpCqOverrun = 0x01, kQpCqError = 0x02;
 // CQ error syndromes.
 constexpr uint8_t kCqOverrun = 0x01, kCqAccessViolation = 0x02, kCqBadDoorbellRecord = 0x03;
 }  // namespace eqe
 namespace dbr {
 VHCA_DBR_FIELDS(VHCA_DECLARE_FIELD)
 constexpr uint32_t kSize = 8;
+}
+namespace sqwqe {
+VHCA_SQ_WQE_FIELDS(VHCA_DECLARE_FIELD)
+constexpr uint32_t kSize = 128, kDataOffset = 0x40, kMaxSge = 4, kMaxInline = 64;
+// WQE opcodes (also the send_opcode of a requester CQE).
+constexpr uint8_t kRdmaWrite = 0x08, kRdmaWriteImm = 0x09, kSend = 0x0A, kSendImm = 0x0B, kRdmaRead = 0x10,
+                  kAtomicCs = 0x11, kAtomicFa = 0x12;
+}  // namespace sqwqe
+namespace rqwqe {
+VHCA_RQ_WQE_FIELDS(VHCA_DECLARE_FIELD)
+constexpr uint32_t kSize = 64, kDataOffset = 0x10, kMaxSge = 3;
+}  // namespace rqwqe
+namespace sge {
+VHCA_SGE_FIELDS(VHCA_DECLARE_FIELD)
+constexpr uint32_t kSize = 16;
+}
+namespace qpdbr {
+VHCA_QP_DBR_FIELDS(VHCA_DECLARE_FIELD)
+constexpr uint32_t kSize = 8;
+}
+namespace wqdb {
+VHCA_WQ_DB_FIELDS(VHCA_DECLARE_FIELD)
 }
 namespace armdb {
 VHCA_ARM_DB_FIELDS(VHCA_DECLARE_FIELD)
@@ -195,6 +269,7 @@ constexpr uint8_t kLocalLength = 0x01, kLocalQpOp = 0x02, kLocalProtection = 0x0
 
 struct FormatSpec {
   const char* name;
+  const char* prefix;  // of the RTL `define names
   uint32_t size;
   std::vector<FieldSpec> fields;
 };

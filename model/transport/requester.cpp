@@ -1,0 +1,567 @@
+// The transmit thread (ACK / NAK, READ responses and atomic ACKs, requests) and the requester's
+// handling of what comes back: ACKs, NAKs, READ responses, atomic ACKs, timeouts, RNR waits.
+#include <algorithm>
+#include <cstring>
+
+#include "model/common/log.h"
+#include "model/regs/tables.h"
+#include "model/transport/transport_engine.h"
+
+namespace vhca {
+namespace {
+
+// IB local ACK timeout: 4.096 us * 2^timeout; 0 means infinite.
+double ack_timeout_ns(uint8_t timeout) { return timeout ? 4096.0 * double(uint64_t(1) << timeout) : 0.0; }
+
+// IB minimum RNR NAK timer field (table 45), in microseconds.
+double rnr_timer_us(uint8_t field) {
+  static const double us[32] = {655360, 10,    20,    30,    40,    60,    80,    120,    160,    240,   320,
+                                480,    640,   960,   1280,  1920,  2560,  3840,  5120,   7680,   10240, 15360,
+                                20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
+  return us[field & 31];
+}
+
+uint8_t nak_syndrome(uint8_t code) {
+  switch (code) {
+    case kNakInvalidRequest: return syndrome::kRemoteInvalidRequest;
+    case kNakRemoteAccess: return syndrome::kRemoteAccess;
+    default: return syndrome::kRemoteOp;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Transmit thread: one packet per turn; ACK/NAK first, then responses, then requests.
+
+void TransportEngine::tx_thread() {
+  for (;;) {
+    wait_edge();
+    const uint64_t now = clock_.now();
+    check_timers(now);
+    if (send_ack_or_nak() || send_response() || send_request()) continue;
+    const uint64_t next = next_timer(now);
+    if (next == UINT64_MAX)
+      sc_core::wait(tx_work_);
+    else
+      sc_core::wait(clock_.until(next), tx_work_);
+  }
+}
+
+sc_core::sc_time TransportEngine::transmit(IbPacket& p) {
+  // The packet is built while the wire may still carry the previous one; it goes out when both
+  // are done.
+  wait_cycles(cfg_.tx_packet_cycles);
+  if (wire_free_at_ > sc_core::sc_time_stamp()) sc_core::wait(wire_free_at_ - sc_core::sc_time_stamp());
+  wait_edge();
+  IbPacketExt ext;
+  ext.packet = p;
+  tlm::tlm_generic_payload tx;
+  tx.set_command(tlm::TLM_WRITE_COMMAND);
+  tx.set_data_ptr(ext.packet.payload.data());
+  tx.set_data_length(uint32_t(ext.packet.payload.size()));
+  tx.set_streaming_width(uint32_t(ext.packet.payload.size()));
+  tx.set_extension(&ext);
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  port_out->b_transport(tx, delay);
+  tx.clear_extension(&ext);
+  ++stats_.packets_sent;
+  stats_.bytes_sent += p.payload.size();
+  log::write(log::Cat::wq, "tx {} qp {:#x} psn {:#x} len {}", ib_op_name(p.op), p.dest_qpn, p.psn, p.payload.size());
+  if (on_packet_sent) on_packet_sent(p, clock_.now());
+  wire_free_at_ = sc_core::sc_time_stamp() + delay;
+  return wire_free_at_;
+}
+
+bool TransportEngine::send_ack_or_nak() {
+  while (!ack_queue_.empty()) {
+    const uint32_t qpn = ack_queue_.front();
+    ack_queue_.pop_front();
+    QpRuntime& rt = rt_[qpn];
+    rt.ack_queued = false;
+    if (!tables_.qp_exists(qpn) || (!rt.ack_due && !rt.nak_due)) continue;
+    IbPacket p;
+    p.op = IbOp::ack;
+    p.slid = cfg_.lid;
+    p.dest_qpn = tables_.qps[qpn].dest_qpn;
+    p.msn = rt.msn;
+    if (rt.nak_due) {
+      p.psn = rt.nak_psn;
+      p.ack_kind = rt.nak_kind;
+      p.ack_code = rt.nak_code;
+      rt.nak_due = false;
+      ++(p.ack_kind == AckKind::rnr_nak ? stats_.rnr_naks_sent : stats_.naks_sent);
+    } else {
+      p.psn = rt.ack_psn;
+      ++stats_.acks_sent;
+    }
+    rt.ack_due = false;
+    rt.ack_count = 0;
+    rt.ack_deadline = 0;
+    transmit(p);
+    return true;
+  }
+  return false;
+}
+
+bool TransportEngine::send_response() {
+  while (!responses_.empty()) {
+    ResponseJob& job = responses_.front();
+    if (!tables_.qp_exists(job.qpn) || rt_[job.qpn].gen != job.gen) {
+      responses_.pop_front();
+      continue;
+    }
+    const QpContext& q = tables_.qps[job.qpn];
+    IbPacket p;
+    p.slid = cfg_.lid;
+    p.dest_qpn = q.dest_qpn;
+    p.msn = rt_[job.qpn].msn;
+    if (job.atomic) {
+      p.op = IbOp::atomic_ack;
+      p.psn = job.first_psn;
+      p.atomic_orig = job.atomic_orig;
+      responses_.pop_front();
+      transmit(p);
+      return true;
+    }
+    const uint32_t mtu = path_mtu_bytes(q);
+    const uint32_t k = job.sent;
+    const uint32_t offset = k * mtu;
+    const uint32_t n = std::min(mtu, job.length - std::min(job.length, offset));
+    p.psn = psn_add(job.first_psn, k);
+    p.op = job.npkts == 1         ? IbOp::read_resp_only
+           : k == 0               ? IbOp::read_resp_first
+           : k + 1 == job.npkts   ? IbOp::read_resp_last
+                                  : IbOp::read_resp_middle;
+    p.payload.resize(n);
+    // The first packet's read waits for earlier writes to this memory (RDMA READ after WRITE).
+    const uint32_t gen = job.gen, qpn = job.qpn;
+    const bool ok = n == 0 || dma_.read_now(job.va + offset, p.payload.data(), n, k == 0);
+    if (responses_.empty() || &responses_.front() != &job || rt_[qpn].gen != gen) return true;
+    if (!ok) {
+      // The responder's own memory failed: a remote operational error for the requester.
+      responses_.pop_front();
+      queue_nak(qpn, AckKind::nak, kNakRemoteOp, p.psn);
+      return true;
+    }
+    if (++job.sent == job.npkts) responses_.pop_front();
+    transmit(p);
+    return true;
+  }
+  return false;
+}
+
+bool TransportEngine::can_send(uint32_t qpn) {
+  if (!tables_.qp_exists(qpn)) return false;
+  const QpContext& q = tables_.qps[qpn];
+  QpRuntime& rt = rt_[qpn];
+  if (rt.halted || rt.cursor >= rt.sq.size()) return false;
+  const SendWqe& w = rt.sq[rt.cursor];
+  if (q.state != QpState::rts && !(q.state == QpState::sqd && w.started)) return false;
+  if (rt.rnr_until && clock_.now() < rt.rnr_until) return false;
+  if (q.type != QpType::rc) return true;
+  if (!w.started) {
+    uint32_t reads = 0;
+    bool earlier_read = false;
+    for (size_t i = 0; i < rt.cursor; ++i)
+      if (rt.sq[i].is_read_or_atomic() && !rt.sq[i].done) ++reads, earlier_read = true;
+    if (w.fence && earlier_read) return false;
+    if (w.is_read_or_atomic() && reads >= std::max<uint32_t>(1, q.max_rd_atomic)) return false;
+    if (psn_diff(rt.next_psn, rt.una_psn) >= int32_t(cfg_.max_inflight_psns)) return false;
+  }
+  return true;
+}
+
+// Assigns the WQE its PSNs and checks its local buffers against their MRs.
+void TransportEngine::start_wqe(const QpContext& q, QpRuntime& rt, SendWqe& w) {
+  w.started = true;
+  const uint32_t mtu = path_mtu_bytes(q);
+  w.npkts = w.opcode == sqwqe::kAtomicCs || w.opcode == sqwqe::kAtomicFa ? 1
+                                                                         : std::max<uint32_t>(1, (w.length + mtu - 1) / mtu);
+  if (q.type != QpType::rc) w.npkts = 1;
+  w.first_psn = rt.next_psn;
+  rt.next_psn = psn_add(rt.next_psn, w.npkts);
+  if (w.decode_error) {
+    w.status = w.decode_error;
+  } else if (q.type != QpType::rc && w.length > mtu) {
+    w.status = syndrome::kLocalLength;  // a UD message is one packet
+  } else if (!w.is_inline) {
+    const uint32_t access = w.is_read_or_atomic() ? kAccessLocalWrite : 0;
+    if (!sges_allowed(q.pdn, w.sges, access)) w.status = syndrome::kLocalProtection;
+  }
+}
+
+bool TransportEngine::send_request() {
+  for (size_t tries = tx_ring_.size(); tries > 0 && !tx_ring_.empty(); --tries) {
+    const uint32_t qpn = tx_ring_.front();
+    tx_ring_.pop_front();
+    rt_[qpn].in_tx_ring = false;
+    if (!can_send(qpn)) continue;  // re-entered by whatever unblocks it (ACK, fetch, timer)
+    QpContext& q = tables_.qps[qpn];
+    QpRuntime& rt = rt_[qpn];
+    SendWqe& w = rt.sq[rt.cursor];
+    if (!w.started) start_wqe(q, rt, w);
+    if (w.status) {
+      // A local error: nothing is sent; the WQE completes in error in its turn and the QP stops.
+      w.done = true;
+      rt.halted = true;
+      ++rt.cursor;
+      complete_ready(qpn);
+      return true;
+    }
+    const uint32_t gen = rt.gen;
+    IbPacket p;
+    if (!build_request(qpn, q, rt, w, p)) {
+      if (rt.gen == gen) {
+        rt.sq[rt.cursor].status = syndrome::kLocalAccess;  // host memory failed under the gather
+        rt.sq[rt.cursor].done = true;
+        rt.halted = true;
+        ++rt.cursor;
+        complete_ready(qpn);
+      }
+      return true;
+    }
+    if (rt.gen != gen || tables_.qps[qpn].state == QpState::err) return true;
+    const uint64_t index = rt.cursor;
+    // Advance the cursor before transmitting: an ACK may arrive while this thread waits.
+    SendWqe& cur = rt.sq[index];
+    const bool single = cur.is_read_or_atomic() || q.type != QpType::rc;
+    if (single || ++rt.cursor_pkt == cur.npkts) {
+      ++rt.cursor;
+      rt.cursor_pkt = 0;
+    }
+    const bool ud = q.type != QpType::rc;
+    const uint16_t wqe_index = cur.index;
+    const sc_core::sc_time wire_done = transmit(p);
+    if (rt.gen != gen) return true;
+    if (ud) {
+      // S18: a UD SEND completes once it has left the port.
+      if (wire_done > sc_core::sc_time_stamp()) sc_core::wait(wire_done - sc_core::sc_time_stamp());
+      wait_edge();
+      if (rt.gen != gen) return true;
+      for (auto& s : rt.sq)
+        if (s.index == wqe_index) s.done = true;
+      complete_ready(qpn);
+    } else {
+      arm_retransmit_timer(rt, q, false);
+    }
+    want_tx(qpn);
+    want_fetch(qpn);
+    return true;
+  }
+  return false;
+}
+
+bool TransportEngine::build_request(uint32_t qpn, const QpContext& q, QpRuntime& rt, const SendWqe& w, IbPacket& p) {
+  const bool rc = q.type == QpType::rc;
+  const uint32_t mtu = path_mtu_bytes(q);
+  p.slid = cfg_.lid;
+  p.dest_qpn = rc ? q.dest_qpn : w.ud_dest_qpn;
+  p.psn = psn_add(w.first_psn, rt.cursor_pkt);
+  if (w.opcode == sqwqe::kRdmaRead || w.opcode == sqwqe::kAtomicCs || w.opcode == sqwqe::kAtomicFa) {
+    p.op = w.opcode == sqwqe::kRdmaRead ? IbOp::read_request
+           : w.opcode == sqwqe::kAtomicCs ? IbOp::cmp_swap
+                                          : IbOp::fetch_add;
+    p.psn = w.first_psn;
+    p.va = w.remote_addr;
+    p.rkey = w.rkey;
+    p.dma_len = w.length;
+    p.compare_add = w.compare_add;
+    p.swap = w.swap;
+    p.ack_req = true;
+    return true;
+  }
+  const uint32_t k = rc ? rt.cursor_pkt : 0;
+  const uint32_t offset = k * mtu;
+  const uint32_t n = std::min(mtu, w.length - std::min(w.length, offset));
+  const bool first = k == 0, last = k + 1 >= w.npkts;
+  p.payload.resize(n);
+  bool ok = true;
+  if (w.is_inline)
+    std::memcpy(p.payload.data(), w.inline_data.data() + offset, n);
+  else
+    ok = gather(w.sges, offset, n, p.payload.data());
+  const bool with_imm = w.opcode == sqwqe::kSendImm || w.opcode == sqwqe::kRdmaWriteImm;
+  if (last) {
+    p.has_imm = with_imm;
+    p.imm = w.imm;
+    p.se = w.solicited && w.opcode != sqwqe::kRdmaWrite;
+    p.ack_req = true;
+  }
+  if (!rc) {
+    p.op = IbOp::ud_send;
+    p.psn = rt.ud_psn;
+    rt.ud_psn = psn_add(rt.ud_psn, 1);
+    p.qkey = (w.ud_qkey & 0x80000000u) ? q.qkey : w.ud_qkey;
+    p.src_qpn = qpn;
+    p.dlid = w.ud_dlid;
+    p.sl = w.ud_sl;
+    p.grh = w.ud_grh;
+    return ok;
+  }
+  const bool write = w.opcode == sqwqe::kRdmaWrite || w.opcode == sqwqe::kRdmaWriteImm;
+  if (write) {
+    p.op = first && last ? IbOp::write_only : first ? IbOp::write_first : last ? IbOp::write_last : IbOp::write_middle;
+    if (first) {
+      p.va = w.remote_addr;
+      p.rkey = w.rkey;
+      p.dma_len = w.length;
+    }
+  } else {
+    p.op = first && last ? IbOp::send_only : first ? IbOp::send_first : last ? IbOp::send_last : IbOp::send_middle;
+  }
+  return ok;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timers: the retransmit timer, RNR waits and the responder's ACK coalescing delay.
+
+void TransportEngine::arm_retransmit_timer(QpRuntime& rt, const QpContext& q, bool restart) {
+  const double ns = ack_timeout_ns(q.timeout);
+  if (ns == 0.0) return;
+  if (restart || rt.timer_deadline == 0) rt.timer_deadline = clock_.now() + clock_.cycles_from_ns(ns);
+}
+
+bool TransportEngine::outstanding(const QpRuntime& rt) const {
+  for (const SendWqe& w : rt.sq)
+    if (w.started && !w.done) return true;
+  return false;
+}
+
+void TransportEngine::check_timers(uint64_t now) {
+  for (uint32_t qpn : live_) {
+    QpRuntime& rt = rt_[qpn];
+    if (rt.ack_deadline && now >= rt.ack_deadline) {
+      rt.ack_deadline = 0;
+      if (rt.ack_due && !rt.ack_queued) {
+        rt.ack_queued = true;
+        ack_queue_.push_back(qpn);
+      }
+    }
+    if (rt.rnr_until && now >= rt.rnr_until) {
+      rt.rnr_until = 0;
+      want_tx(qpn);
+    }
+    if (rt.timer_deadline && now >= rt.timer_deadline) {
+      rt.timer_deadline = 0;
+      if (!outstanding(rt) || !tables_.qp_exists(qpn) || tables_.qps[qpn].state == QpState::err) continue;
+      ++stats_.timeouts;
+      const QpContext& q = tables_.qps[qpn];
+      uint32_t psn = rt.una_psn;
+      for (const SendWqe& w : rt.sq)
+        if (w.started && !w.done) {
+          psn = w.is_read_or_atomic() || psn_diff(rt.una_psn, w.first_psn) < 0 ? w.first_psn : rt.una_psn;
+          break;
+        }
+      log::write(log::Cat::wq, "QP {:#x}: retransmit timeout at psn {:#x} ({} retries left)", qpn, psn, rt.retry_left);
+      if (rt.retry_left == 0) {
+        fail_wqe_at(qpn, psn, syndrome::kRetryExceeded);
+        continue;
+      }
+      --rt.retry_left;
+      go_back(qpn, psn);
+      arm_retransmit_timer(rt, q, true);
+    }
+  }
+}
+
+uint64_t TransportEngine::next_timer(uint64_t now) const {
+  uint64_t next = UINT64_MAX;
+  for (uint32_t qpn : live_) {
+    const QpRuntime& rt = rt_[qpn];
+    for (uint64_t d : {rt.ack_deadline, rt.rnr_until, rt.timer_deadline})
+      if (d) next = std::min(next, std::max(d, now + 1));
+  }
+  return next;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requester receive: ACK, NAK, RNR NAK, READ responses, atomic ACKs.
+
+// The WQE whose PSN range holds `psn`, or -1.
+long TransportEngine::wqe_at(const QpRuntime& rt, uint32_t psn) const {
+  for (size_t i = 0; i < rt.sq.size(); ++i) {
+    const SendWqe& w = rt.sq[i];
+    if (!w.started) break;
+    const int32_t d = psn_diff(psn, w.first_psn);
+    if (d >= 0 && d < int32_t(w.npkts)) return long(i);
+  }
+  return -1;
+}
+
+void TransportEngine::requester_receive(IbPacket& p) {
+  const uint32_t qpn = p.dest_qpn;
+  if (!tables_.qp_exists(qpn) || tables_.qps[qpn].type != QpType::rc) {
+    ++stats_.dropped_no_qp;
+    return;
+  }
+  const QpContext& q = tables_.qps[qpn];
+  QpRuntime& rt = rt_[qpn];
+  if (q.state != QpState::rts && q.state != QpState::sqd) return;  // a QP in error ignores responses
+  if (p.op == IbOp::ack) {
+    ++stats_.acks_received;
+    if (on_ack_received) on_ack_received(qpn, p.psn, clock_.now());
+    if (p.ack_kind == AckKind::ack) {
+      ack_through(qpn, p.psn);
+    } else if (p.ack_kind == AckKind::rnr_nak) {
+      ack_through(qpn, psn_add(p.psn, -1));
+      if (wqe_at(rt, p.psn) < 0) return;
+      if (rt.rnr_left == 0) {
+        fail_wqe_at(qpn, p.psn, syndrome::kRnrRetryExceeded);
+        return;
+      }
+      if (q.rnr_retry != 7) --rt.rnr_left;  // 7: retry for ever
+      ++stats_.rnr_retries;
+      rt.rnr_until = clock_.now() + clock_.cycles_from_ns(rnr_timer_us(p.ack_code) * 1000.0);
+      go_back(qpn, p.psn);
+    } else {
+      ack_through(qpn, psn_add(p.psn, -1));
+      if (p.ack_code == kNakPsnSeqError) {
+        if (rt.retry_left == 0) {
+          fail_wqe_at(qpn, p.psn, syndrome::kRetryExceeded);
+          return;
+        }
+        --rt.retry_left;
+        go_back(qpn, p.psn);
+      } else {
+        fail_wqe_at(qpn, p.psn, nak_syndrome(p.ack_code));
+      }
+    }
+    return;
+  }
+  const long i = wqe_at(rt, p.psn);
+  const bool is_read_resp = p.op != IbOp::atomic_ack;
+  if (i < 0) {
+    // A response to nothing outstanding: a late duplicate if it is behind us, else bad.
+    if (psn_diff(p.psn, rt.una_psn) >= 0 && psn_diff(p.psn, rt.next_psn) < 0)
+      fail_wqe_at(qpn, rt.una_psn, syndrome::kBadResponse);
+    return;
+  }
+  SendWqe& w = rt.sq[size_t(i)];
+  const bool expects_read = w.opcode == sqwqe::kRdmaRead;
+  const bool expects_atomic = w.opcode == sqwqe::kAtomicCs || w.opcode == sqwqe::kAtomicFa;
+  if ((is_read_resp && !expects_read) || (!is_read_resp && !expects_atomic)) {
+    fail_wqe_at(qpn, p.psn, syndrome::kBadResponse);
+    return;
+  }
+  if (w.done) return;  // duplicate
+  ack_through(qpn, psn_add(w.first_psn, -1));
+  if (!is_read_resp) {
+    uint8_t orig[8];
+    for (int b = 0; b < 8; ++b) orig[b] = uint8_t(p.atomic_orig >> (8 * b));  // little-endian host memory
+    scatter(w.sges, 0, orig, 8);
+    w.done = true;
+  } else {
+    const uint32_t k = uint32_t(psn_diff(p.psn, w.first_psn));
+    if (k != w.resp_pkts) return;  // out of order after a loss: the timer retries the READ
+    const uint32_t mtu = path_mtu_bytes(q);
+    const uint32_t expect_len = std::min(mtu, w.length - std::min(w.length, k * mtu));
+    const IbOp expect_op = w.npkts == 1 ? IbOp::read_resp_only
+                           : k == 0     ? IbOp::read_resp_first
+                           : k + 1 == w.npkts ? IbOp::read_resp_last
+                                              : IbOp::read_resp_middle;
+    if (p.op != expect_op || p.payload.size() != expect_len) {
+      fail_wqe_at(qpn, p.psn, syndrome::kBadResponse);
+      return;
+    }
+    scatter(w.sges, k * mtu, p.payload.data(), expect_len);
+    if (++w.resp_pkts == w.npkts) w.done = true;
+  }
+  rt.retry_left = q.retry_cnt;
+  arm_retransmit_timer(rt, q, true);
+  complete_ready(qpn);
+  want_tx(qpn);
+}
+
+// An ACK (or the implicit ACK of a NAK or response) covers every PSN up to `psn`.
+void TransportEngine::ack_through(uint32_t qpn, uint32_t psn) {
+  const QpContext& q = tables_.qps[qpn];
+  QpRuntime& rt = rt_[qpn];
+  if (psn_diff(psn, rt.una_psn) < 0 || psn_diff(psn, rt.next_psn) >= 0) return;  // old or beyond: ignore
+  for (SendWqe& w : rt.sq) {
+    if (!w.started) break;
+    const uint32_t last = psn_add(w.first_psn, w.npkts - 1);
+    if (psn_diff(last, psn) > 0) break;
+    if (w.is_read_or_atomic()) {
+      if (!w.done) {
+        // Later PSNs are acknowledged but this response never came: it was lost.
+        go_back(qpn, w.first_psn);
+        break;
+      }
+      continue;
+    }
+    w.done = true;
+  }
+  rt.una_psn = psn_add(psn, 1);
+  rt.retry_left = q.retry_cnt;
+  rt.rnr_left = q.rnr_retry;
+  if (outstanding(rt))
+    arm_retransmit_timer(rt, q, true);
+  else
+    rt.timer_deadline = 0;
+  complete_ready(qpn);
+  want_tx(qpn);
+}
+
+void TransportEngine::go_back(uint32_t qpn, uint32_t psn) {
+  QpRuntime& rt = rt_[qpn];
+  const long i = wqe_at(rt, psn);
+  if (i < 0) return;
+  SendWqe& w = rt.sq[size_t(i)];
+  ++stats_.retransmits;
+  rt.cursor = size_t(i);
+  if (w.is_read_or_atomic()) {
+    rt.cursor_pkt = 0;
+    w.resp_pkts = 0;
+  } else {
+    rt.cursor_pkt = uint32_t(psn_diff(psn, w.first_psn));
+  }
+  log::write(log::Cat::wq, "QP {:#x}: go back to psn {:#x} (WQE {})", qpn, psn, w.index);
+  want_tx(qpn);
+}
+
+void TransportEngine::fail_wqe_at(uint32_t qpn, uint32_t psn, uint8_t syndrome) {
+  QpRuntime& rt = rt_[qpn];
+  long i = wqe_at(rt, psn);
+  if (i < 0) i = 0;
+  if (rt.sq.empty()) return;
+  SendWqe& w = rt.sq[size_t(i)];
+  log::write(log::Cat::wq, "QP {:#x}: WQE {} fails with syndrome {:#x}", qpn, w.index, syndrome);
+  w.status = syndrome;
+  w.done = true;
+  rt.halted = true;
+  rt.timer_deadline = 0;
+  // Earlier WQEs not yet done can no longer complete normally: they flush after this error.
+  complete_ready(qpn);
+  if (!rt.sq.empty() && tables_.qps[qpn].state != QpState::err) {
+    // The failed WQE waits behind an unfinished one: the QP is broken now, so finish in order.
+    for (SendWqe& s : rt.sq) {
+      if (&s == &w) break;
+      if (!s.done) s.status = syndrome::kWrFlush, s.done = true;
+    }
+    complete_ready(qpn);
+  }
+}
+
+// Completes WQEs from the head of the SQ while they are done, in posting order (S17).
+void TransportEngine::complete_ready(uint32_t qpn) {
+  if (!tables_.qp_exists(qpn)) return;
+  const QpContext& q = tables_.qps[qpn];
+  QpRuntime& rt = rt_[qpn];
+  while (!rt.sq.empty() && rt.sq.front().done) {
+    SendWqe w = std::move(rt.sq.front());
+    rt.sq.pop_front();
+    if (rt.cursor > 0) {
+      --rt.cursor;
+    } else {
+      rt.cursor_pkt = 0;
+    }
+    if (w.status || w.signaled) emit_completion(send_completion(q, qpn, w, w.status));
+    if (w.status) {
+      enter_error(qpn);
+      return;
+    }
+  }
+}
+
+}  // namespace vhca

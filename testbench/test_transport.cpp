@@ -1,0 +1,321 @@
+// Work requests end to end between two HCAs on one IB link: RC SEND / WRITE / READ / atomics,
+// UD SEND with GRH, CQE contents and timing (S16-S18), ping-pong and streaming.
+#include "testbench/test_support.h"
+
+#include <map>
+
+#include "testbench/fabric.h"
+
+namespace vhca::test {
+void configure(SystemConfig& cfg) { cfg.hosts = 2; }
+}  // namespace vhca::test
+using namespace vhca;
+using namespace vhca::test;
+namespace fb = vhca::fabric;
+
+namespace {
+
+// One host's side of an RC connection: PD, send and receive CQs, QP, and a registered buffer.
+struct Side {
+  Driver* dev = nullptr;
+  Pd* pd = nullptr;
+  Cq* scq = nullptr;
+  Cq* rcq = nullptr;
+  Qp* qp = nullptr;
+  fb::Buffer buf;
+};
+
+Side make_side(uint32_t host, uint64_t buf_len, QpType type = QpType::rc, uint32_t depth = 64) {
+  Side s;
+  s.dev = &sys().node(host).driver;
+  s.pd = fb::alloc_pd(*s.dev);
+  s.scq = fb::create_cq(*s.dev, 256);
+  s.rcq = fb::create_cq(*s.dev, 256);
+  s.qp = fb::create_qp(*s.pd, s.scq, s.rcq, type, depth);
+  s.buf = fb::reg_buffer(*s.pd, buf_len);
+  return s;
+}
+
+// Boots both hosts and connects an RC pair.
+std::pair<Side, Side> rc_pair(uint64_t buf_len = 1 << 20, const fb::RcParams& p = {}) {
+  for (uint32_t h = 0; h < 2; ++h) {
+    CommandResult r = sys().node(h).driver.boot();
+    INFO(r.message());
+    REQUIRE(r.ok());
+  }
+  Side a = make_side(0, buf_len), b = make_side(1, buf_len);
+  fb::connect_rc(*a.qp, *b.qp, p);
+  return {a, b};
+}
+
+// Polls `cq` until `n` WCs have arrived or `limit_us` of simulated time passes.
+std::vector<Wc> poll_n(Cq& cq, size_t n, double limit_us = 2000) {
+  std::vector<Wc> out;
+  const sc_core::sc_time end = sc_core::sc_time_stamp() + sc_core::sc_time(limit_us, sc_core::SC_US);
+  Wc wc[16];
+  while (out.size() < n && sc_core::sc_time_stamp() < end) {
+    int got = verbs::poll_cq(cq, 16, wc);
+    if (got > 0)
+      out.insert(out.end(), wc, wc + got);
+    else
+      wait_us(0.1);
+  }
+  return out;
+}
+
+SendWr send_wr(uint64_t wr_id, const Sge& s, uint8_t opcode = sqwqe::kSend, uint32_t flags = kSendSignaled) {
+  SendWr w;
+  w.wr_id = wr_id;
+  w.opcode = opcode;
+  w.flags = flags;
+  w.sg_list = {s};
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("[S16][S18] RC SEND: the bytes arrive, RECV and SEND CQEs carry their fields, the SEND completes after its ACK") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    std::vector<std::pair<uint32_t, uint64_t>> acks;  // (psn, cycle) at host 0's HCA
+    sys().node(0).hca.transport.on_ack_received = [&](uint32_t, uint32_t psn, uint64_t c) { acks.push_back({psn, c}); };
+    fb::fill(*a.dev, a.buf.addr, 1000, 1);
+    fb::post_recv(*b.qp, RecvWr{0xB0, {b.buf.sge(0, 4096)}});
+    SendWr w = send_wr(0xA0, a.buf.sge(0, 1000), sqwqe::kSendImm, kSendSignaled | kSendSolicited);
+    w.imm = 0x12345678;
+    fb::post_send(*a.qp, w);
+    auto rwc = poll_n(*b.rcq, 1);
+    auto swc = poll_n(*a.scq, 1);
+    REQUIRE(rwc.size() == 1);
+    REQUIRE(swc.size() == 1);
+    CHECK(fb::read(*b.dev, b.buf.addr, 1000) == fb::read(*a.dev, a.buf.addr, 1000));
+    CHECK(rwc[0].status == 0);
+    CHECK(rwc[0].wr_id == 0xB0);
+    CHECK(rwc[0].opcode == cqe::kRespSendImm);
+    CHECK(rwc[0].byte_len == 1000);
+    CHECK(rwc[0].imm_present);
+    CHECK(rwc[0].imm == 0x12345678);
+    CHECK(rwc[0].se);
+    CHECK(rwc[0].qpn == b.qp->qpn);
+    CHECK(swc[0].status == 0);
+    CHECK(swc[0].wr_id == 0xA0);
+    CHECK(swc[0].opcode == cqe::kReq);
+    CHECK(swc[0].send_opcode == sqwqe::kSendImm);
+    CHECK(swc[0].byte_len == 1000);
+    CHECK(swc[0].qpn == a.qp->qpn);
+    // S18: the requester's CQE is written no earlier than the ACK that covers it arrived.
+    REQUIRE(acks.size() == 1);
+    CHECK(acks[0].first == 0x100);
+    CHECK(swc[0].timestamp >= acks[0].second);
+    // ...and the receiver's CQE before the sender's (the ACK follows the placed data).
+    CHECK(rwc[0].timestamp < swc[0].timestamp);
+  });
+}
+
+TEST_CASE("[S18] RDMA WRITE makes no responder CQE; WRITE with immediate consumes a receive WQE") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    fb::fill(*a.dev, a.buf.addr, 10000, 2);
+    SendWr w = send_wr(1, a.buf.sge(0, 10000), sqwqe::kRdmaWrite);
+    w.remote_addr = b.buf.addr + 64;
+    w.rkey = b.buf.mr->rkey;
+    fb::post_send(*a.qp, w);
+    auto swc = poll_n(*a.scq, 1);
+    REQUIRE(swc.size() == 1);
+    CHECK(swc[0].status == 0);
+    CHECK(swc[0].send_opcode == sqwqe::kRdmaWrite);
+    CHECK(fb::read(*b.dev, b.buf.addr + 64, 10000) == fb::read(*a.dev, a.buf.addr, 10000));
+    CHECK(verbs::peek_cq(*b.rcq, 16) == 0);
+    // With immediate: a receive WQE is consumed and its CQE says so.
+    fb::post_recv(*b.qp, RecvWr{0xB1, {b.buf.sge(0, 16)}});
+    SendWr wi = send_wr(2, a.buf.sge(0, 300), sqwqe::kRdmaWriteImm);
+    wi.remote_addr = b.buf.addr + 20000;
+    wi.rkey = b.buf.mr->rkey;
+    wi.imm = 77;
+    fb::post_send(*a.qp, wi);
+    auto rwc = poll_n(*b.rcq, 1);
+    REQUIRE(rwc.size() == 1);
+    CHECK(rwc[0].wr_id == 0xB1);
+    CHECK(rwc[0].opcode == cqe::kRespWriteImm);
+    CHECK(rwc[0].byte_len == 300);
+    CHECK(rwc[0].imm == 77);
+    CHECK(fb::read(*b.dev, b.buf.addr + 20000, 300) == fb::read(*a.dev, a.buf.addr, 300));
+    CHECK(poll_n(*a.scq, 1).size() == 1);
+  });
+}
+
+TEST_CASE("[S18] RDMA READ completes once the response data is placed; atomics return the old value") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    fb::fill(*b.dev, b.buf.addr, 9000, 3);
+    SendWr r = send_wr(10, a.buf.sge(4096, 9000), sqwqe::kRdmaRead);
+    r.remote_addr = b.buf.addr;
+    r.rkey = b.buf.mr->rkey;
+    fb::post_send(*a.qp, r);
+    auto wc = poll_n(*a.scq, 1);
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].status == 0);
+    CHECK(wc[0].send_opcode == sqwqe::kRdmaRead);
+    CHECK(wc[0].byte_len == 9000);
+    CHECK(fb::read(*a.dev, a.buf.addr + 4096, 9000) == fb::read(*b.dev, b.buf.addr, 9000));
+    CHECK(verbs::peek_cq(*b.rcq, 16) == 0);  // no responder CQE
+    // Fetch-and-add, then compare-and-swap on a 64-bit little-endian counter.
+    const uint64_t counter = b.buf.addr + 0x8000;
+    uint64_t v = 40;
+    b.dev->memory().write(counter, &v, 8);
+    SendWr fa = send_wr(11, a.buf.sge(0, 8), sqwqe::kAtomicFa);
+    fa.remote_addr = counter;
+    fa.rkey = b.buf.mr->rkey;
+    fa.compare_add = 2;
+    fb::post_send(*a.qp, fa);
+    SendWr cs = send_wr(12, a.buf.sge(8, 8), sqwqe::kAtomicCs);
+    cs.remote_addr = counter;
+    cs.rkey = b.buf.mr->rkey;
+    cs.compare_add = 42;
+    cs.swap = 1000;
+    fb::post_send(*a.qp, cs);
+    auto awc = poll_n(*a.scq, 2);
+    REQUIRE(awc.size() == 2);
+    CHECK(awc[0].wr_id == 11);
+    CHECK(awc[1].wr_id == 12);
+    uint64_t old_fa = 0, old_cs = 0, now = 0;
+    a.dev->memory().read(a.buf.addr, &old_fa, 8);
+    a.dev->memory().read(a.buf.addr + 8, &old_cs, 8);
+    b.dev->memory().read(counter, &now, 8);
+    CHECK(old_fa == 40);
+    CHECK(old_cs == 42);
+    CHECK(now == 1000);
+  });
+}
+
+TEST_CASE("[S16][S18] UD SEND with GRH: the receive CQE names the source QP, LID and SL; the send completes once transmitted") {
+  sys().run([] {
+    for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());
+    Side a = make_side(0, 1 << 16, QpType::ud), b = make_side(1, 1 << 16, QpType::ud);
+    fb::ud_to_rts(*a.qp, 0x1111);
+    fb::ud_to_rts(*b.qp, 0x2222);
+    uint64_t sent_cycle = 0;
+    sys().node(0).hca.transport.on_packet_sent = [&](const IbPacket& p, uint64_t c) { sent_cycle = c; };
+    fb::fill(*a.dev, a.buf.addr, 512, 4);
+    fb::post_recv(*b.qp, RecvWr{0xB2, {b.buf.sge(0, 2048)}});
+    SendWr w = send_wr(0xA2, a.buf.sge(0, 512));
+    w.remote_qpn = b.qp->qpn;
+    w.remote_qkey = 0x2222;
+    w.dlid = 2;
+    w.sl = 3;
+    w.grh = true;
+    fb::post_send(*a.qp, w);
+    auto swc = poll_n(*a.scq, 1);
+    auto rwc = poll_n(*b.rcq, 1);
+    REQUIRE(swc.size() == 1);
+    REQUIRE(rwc.size() == 1);
+    CHECK(swc[0].status == 0);
+    // Once transmitted: before the packet can even have reached the peer.
+    CHECK(swc[0].timestamp >= sent_cycle);
+    CHECK(swc[0].timestamp < rwc[0].timestamp);
+    CHECK(rwc[0].status == 0);
+    CHECK(rwc[0].src_qp == a.qp->qpn);
+    CHECK(rwc[0].slid == 1);
+    CHECK(rwc[0].sl == 3);
+    CHECK(rwc[0].grh);
+    CHECK(rwc[0].byte_len == 512 + 40);
+    CHECK(fb::read(*b.dev, b.buf.addr + 40, 512) == fb::read(*a.dev, a.buf.addr, 512));
+    // A wrong Q_Key is dropped silently (and counted); nothing completes at the receiver.
+    fb::post_recv(*b.qp, RecvWr{0xB3, {b.buf.sge(0, 2048)}});
+    w.remote_qkey = 0x3333;
+    w.wr_id = 0xA3;
+    fb::post_send(*a.qp, w);
+    REQUIRE(poll_n(*a.scq, 1).size() == 1);
+    wait_us(10);
+    CHECK(verbs::peek_cq(*b.rcq, 16) == 0);
+    CHECK(sys().node(1).hca.transport.stats().qkey_violations == 1);
+  });
+}
+
+TEST_CASE("ping-pong: 200 round trips of RC SEND, every byte and every CQE accounted for") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    constexpr int kRounds = 200;
+    constexpr uint32_t kLen = 256;
+    for (int i = 0; i < kRounds; ++i) {
+      fb::fill(*a.dev, a.buf.addr, kLen, uint32_t(i));
+      fb::post_recv(*b.qp, RecvWr{uint64_t(i), {b.buf.sge(0, kLen)}});
+      fb::post_recv(*a.qp, RecvWr{uint64_t(i), {a.buf.sge(8192, kLen)}});
+      fb::post_send(*a.qp, send_wr(uint64_t(i), a.buf.sge(0, kLen)));
+      auto got = poll_n(*b.rcq, 1);
+      REQUIRE(got.size() == 1);
+      REQUIRE(got[0].wr_id == uint64_t(i));
+      REQUIRE(fb::read(*b.dev, b.buf.addr, kLen) == fb::read(*a.dev, a.buf.addr, kLen));
+      // Pong: b echoes what it received.
+      fb::post_send(*b.qp, send_wr(uint64_t(i), b.buf.sge(0, kLen)));
+      auto back = poll_n(*a.rcq, 1);
+      REQUIRE(back.size() == 1);
+      REQUIRE(fb::read(*a.dev, a.buf.addr + 8192, kLen) == fb::read(*a.dev, a.buf.addr, kLen));
+      REQUIRE(poll_n(*a.scq, 1).size() == 1);
+      REQUIRE(poll_n(*b.scq, 1).size() == 1);
+    }
+    CHECK(verbs::peek_cq(*a.scq, 16) == 0);
+    CHECK(verbs::peek_cq(*b.scq, 16) == 0);
+  });
+}
+
+TEST_CASE("[S17] streaming: 4 QPs share CQs; every byte arrives, every WQE gets one CQE, in per-WQ order") {
+  sys().run([] {
+    for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());
+    Driver& da = sys().node(0).driver;
+    Driver& db = sys().node(1).driver;
+    Pd* pa = fb::alloc_pd(da);
+    Pd* pb = fb::alloc_pd(db);
+    Cq* scq = fb::create_cq(da, 1024);
+    Cq* rcq_a = fb::create_cq(da, 1024);
+    Cq* scq_b = fb::create_cq(db, 1024);
+    Cq* rcq = fb::create_cq(db, 1024);
+    constexpr int kQps = 4, kMsgs = 60;
+    constexpr uint32_t kLen = 6000;  // two packets each at 4 KiB MTU
+    fb::Buffer src = fb::reg_buffer(*pa, uint64_t(kQps) * kMsgs * kLen);
+    fb::Buffer dst = fb::reg_buffer(*pb, uint64_t(kQps) * kMsgs * kLen);
+    std::vector<Qp*> qa, qb;
+    for (int q = 0; q < kQps; ++q) {
+      qa.push_back(fb::create_qp(*pa, scq, rcq_a, QpType::rc, 128));
+      qb.push_back(fb::create_qp(*pb, scq_b, rcq, QpType::rc, 128));
+      fb::connect_rc(*qa[q], *qb[q]);
+    }
+    fb::fill(da, src.addr, uint32_t(src.length), 9);
+    // Even messages are SENDs into posted receives, odd ones RDMA WRITEs to the same place.
+    for (int q = 0; q < kQps; ++q)
+      for (int m = 0; m < kMsgs; m += 2) {
+        const uint64_t off = (uint64_t(q) * kMsgs + m) * kLen;
+        fb::post_recv(*qb[q], RecvWr{uint64_t(q) << 32 | m, {dst.sge(off, kLen)}});
+      }
+    for (int m = 0; m < kMsgs; ++m)
+      for (int q = 0; q < kQps; ++q) {
+        const uint64_t off = (uint64_t(q) * kMsgs + m) * kLen;
+        SendWr w = send_wr(uint64_t(q) << 32 | m, src.sge(off, kLen), m % 2 ? sqwqe::kRdmaWrite : sqwqe::kSend);
+        w.remote_addr = dst.addr + off;
+        w.rkey = dst.mr->rkey;
+        fb::post_send(*qa[q], w);
+      }
+    auto sends = poll_n(*scq, kQps * kMsgs, 20000);
+    auto recvs = poll_n(*rcq, kQps * kMsgs / 2, 20000);
+    REQUIRE(sends.size() == size_t(kQps * kMsgs));
+    REQUIRE(recvs.size() == size_t(kQps * kMsgs / 2));
+    std::map<uint32_t, int> next_send, next_recv;
+    for (const Wc& w : sends) {
+      CHECK(w.status == 0);
+      const int m = int(w.wr_id & 0xFFFFFFFF);
+      CHECK(m == next_send[w.qpn]);  // S17: per-WQ posting order
+      next_send[w.qpn] = m + 1;
+    }
+    for (const Wc& w : recvs) {
+      CHECK(w.status == 0);
+      CHECK(w.byte_len == kLen);
+      const int m = int(w.wr_id & 0xFFFFFFFF);
+      CHECK(m == next_recv[w.qpn]);
+      next_recv[w.qpn] = m + 2;
+    }
+    CHECK(fb::read(db, dst.addr, uint32_t(dst.length)) == fb::read(da, src.addr, uint32_t(src.length)));
+    wait_us(100);
+    CHECK(verbs::peek_cq(*scq, 16) == 0);  // nothing more: exactly one CQE per WQE
+    CHECK(verbs::peek_cq(*rcq, 16) == 0);
+  });
+}

@@ -1,0 +1,107 @@
+#include "tlm/ib_link.h"
+
+#include <cmath>
+
+#include "model/common/log.h"
+
+namespace vhca {
+
+using sc_core::sc_time;
+
+IbLink::IbLink(const sc_core::sc_module_name& name, uint32_t sides, const IbLinkConfig& cfg)
+    : sc_module(name), cfg_(cfg), sides_(sides), dir_(sides) {
+  for (uint32_t s = 0; s < sides; ++s) {
+    in_.push_back(std::make_unique<Target>(sc_core::sc_gen_unique_name("in")));
+    out_.push_back(std::make_unique<Initiator>(sc_core::sc_gen_unique_name("out")));
+    in_[s]->register_b_transport(this, &IbLink::transmit, int(s));
+    sc_core::sc_spawn_options opts;
+    opts.spawn_method();
+    opts.set_sensitivity(&dir_[s].arrival_event);
+    opts.dont_initialize();
+    sc_core::sc_spawn([this, s] { deliver(s); }, sc_core::sc_gen_unique_name("deliver"), &opts);
+  }
+}
+
+sc_time IbLink::wire_time(uint32_t bytes) const {
+  // Whole picoseconds, so that runs repeat exactly.
+  return sc_time(std::ceil(double(bytes) * 8000.0 / cfg_.gbit_per_s), sc_core::SC_PS);
+}
+
+void IbLink::set_faults(uint64_t drop_every, std::vector<LinkFault> faults) {
+  cfg_.drop_every = drop_every;
+  cfg_.faults = std::move(faults);
+  for (Direction& d : dir_) d.fault_base = d.stats.packets;
+}
+
+bool IbLink::apply_faults(uint32_t side, IbPacket& p) {
+  const uint64_t index = dir_[side].stats.packets - dir_[side].fault_base;
+  if (cfg_.drop_every && index % cfg_.drop_every == 0) return false;
+  for (const LinkFault& f : cfg_.faults) {
+    if (f.side != side || f.packet != index) continue;
+    switch (f.kind) {
+      case LinkFault::Kind::drop: return false;
+      case LinkFault::Kind::corrupt:
+        p.corrupt = true;
+        ++dir_[side].stats.corrupted;
+        break;
+      case LinkFault::Kind::rewrite_opcode:
+        p.op = f.new_op;
+        ++dir_[side].stats.rewritten;
+        break;
+    }
+  }
+  return true;
+}
+
+void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
+  IbPacketExt* ext = nullptr;
+  tx.get_extension(ext);
+  Direction& d = dir_[side];
+  const sc_time now = sc_core::sc_time_stamp();
+  if (!ext || ext->packet.payload.size() > cfg_.mtu) {
+    log::error("link side {}: {} refused", side, ext ? "packet above the link MTU" : "transaction without a packet");
+    tx.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+    return;
+  }
+  const uint32_t bytes = ext->packet.wire_bytes();
+  const sc_time start = std::max(now, d.free_at);
+  d.free_at = start + wire_time(bytes);
+  delay = d.free_at - now;
+  ++d.stats.packets;
+  d.stats.bytes += bytes;
+  tx.set_response_status(tlm::TLM_OK_RESPONSE);
+  IbPacket p = ext->packet;
+  if (!apply_faults(uint32_t(side), p)) {
+    ++d.stats.dropped;
+    log::write(log::Cat::link, "side {}: packet {} ({} psn {:#x}) dropped", side, d.stats.packets, ib_op_name(p.op), p.psn);
+    return;
+  }
+  const sc_time arrival = d.free_at + cfg_.latency;
+  const bool was_empty = d.in_flight.empty();
+  d.in_flight.push_back({arrival, std::move(p)});
+  if (was_empty) d.arrival_event.notify(arrival - now);
+}
+
+// Packets sent by `side` reach the other side (or the same side on a loopback).
+void IbLink::deliver(uint32_t side) {
+  Direction& d = dir_[side];
+  const uint32_t to = sides_ == 1 ? 0 : 1 - side;
+  const sc_time now = sc_core::sc_time_stamp();
+  while (!d.in_flight.empty() && d.in_flight.front().arrival <= now) {
+    IbPacketExt ext;
+    ext.packet = std::move(d.in_flight.front().packet);
+    d.in_flight.pop_front();
+    tlm::tlm_generic_payload tx;
+    tx.set_command(tlm::TLM_WRITE_COMMAND);
+    tx.set_data_ptr(ext.packet.payload.data());
+    tx.set_data_length(uint32_t(ext.packet.payload.size()));
+    tx.set_streaming_width(uint32_t(ext.packet.payload.size()));
+    tx.set_extension(&ext);
+    sc_time zero = sc_core::SC_ZERO_TIME;
+    (*out_[to])->b_transport(tx, zero);
+    tx.clear_extension(&ext);
+  }
+  if (!d.in_flight.empty()) d.arrival_event.notify(d.in_flight.front().arrival - now);
+}
+
+}  // namespace vhca

@@ -1,0 +1,85 @@
+// The InfiniBand link between HCA ports: per direction a serializer with the link's bandwidth,
+// then the propagation latency; packets of one direction arrive in order. Two sides join two
+// HCAs; one side is a loopback (the port's packets come back to it). A deterministic fault
+// pattern (drop every Nth packet, or drop / corrupt / rewrite chosen packets) drives the
+// transport's retry paths; a corrupted packet fails its ICRC check and the receiver drops it.
+//
+// Each side has a target socket (the HCA transmits into it) and an initiator socket (the link
+// delivers to the HCA). A transmit returns at once with `delay` set to the time until the
+// serializer is free again, which is how the sender is paced by the wire.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+#include <vector>
+
+#include "model/transport/ib_packet.h"
+
+namespace vhca {
+
+struct LinkFault {
+  enum class Kind : uint8_t { drop, corrupt, rewrite_opcode };
+  Kind kind = Kind::drop;
+  uint32_t side = 0;    // the side that sends the packet
+  uint64_t packet = 1;  // 1-based index among the packets that side sends
+  IbOp new_op = IbOp::ack;  // rewrite_opcode: the opcode the receiver sees
+};
+
+struct IbLinkConfig {
+  double gbit_per_s = 100.0;  // 4x EDR data rate (after 64b/66b encoding)
+  // Cable plus one switch hop: ~5 ns/m over 20 m and ~300 ns cut-through switching.
+  sc_core::sc_time latency{400, sc_core::SC_NS};
+  uint32_t mtu = 4096;
+  uint64_t drop_every = 0;  // drop every Nth packet of each direction (0: none)
+  std::vector<LinkFault> faults;
+};
+
+class IbLink : public sc_core::sc_module {
+ public:
+  using Target = tlm_utils::simple_target_socket_tagged<IbLink>;
+  using Initiator = tlm_utils::simple_initiator_socket<IbLink>;
+
+  SC_HAS_PROCESS(IbLink);
+  // sides: 1 for a loopback, 2 to join two ports.
+  IbLink(const sc_core::sc_module_name& name, uint32_t sides, const IbLinkConfig& cfg = {});
+
+  Target& in(uint32_t side) { return *in_[side]; }
+  Initiator& out(uint32_t side) { return *out_[side]; }
+  const IbLinkConfig& config() const { return cfg_; }
+  // Replace the fault pattern from now on; packet indices count again from 1 on each side.
+  void set_faults(uint64_t drop_every, std::vector<LinkFault> faults);
+  sc_core::sc_time wire_time(uint32_t bytes) const;
+
+  struct Stats {
+    uint64_t packets = 0, bytes = 0, dropped = 0, corrupted = 0, rewritten = 0;
+  };
+  const Stats& stats(uint32_t side) const { return dir_[side].stats; }
+
+ private:
+  struct InFlight {
+    sc_core::sc_time arrival;
+    IbPacket packet;
+  };
+  struct Direction {
+    sc_core::sc_time free_at;
+    std::deque<InFlight> in_flight;
+    sc_core::sc_event arrival_event;
+    Stats stats;
+    uint64_t fault_base = 0;  // packets sent before the current fault pattern was set
+  };
+  void transmit(int side, tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
+  bool apply_faults(uint32_t side, IbPacket& p);
+  void deliver(uint32_t side);
+
+  IbLinkConfig cfg_;
+  uint32_t sides_;
+  std::vector<std::unique_ptr<Target>> in_;
+  std::vector<std::unique_ptr<Initiator>> out_;
+  std::vector<Direction> dir_;
+};
+
+}  // namespace vhca
