@@ -14,6 +14,7 @@ IbLink::IbLink(const sc_core::sc_module_name& name, uint32_t sides, const IbLink
     in_.push_back(std::make_unique<Target>(sc_core::sc_gen_unique_name("in")));
     out_.push_back(std::make_unique<Initiator>(sc_core::sc_gen_unique_name("out")));
     in_[s]->register_b_transport(this, &IbLink::transmit, int(s));
+    dir_[s].rng = cfg.seed * 0x9E3779B97F4A7C15ull + s;
     sc_core::sc_spawn_options opts;
     opts.spawn_method();
     opts.set_sensitivity(&dir_[s].arrival_event);
@@ -33,9 +34,27 @@ void IbLink::set_faults(uint64_t drop_every, std::vector<LinkFault> faults) {
   for (Direction& d : dir_) d.fault_base = d.stats.packets;
 }
 
+void IbLink::set_loss(double rate, uint64_t seed) {
+  cfg_.loss_rate = rate;
+  cfg_.seed = seed;
+  for (uint32_t s = 0; s < dir_.size(); ++s) dir_[s].rng = seed * 0x9E3779B97F4A7C15ull + s;
+}
+
+namespace {
+// splitmix64: a small, fast generator whose sequence is fixed by its seed.
+double next_uniform(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return double(z >> 11) * (1.0 / 9007199254740992.0);
+}
+}  // namespace
+
 bool IbLink::apply_faults(uint32_t side, IbPacket& p) {
   const uint64_t index = dir_[side].stats.packets - dir_[side].fault_base;
   if (cfg_.drop_every && index % cfg_.drop_every == 0) return false;
+  if (cfg_.loss_rate > 0.0 && next_uniform(dir_[side].rng) < cfg_.loss_rate) return false;
   for (const LinkFault& f : cfg_.faults) {
     if (f.side != side || f.packet != index) continue;
     switch (f.kind) {

@@ -35,6 +35,11 @@ struct IbLinkConfig {
   sc_core::sc_time latency{400, sc_core::SC_NS};
   uint32_t mtu = 4096;
   uint64_t drop_every = 0;  // drop every Nth packet of each direction (0: none)
+  // Drop each packet with this probability, drawn from a generator seeded with `seed` (per
+  // side), so that a run repeats exactly. Unlike drop_every it cannot fall into step with a
+  // go-back-N retransmission train and lose the same packet every time.
+  double loss_rate = 0.0;
+  uint64_t seed = 1;
   std::vector<LinkFault> faults;
 };
 
@@ -52,6 +57,7 @@ class IbLink : public sc_core::sc_module {
   const IbLinkConfig& config() const { return cfg_; }
   // Replace the fault pattern from now on; packet indices count again from 1 on each side.
   void set_faults(uint64_t drop_every, std::vector<LinkFault> faults);
+  void set_loss(double rate, uint64_t seed);
   sc_core::sc_time wire_time(uint32_t bytes) const;
 
   struct Stats {
@@ -70,6 +76,7 @@ class IbLink : public sc_core::sc_module {
     sc_core::sc_event arrival_event;
     Stats stats;
     uint64_t fault_base = 0;  // packets sent before the current fault pattern was set
+    uint64_t rng = 0;
   };
   void transmit(int side, tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   bool apply_faults(uint32_t side, IbPacket& p);

@@ -32,14 +32,23 @@ uint8_t nak_syndrome(uint8_t code) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// Transmit thread: one packet per turn; ACK/NAK first, then responses, then requests.
+// Transmit thread. Each turn, in priority order: an ACK / NAK; the oldest built packet once its
+// payload has arrived; the next packet to build (a READ response or atomic ACK before requests,
+// requests round robin over QPs, one packet a turn). Building a packet starts its payload read
+// on one of `tx_read_tags` gather workers, so that reads for later packets overlap the wire time
+// of earlier ones; packets still leave in the order they were built.
 
 void TransportEngine::tx_thread() {
   for (;;) {
     wait_edge();
     const uint64_t now = clock_.now();
     check_timers(now);
-    if (send_ack_or_nak() || send_response() || send_request()) continue;
+    if (send_ack_or_nak()) continue;
+    if (!tx_pending_.empty() && tx_pending_.front()->ready) {
+      finish_pending();
+      continue;
+    }
+    if (tx_pending_.size() < cfg_.tx_read_tags && (issue_response() || issue_request())) continue;
     const uint64_t next = next_timer(now);
     if (next == UINT64_MAX)
       sc_core::wait(tx_work_);
@@ -48,9 +57,34 @@ void TransportEngine::tx_thread() {
   }
 }
 
+// A gather worker: reads the payload of one built packet at a time.
+void TransportEngine::gather_worker() {
+  for (;;) {
+    while (gather_jobs_.empty()) sc_core::wait(gather_work_);
+    PendingTx* job = gather_jobs_.front();
+    gather_jobs_.pop_front();
+    IbPacket& p = job->packet;
+    if (job->response)
+      job->ok = p.payload.empty() || dma_.read_now(job->va, p.payload.data(), uint32_t(p.payload.size()), job->fence);
+    else
+      job->ok = gather(job->sges, job->offset, uint32_t(p.payload.size()), p.payload.data());
+    job->ready = true;
+    kick_tx();
+  }
+}
+
+void TransportEngine::queue_built(std::unique_ptr<PendingTx> job, bool needs_read) {
+  if (needs_read) {
+    gather_jobs_.push_back(job.get());
+    gather_work_.notify(sc_core::SC_ZERO_TIME);
+  } else {
+    job->ready = true;
+  }
+  tx_pending_.push_back(std::move(job));
+}
+
 sc_core::sc_time TransportEngine::transmit(IbPacket& p) {
-  // The packet is built while the wire may still carry the previous one; it goes out when both
-  // are done.
+  // The packet's headers take tx_packet_cycles to build; it goes out once the wire is free.
   wait_cycles(cfg_.tx_packet_cycles);
   if (wire_free_at_ > sc_core::sc_time_stamp()) sc_core::wait(wire_free_at_ - sc_core::sc_time_stamp());
   wait_edge();
@@ -67,7 +101,9 @@ sc_core::sc_time TransportEngine::transmit(IbPacket& p) {
   tx.clear_extension(&ext);
   ++stats_.packets_sent;
   stats_.bytes_sent += p.payload.size();
-  log::write(log::Cat::wq, "tx {} qp {:#x} psn {:#x} len {}", ib_op_name(p.op), p.dest_qpn, p.psn, p.payload.size());
+  log::write(log::Cat::wq, "tx {}{} qp {:#x} psn {:#x} len {}", ib_op_name(p.op),
+             p.op != IbOp::ack ? "" : p.ack_kind == AckKind::nak ? "(NAK)" : p.ack_kind == AckKind::rnr_nak ? "(RNR NAK)" : "",
+             p.dest_qpn, p.psn, p.payload.size());
   if (on_packet_sent) on_packet_sent(p, clock_.now());
   wire_free_at_ = sc_core::sc_time_stamp() + delay;
   return wire_free_at_;
@@ -104,7 +140,8 @@ bool TransportEngine::send_ack_or_nak() {
   return false;
 }
 
-bool TransportEngine::send_response() {
+// Builds the next READ response packet or atomic ACK the responder owes.
+bool TransportEngine::issue_response() {
   while (!responses_.empty()) {
     ResponseJob& job = responses_.front();
     if (!tables_.qp_exists(job.qpn) || rt_[job.qpn].gen != job.gen) {
@@ -112,7 +149,11 @@ bool TransportEngine::send_response() {
       continue;
     }
     const QpContext& q = tables_.qps[job.qpn];
-    IbPacket p;
+    auto out = std::make_unique<PendingTx>();
+    out->qpn = job.qpn;
+    out->gen = job.gen;
+    out->response = true;
+    IbPacket& p = out->packet;
     p.slid = cfg_.lid;
     p.dest_qpn = q.dest_qpn;
     p.msn = rt_[job.qpn].msn;
@@ -121,31 +162,22 @@ bool TransportEngine::send_response() {
       p.psn = job.first_psn;
       p.atomic_orig = job.atomic_orig;
       responses_.pop_front();
-      transmit(p);
+      queue_built(std::move(out), false);
       return true;
     }
     const uint32_t mtu = path_mtu_bytes(q);
     const uint32_t k = job.sent;
     const uint32_t offset = k * mtu;
-    const uint32_t n = std::min(mtu, job.length - std::min(job.length, offset));
     p.psn = psn_add(job.first_psn, k);
     p.op = job.npkts == 1         ? IbOp::read_resp_only
            : k == 0               ? IbOp::read_resp_first
            : k + 1 == job.npkts   ? IbOp::read_resp_last
                                   : IbOp::read_resp_middle;
-    p.payload.resize(n);
-    // The first packet's read waits for earlier writes to this memory (RDMA READ after WRITE).
-    const uint32_t gen = job.gen, qpn = job.qpn;
-    const bool ok = n == 0 || dma_.read_now(job.va + offset, p.payload.data(), n, k == 0);
-    if (responses_.empty() || &responses_.front() != &job || rt_[qpn].gen != gen) return true;
-    if (!ok) {
-      // The responder's own memory failed: a remote operational error for the requester.
-      responses_.pop_front();
-      queue_nak(qpn, AckKind::nak, kNakRemoteOp, p.psn);
-      return true;
-    }
+    p.payload.resize(std::min(mtu, job.length - std::min(job.length, offset)));
+    out->va = job.va + offset;
+    out->fence = k == 0;  // the first read waits for earlier writes to this memory (READ after WRITE)
     if (++job.sent == job.npkts) responses_.pop_front();
-    transmit(p);
+    queue_built(std::move(out), true);
     return true;
   }
   return false;
@@ -191,13 +223,14 @@ void TransportEngine::start_wqe(const QpContext& q, QpRuntime& rt, SendWqe& w) {
   }
 }
 
-bool TransportEngine::send_request() {
+// Builds the next request packet of the next QP in the round robin that can send.
+bool TransportEngine::issue_request() {
   for (size_t tries = tx_ring_.size(); tries > 0 && !tx_ring_.empty(); --tries) {
     const uint32_t qpn = tx_ring_.front();
     tx_ring_.pop_front();
     rt_[qpn].in_tx_ring = false;
     if (!can_send(qpn)) continue;  // re-entered by whatever unblocks it (ACK, fetch, timer)
-    QpContext& q = tables_.qps[qpn];
+    const QpContext& q = tables_.qps[qpn];
     QpRuntime& rt = rt_[qpn];
     SendWqe& w = rt.sq[rt.cursor];
     if (!w.started) start_wqe(q, rt, w);
@@ -209,42 +242,18 @@ bool TransportEngine::send_request() {
       complete_ready(qpn);
       return true;
     }
-    const uint32_t gen = rt.gen;
-    IbPacket p;
-    if (!build_request(qpn, q, rt, w, p)) {
-      if (rt.gen == gen) {
-        rt.sq[rt.cursor].status = syndrome::kLocalAccess;  // host memory failed under the gather
-        rt.sq[rt.cursor].done = true;
-        rt.halted = true;
-        ++rt.cursor;
-        complete_ready(qpn);
-      }
-      return true;
-    }
-    if (rt.gen != gen || tables_.qps[qpn].state == QpState::err) return true;
-    const uint64_t index = rt.cursor;
-    // Advance the cursor before transmitting: an ACK may arrive while this thread waits.
-    SendWqe& cur = rt.sq[index];
-    const bool single = cur.is_read_or_atomic() || q.type != QpType::rc;
-    if (single || ++rt.cursor_pkt == cur.npkts) {
+    auto out = std::make_unique<PendingTx>();
+    out->qpn = qpn;
+    out->gen = rt.gen;
+    out->epoch = rt.tx_epoch;
+    out->wqe_index = w.index;
+    out->ud = q.type != QpType::rc;
+    const bool needs_read = build_request(qpn, q, rt, w, *out);
+    if (w.is_read_or_atomic() || out->ud || ++rt.cursor_pkt == w.npkts) {
       ++rt.cursor;
       rt.cursor_pkt = 0;
     }
-    const bool ud = q.type != QpType::rc;
-    const uint16_t wqe_index = cur.index;
-    const sc_core::sc_time wire_done = transmit(p);
-    if (rt.gen != gen) return true;
-    if (ud) {
-      // S18: a UD SEND completes once it has left the port.
-      if (wire_done > sc_core::sc_time_stamp()) sc_core::wait(wire_done - sc_core::sc_time_stamp());
-      wait_edge();
-      if (rt.gen != gen) return true;
-      for (auto& s : rt.sq)
-        if (s.index == wqe_index) s.done = true;
-      complete_ready(qpn);
-    } else {
-      arm_retransmit_timer(rt, q, false);
-    }
+    queue_built(std::move(out), needs_read);
     want_tx(qpn);
     want_fetch(qpn);
     return true;
@@ -252,13 +261,60 @@ bool TransportEngine::send_request() {
   return false;
 }
 
-bool TransportEngine::build_request(uint32_t qpn, const QpContext& q, QpRuntime& rt, const SendWqe& w, IbPacket& p) {
+// Sends the oldest built packet, unless what it belonged to has moved on since it was built.
+void TransportEngine::finish_pending() {
+  std::unique_ptr<PendingTx> job = std::move(tx_pending_.front());
+  tx_pending_.pop_front();
+  if (!tables_.qp_exists(job->qpn) || rt_[job->qpn].gen != job->gen) return;
+  QpRuntime& rt = rt_[job->qpn];
+  const QpContext& q = tables_.qps[job->qpn];
+  if (job->response) {
+    if (!job->ok) {
+      // The responder's own memory failed: a remote operational error for the requester.
+      queue_nak(job->qpn, AckKind::nak, kNakRemoteOp, job->packet.psn);
+      return;
+    }
+    transmit(job->packet);
+    return;
+  }
+  if (job->epoch != rt.tx_epoch || (q.state != QpState::rts && q.state != QpState::sqd)) return;  // rewound or broken
+  if (!job->ok) {
+    for (SendWqe& w : rt.sq)
+      if (w.index == job->wqe_index && !w.done) {
+        w.status = syndrome::kLocalAccess;  // host memory failed under the gather
+        w.done = true;
+      }
+    rt.halted = true;
+    complete_ready(job->qpn);
+    return;
+  }
+  const uint32_t gen = rt.gen;
+  const sc_core::sc_time wire_done = transmit(job->packet);
+  if (rt.gen != gen) return;
+  if (job->ud) {
+    // S18: a UD SEND completes once it has left the port.
+    if (wire_done > sc_core::sc_time_stamp()) sc_core::wait(wire_done - sc_core::sc_time_stamp());
+    wait_edge();
+    if (rt.gen != gen) return;
+    for (SendWqe& w : rt.sq)
+      if (w.index == job->wqe_index) w.done = true;
+    complete_ready(job->qpn);
+  } else {
+    arm_retransmit_timer(rt, q, false);
+  }
+}
+
+// Fills in the packet's headers; inline data is copied at once. Returns whether its payload must
+// still be read from host memory (the gather spec is left in `out`).
+bool TransportEngine::build_request(uint32_t qpn, const QpContext& q, QpRuntime& rt, const SendWqe& w,
+                                    PendingTx& out) {
+  IbPacket& p = out.packet;
   const bool rc = q.type == QpType::rc;
   const uint32_t mtu = path_mtu_bytes(q);
   p.slid = cfg_.lid;
   p.dest_qpn = rc ? q.dest_qpn : w.ud_dest_qpn;
   p.psn = psn_add(w.first_psn, rt.cursor_pkt);
-  if (w.opcode == sqwqe::kRdmaRead || w.opcode == sqwqe::kAtomicCs || w.opcode == sqwqe::kAtomicFa) {
+  if (w.is_read_or_atomic()) {
     p.op = w.opcode == sqwqe::kRdmaRead ? IbOp::read_request
            : w.opcode == sqwqe::kAtomicCs ? IbOp::cmp_swap
                                           : IbOp::fetch_add;
@@ -269,18 +325,21 @@ bool TransportEngine::build_request(uint32_t qpn, const QpContext& q, QpRuntime&
     p.compare_add = w.compare_add;
     p.swap = w.swap;
     p.ack_req = true;
-    return true;
+    return false;
   }
   const uint32_t k = rc ? rt.cursor_pkt : 0;
   const uint32_t offset = k * mtu;
   const uint32_t n = std::min(mtu, w.length - std::min(w.length, offset));
   const bool first = k == 0, last = k + 1 >= w.npkts;
   p.payload.resize(n);
-  bool ok = true;
-  if (w.is_inline)
+  bool needs_read = false;
+  if (w.is_inline) {
     std::memcpy(p.payload.data(), w.inline_data.data() + offset, n);
-  else
-    ok = gather(w.sges, offset, n, p.payload.data());
+  } else if (n > 0) {
+    out.sges = w.sges;
+    out.offset = offset;
+    needs_read = true;
+  }
   const bool with_imm = w.opcode == sqwqe::kSendImm || w.opcode == sqwqe::kRdmaWriteImm;
   if (last) {
     p.has_imm = with_imm;
@@ -297,7 +356,7 @@ bool TransportEngine::build_request(uint32_t qpn, const QpContext& q, QpRuntime&
     p.dlid = w.ud_dlid;
     p.sl = w.ud_sl;
     p.grh = w.ud_grh;
-    return ok;
+    return needs_read;
   }
   const bool write = w.opcode == sqwqe::kRdmaWrite || w.opcode == sqwqe::kRdmaWriteImm;
   if (write) {
@@ -310,7 +369,7 @@ bool TransportEngine::build_request(uint32_t qpn, const QpContext& q, QpRuntime&
   } else {
     p.op = first && last ? IbOp::send_only : first ? IbOp::send_first : last ? IbOp::send_last : IbOp::send_middle;
   }
-  return ok;
+  return needs_read;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -346,7 +405,6 @@ void TransportEngine::check_timers(uint64_t now) {
       rt.timer_deadline = 0;
       if (!outstanding(rt) || !tables_.qp_exists(qpn) || tables_.qps[qpn].state == QpState::err) continue;
       ++stats_.timeouts;
-      const QpContext& q = tables_.qps[qpn];
       uint32_t psn = rt.una_psn;
       for (const SendWqe& w : rt.sq)
         if (w.started && !w.done) {
@@ -359,8 +417,7 @@ void TransportEngine::check_timers(uint64_t now) {
         continue;
       }
       --rt.retry_left;
-      go_back(qpn, psn);
-      arm_retransmit_timer(rt, q, true);
+      go_back(qpn, psn);  // the retransmission starts the timer again
     }
   }
 }
@@ -509,6 +566,7 @@ void TransportEngine::go_back(uint32_t qpn, uint32_t psn) {
   if (i < 0) return;
   SendWqe& w = rt.sq[size_t(i)];
   ++stats_.retransmits;
+  ++rt.tx_epoch;  // packets built before this are dropped, not sent out of order
   rt.cursor = size_t(i);
   if (w.is_read_or_atomic()) {
     rt.cursor_pkt = 0;

@@ -31,6 +31,8 @@ TransportEngine::TransportEngine(const sc_core::sc_module_name& name, const SimC
   SC_THREAD(control_thread);
   SC_THREAD(tx_thread);
   SC_THREAD(rx_thread);
+  for (uint32_t i = 0; i < std::max<uint32_t>(1, cfg.tx_read_tags); ++i)
+    sc_core::sc_spawn([this] { gather_worker(); }, sc_core::sc_gen_unique_name("gather"));
 }
 
 uint32_t TransportEngine::path_mtu_bytes(const QpContext& q) const {
@@ -49,9 +51,15 @@ void TransportEngine::doorbell_step() {
   if (!doorbell_wakeup_.begin_cycle()) return;
   doorbell_wakeup_.count();
   const uint64_t now = clock_.now();
+  if (now < doorbell_free_) {
+    doorbell_wakeup_.wake(doorbell_free_);
+    return;
+  }
   if (s_doorbell.ready(now)) {
     const WqDoorbell db = s_doorbell.pop(now);
+    doorbell_free_ = now + cfg_.doorbell_cycles;
     ++stats_.doorbells;
+    if (on_doorbell) on_doorbell(db, now);
     auto refuse = [&](uint8_t reason, const char* why) {
       ++stats_.bad_doorbells;
       log::error("{} doorbell for QP {:#x} (pi {}): {}", db.kind == WqKind::sq ? "SQ" : "RQ", db.qpn, db.pi, why);
@@ -92,7 +100,7 @@ void TransportEngine::doorbell_step() {
       }
     }
   }
-  if (!s_doorbell.empty()) doorbell_wakeup_.wake(std::max(s_doorbell.head_ready_cycle(), now + 1));
+  if (!s_doorbell.empty()) doorbell_wakeup_.wake(std::max({s_doorbell.head_ready_cycle(), now + 1, doorbell_free_}));
 }
 
 void TransportEngine::want_fetch(uint32_t qpn) {
@@ -482,12 +490,15 @@ void TransportEngine::reset() {
   tx_ring_.clear();
   ack_queue_.clear();
   responses_.clear();
+  // Built packets whose reads are in flight stay until their workers finish; their QPs' new
+  // generation makes them stale.
   fetch_queue_.clear();
   flush_queue_.clear();
   fatal_events_.clear();
   rx_fifo_.clear();
   live_.clear();
   s_doorbell.clear();
+  doorbell_free_ = 0;
 }
 
 }  // namespace vhca

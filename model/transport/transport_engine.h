@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -33,6 +34,7 @@ namespace vhca {
 struct TransportConfig {
   uint16_t lid = 1;                 // this port's LID (PORT_LID)
   uint32_t doorbell_fifo_depth = 16;
+  uint32_t doorbell_cycles = 1;     // cycles the doorbell unit spends on one doorbell (QP lookup)
   uint32_t prefetch_depth = 8;      // SQ WQEs fetched ahead of the send cursor, per QP
   uint32_t fetch_burst = 4;         // WQEs per fetch read (contiguous in the ring)
   uint32_t tx_packet_cycles = 4;    // building one packet (headers, scheduling)
@@ -41,6 +43,7 @@ struct TransportConfig {
   uint32_t ack_delay_cycles = 64;   // ...or when this many cycles pass without another
   uint32_t max_inflight_psns = 256; // requester window: unacknowledged PSNs per QP
   uint32_t rx_fifo_depth = 256;     // packets; the link's credit limit
+  uint32_t tx_read_tags = 8;        // payload reads in flight for packets being built
 };
 
 enum class WqKind : uint8_t { sq, rq };
@@ -76,6 +79,7 @@ class TransportEngine : public sc_core::sc_module {
   // cycle), and a packet left the port.
   std::function<void(uint32_t qpn, uint32_t psn, uint64_t cycle)> on_ack_received;
   std::function<void(const IbPacket&, uint64_t cycle)> on_packet_sent;
+  std::function<void(const WqDoorbell&, uint64_t cycle)> on_doorbell;
 
   // Called by the command unit after a QP changed state (or was created / destroyed).
   void qp_state_changed(uint32_t qpn, QpState from, QpState to);
@@ -138,6 +142,7 @@ class TransportEngine : public sc_core::sc_module {
     uint64_t rnr_until = 0;
     bool in_tx_ring = false, in_fetch_queue = false;
     bool halted = false;      // a WQE failed: send nothing more
+    uint32_t tx_epoch = 0;    // bumped at each go-back: packets built before it are stale
     uint32_t ud_psn = 0;
     // Receive queue.
     uint16_t rq_pi = 0, rq_fetched = 0;
@@ -173,6 +178,20 @@ class TransportEngine : public sc_core::sc_module {
     uint64_t atomic_orig = 0;
   };
 
+  // A packet built by the transmit thread, waiting for its payload (read by a gather worker)
+  // and its turn on the wire.
+  struct PendingTx {
+    IbPacket packet;
+    uint32_t qpn = 0, gen = 0, epoch = 0;
+    uint16_t wqe_index = 0;
+    bool response = false, ud = false;
+    std::vector<Sge> sges;  // request: gather from these at `offset`
+    uint32_t offset = 0;
+    uint64_t va = 0;        // READ response: read from here
+    bool fence = false;
+    bool ready = false, ok = true;
+  };
+
   // Doorbells (transport_engine.cpp).
   void doorbell_step();
   void want_fetch(uint32_t qpn);
@@ -199,13 +218,16 @@ class TransportEngine : public sc_core::sc_module {
 
   // Transmit thread and requester (requester.cpp).
   void tx_thread();
+  void gather_worker();
+  void queue_built(std::unique_ptr<PendingTx> job, bool needs_read);
+  void finish_pending();
   sc_core::sc_time transmit(IbPacket& p);
   bool send_ack_or_nak();
-  bool send_response();
-  bool send_request();
+  bool issue_response();
+  bool issue_request();
   bool can_send(uint32_t qpn);
   void start_wqe(const QpContext& q, QpRuntime& rt, SendWqe& w);
-  bool build_request(uint32_t qpn, const QpContext& q, QpRuntime& rt, const SendWqe& w, IbPacket& p);
+  bool build_request(uint32_t qpn, const QpContext& q, QpRuntime& rt, const SendWqe& w, PendingTx& out);
   void arm_retransmit_timer(QpRuntime& rt, const QpContext& q, bool restart);
   bool outstanding(const QpRuntime& rt) const;
   void check_timers(uint64_t now);
@@ -239,10 +261,14 @@ class TransportEngine : public sc_core::sc_module {
   QpTables& tables_;
   std::vector<QpRuntime> rt_;
   Wakeup doorbell_wakeup_;
+  uint64_t doorbell_free_ = 0;  // the doorbell unit takes the next doorbell from this cycle
   sc_core::sc_event tx_work_, control_work_, rx_work_;
   std::deque<uint32_t> tx_ring_;     // QPs with SQ work, round robin
   std::deque<uint32_t> ack_queue_;   // QPs with an ACK or NAK due
   std::deque<ResponseJob> responses_;
+  std::deque<std::unique_ptr<PendingTx>> tx_pending_;  // built, in wire order
+  std::deque<PendingTx*> gather_jobs_;
+  sc_core::sc_event gather_work_;
   std::deque<uint32_t> fetch_queue_; // QPs whose SQ wants WQEs
   std::deque<uint32_t> flush_queue_;
   std::deque<DeviceEvent> fatal_events_;
