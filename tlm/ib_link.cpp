@@ -110,15 +110,8 @@ void IbLink::deliver(uint32_t side) {
     IbPacketExt ext;
     ext.packet = std::move(d.in_flight.front().packet);
     d.in_flight.pop_front();
-    tlm::tlm_generic_payload tx;
-    tx.set_command(tlm::TLM_WRITE_COMMAND);
-    tx.set_data_ptr(ext.packet.payload.data());
-    tx.set_data_length(uint32_t(ext.packet.payload.size()));
-    tx.set_streaming_width(uint32_t(ext.packet.payload.size()));
-    tx.set_extension(&ext);
     sc_time zero = sc_core::SC_ZERO_TIME;
-    (*out_[to])->b_transport(tx, zero);
-    tx.clear_extension(&ext);
+    carry_packet(*(*out_[to]).operator->(), ext, zero);
   }
   if (!d.in_flight.empty()) d.arrival_event.notify(d.in_flight.front().arrival - now);
 }

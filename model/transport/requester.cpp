@@ -90,15 +90,8 @@ sc_core::sc_time TransportEngine::transmit(IbPacket& p) {
   wait_edge();
   IbPacketExt ext;
   ext.packet = p;
-  tlm::tlm_generic_payload tx;
-  tx.set_command(tlm::TLM_WRITE_COMMAND);
-  tx.set_data_ptr(ext.packet.payload.data());
-  tx.set_data_length(uint32_t(ext.packet.payload.size()));
-  tx.set_streaming_width(uint32_t(ext.packet.payload.size()));
-  tx.set_extension(&ext);
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-  port_out->b_transport(tx, delay);
-  tx.clear_extension(&ext);
+  carry_packet(*port_out.operator->(), ext, delay);
   ++stats_.packets_sent;
   stats_.bytes_sent += p.payload.size();
   log::write(log::Cat::wq, "tx {}{} qp {:#x} psn {:#x} len {}", ib_op_name(p.op),

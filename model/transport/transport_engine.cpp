@@ -301,36 +301,34 @@ bool TransportEngine::sges_allowed(uint32_t pdn, const std::vector<Sge>& sges, u
   return true;
 }
 
-bool TransportEngine::gather(const std::vector<Sge>& sges, uint32_t offset, uint32_t len, uint8_t* out) {
-  bool ok = true;
-  for (const Sge& s : sges) {
-    if (len == 0) break;
+// Calls visit(address, bytes, position in the data) for each piece of [offset, offset+len) of
+// the buffer an SGE list describes.
+template <typename Visit>
+static void for_each_piece(const std::vector<TransportEngine::Sge>& sges, uint32_t offset, uint32_t len, Visit visit) {
+  uint32_t done = 0;
+  for (const auto& s : sges) {
+    if (done == len) break;
     if (offset >= s.length) {
       offset -= s.length;
       continue;
     }
-    const uint32_t n = std::min(len, s.length - offset);
-    ok = dma_.read_now(s.addr + offset, out, n, false) && ok;
-    out += n;
-    len -= n;
+    const uint32_t n = std::min(len - done, s.length - offset);
+    visit(s.addr + offset, n, done);
+    done += n;
     offset = 0;
   }
+}
+
+bool TransportEngine::gather(const std::vector<Sge>& sges, uint32_t offset, uint32_t len, uint8_t* out) {
+  bool ok = true;
+  for_each_piece(sges, offset, len, [&](uint64_t addr, uint32_t n, uint32_t at) {
+    ok = dma_.read_now(addr, out + at, n, false) && ok;
+  });
   return ok;
 }
 
 void TransportEngine::scatter(const std::vector<Sge>& sges, uint32_t offset, const uint8_t* data, uint32_t len) {
-  for (const Sge& s : sges) {
-    if (len == 0) break;
-    if (offset >= s.length) {
-      offset -= s.length;
-      continue;
-    }
-    const uint32_t n = std::min(len, s.length - offset);
-    dma_write(s.addr + offset, data, n);
-    data += n;
-    len -= n;
-    offset = 0;
-  }
+  for_each_piece(sges, offset, len, [&](uint64_t addr, uint32_t n, uint32_t at) { dma_write(addr, data + at, n); });
 }
 
 // Payload writes join the ordered DMA write queue, so a CQE queued later can never pass them.

@@ -91,12 +91,14 @@ class TransportEngine : public sc_core::sc_module {
   const TransportConfig& config() const { return cfg_; }
   uint32_t path_mtu_bytes(const QpContext& q) const;
 
- private:
-  struct Sge {
+ public:
+  struct Sge {  // a scatter/gather entry as the device decodes it
     uint64_t addr = 0;
     uint32_t length = 0;
     uint32_t lkey = 0;
   };
+
+ private:
   struct SendWqe {
     uint16_t index = 0;
     uint64_t wr_id = 0;
