@@ -1,7 +1,8 @@
-// vhca-sim: the main job. With no arguments it boots the HCA, creates moderated CQs polled in
-// softirq context with per-WR done callbacks, drives a Poisson completion workload through the
-// injection port, and prints a summary. It exits non-zero if any completion was lost,
-// duplicated or reordered, so that its run is also a test.
+// vhca-sim: the main job. With no arguments (or `traffic`) it runs two HCAs on an IB link with RC
+// SEND and RDMA WRITE traffic on QPs that share moderated CQs (tools/traffic.h). `inject` drives
+// the CQ engine alone through the completion-injection port; `cosim` runs the lockstep RTL check.
+// Each exits non-zero if any completion was lost, duplicated or reordered (or data damaged), so
+// that its run is also a test.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "testbench/cosim.h"
 #include "testbench/rtl_cq_writer.h"
 #include "testbench/system.h"
+#include "tools/traffic.h"
 
 namespace {
 
@@ -40,7 +42,10 @@ struct Options {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "vhca-sim: %s\n"
-               "usage: vhca-sim [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
+               "usage: vhca-sim [traffic] [--qps N] [--cqs N] [--vectors N] [--msg-size BYTES] [--write-fraction F]\n"
+               "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
+               "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--rtl] [--log CATS]\n"
+               "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
                "                [--seed S] [--rtl] [--log CATEGORIES] [--quiet]\n"
                "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n",
@@ -48,45 +53,85 @@ struct Options {
   std::exit(2);
 }
 
+// Walks argv from `first`, handing each option to `on` with helpers for its value.
+struct ArgWalker {
+  int argc;
+  char** argv;
+  int i;
+  std::string a;
+  std::string value() {
+    if (i + 1 >= argc) usage("option " + a + " needs a value");
+    return argv[++i];
+  }
+  double number(double lo, double hi) {
+    std::string v = value();
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end || d < lo || d > hi)
+      usage(a + ": '" + v + "' is not a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return d;
+  }
+  vhca::PeriodMode mode() {
+    std::string v = value();
+    if (v == "eqe") return vhca::PeriodMode::eqe;
+    if (v == "cqe") return vhca::PeriodMode::cqe;
+    usage("--mode: '" + v + "' is neither eqe nor cqe");
+  }
+  vhca::PollContext context() {
+    std::string v = value();
+    if (v == "softirq") return vhca::PollContext::softirq;
+    if (v == "thread") return vhca::PollContext::thread;
+    if (v == "workqueue") return vhca::PollContext::workqueue;
+    usage("--context: '" + v + "' is not softirq, thread or workqueue");
+  }
+};
+
+vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
+  vhca::TrafficOptions o;
+  for (ArgWalker w{argc, argv, first, {}}; w.i < argc; ++w.i) {
+    w.a = argv[w.i];
+    const std::string& a = w.a;
+    if (a == "--qps") o.qps = int(w.number(1, 1000));
+    else if (a == "--cqs") o.cqs = int(w.number(1, 60));
+    else if (a == "--vectors") o.vectors = int(w.number(1, 31));
+    else if (a == "--msg-size") o.msg_size = uint32_t(w.number(1, 1 << 20));
+    else if (a == "--write-fraction") o.write_fraction = w.number(0, 1);
+    else if (a == "--rate-kmsg") o.rate_kmsg = w.number(0.001, 1e5);
+    else if (a == "--duration-us") o.duration_us = w.number(1, 1e7);
+    else if (a == "--depth") o.depth = int(w.number(1, 4096));
+    else if (a == "--cq-size") o.cq_size = int(w.number(1, 1 << 22));
+    else if (a == "--count") o.mod_count = uint16_t(w.number(0, 65535));
+    else if (a == "--period-us") o.mod_period_us = uint16_t(w.number(0, 4095));
+    else if (a == "--mode") o.mode = w.mode();
+    else if (a == "--context") o.context = w.context();
+    else if (a == "--seed") o.seed = uint64_t(w.number(0, 1e18));
+    else if (a == "--rtl") o.rtl = true;
+    else if (a == "--quiet") {}
+    else if (a == "--log") vhca::log::enable(w.value());
+    else usage("traffic: unknown option " + a);
+  }
+  return o;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage("option " + a + " needs a value");
-      return argv[++i];
-    };
-    auto number = [&](double lo, double hi) {
-      std::string v = value();
-      char* end = nullptr;
-      double d = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end || d < lo || d > hi)
-        usage(a + ": '" + v + "' is not a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-      return d;
-    };
-    if (a == "--cqs") o.cqs = int(number(1, 4096));
-    else if (a == "--vectors") o.vectors = int(number(1, 31));
-    else if (a == "--rate") o.rate_mcqe = number(0.001, 1000);
-    else if (a == "--duration-us") o.duration_us = number(1, 1e7);
-    else if (a == "--cq-size") o.cq_size = int(number(1, 1 << 22));
-    else if (a == "--count") o.mod_count = int(number(0, 65535));
-    else if (a == "--period-us") o.mod_period_us = int(number(0, 4095));
-    else if (a == "--seed") o.seed = uint64_t(number(0, 1e18));
+  for (ArgWalker w{argc, argv, 2, {}}; w.i < argc; ++w.i) {
+    w.a = argv[w.i];
+    const std::string& a = w.a;
+    if (a == "--cqs") o.cqs = int(w.number(1, 4096));
+    else if (a == "--vectors") o.vectors = int(w.number(1, 31));
+    else if (a == "--rate") o.rate_mcqe = w.number(0.001, 1000);
+    else if (a == "--duration-us") o.duration_us = w.number(1, 1e7);
+    else if (a == "--cq-size") o.cq_size = int(w.number(1, 1 << 22));
+    else if (a == "--count") o.mod_count = int(w.number(0, 65535));
+    else if (a == "--period-us") o.mod_period_us = int(w.number(0, 4095));
+    else if (a == "--seed") o.seed = uint64_t(w.number(0, 1e18));
     else if (a == "--quiet") o.quiet = true;
     else if (a == "--rtl") o.rtl = true;
-    else if (a == "--log") vhca::log::enable(value());
-    else if (a == "--mode") {
-      std::string v = value();
-      if (v == "eqe") o.mode = vhca::PeriodMode::eqe;
-      else if (v == "cqe") o.mode = vhca::PeriodMode::cqe;
-      else usage("--mode: '" + v + "' is neither eqe nor cqe");
-    } else if (a == "--context") {
-      std::string v = value();
-      if (v == "softirq") o.context = vhca::PollContext::softirq;
-      else if (v == "thread") o.context = vhca::PollContext::thread;
-      else if (v == "workqueue") o.context = vhca::PollContext::workqueue;
-      else usage("--context: '" + v + "' is not softirq, thread or workqueue");
-    } else usage("unknown option " + a);
+    else if (a == "--log") vhca::log::enable(w.value());
+    else if (a == "--mode") o.mode = w.mode();
+    else if (a == "--context") o.context = w.context();
+    else usage("inject: unknown option " + a);
   }
   return o;
 }
@@ -145,9 +190,19 @@ double percentile(std::vector<double>& v, double p) {
 
 }  // namespace
 
+int run_inject(int argc, char** argv);
+
 int sc_main(int argc, char* argv[]) {
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
-  if (argc > 1 && std::string(argv[1]) == "cosim") return run_cosim_command(argc, argv);
+  const std::string command = argc > 1 ? argv[1] : "";
+  if (command == "cosim") return run_cosim_command(argc, argv);
+  if (command == "inject") return run_inject(argc, argv);
+  const int first = command == "traffic" ? 2 : 1;
+  return vhca::run_traffic(parse_traffic(argc, argv, first));
+}
+
+// `vhca-sim inject`: the CQ engine alone, fed through the completion-injection port.
+int run_inject(int argc, char** argv) {
   const Options opt = parse(argc, argv);
   vhca::SystemConfig cfg;
   cfg.driver.num_comp_vectors = uint32_t(opt.vectors);
