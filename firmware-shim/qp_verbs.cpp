@@ -298,11 +298,18 @@ int post_recv(Qp& qp, const std::vector<RecvWr>& wrs, size_t* bad) {
 void note_completion(Driver& dev, const Wc& wc) {
   Qp* qp = dev.find_qp(wc.qpn);
   if (!qp) return;
-  if (wc.opcode == cqe::kReq || wc.opcode == cqe::kReqErr)
+  const bool is_send = wc.opcode == cqe::kReq || wc.opcode == cqe::kReqErr;
+  if (is_send)
     qp->sq_ci = uint16_t(wc.wqe_counter + 1);  // this WQE and every unsignaled one before it
   else
     ++qp->rq_ci;
-  if (wc.status != 0) qp->state = QpState::err;
+  if (wc.status == 0) return;
+  // An error CQE tells the driver what the device did: an RC QP is in ERR; a datagram QP whose
+  // send failed is in SQE (its receive queue goes on).
+  if (qp->type == QpType::rc)
+    qp->state = QpState::err;
+  else if (is_send && qp->state != QpState::err)
+    qp->state = QpState::sqe;
 }
 
 }  // namespace vhca::verbs

@@ -150,7 +150,7 @@ TEST_CASE("BAR accesses to undefined offsets, with the wrong size, or against th
   });
 }
 
-TEST_CASE("DMA to unmapped memory: a CQ buffer that vanished puts that CQ in error with an async event; others go on") {
+TEST_CASE("DMA to unmapped memory: a CQ buffer that vanished puts that CQ in error with an async event, others go on") {
   sys().run([] {
     boot();
     std::vector<AsyncEvent> events;
@@ -182,7 +182,7 @@ TEST_CASE("an unreadable doorbell record during a consumer-index refresh puts th
   });
 }
 
-TEST_CASE("a completion record for a CQ that does not exist is dropped with an error; the writer goes on") {
+TEST_CASE("a completion record for a CQ that does not exist is dropped with an error, the writer goes on") {
   sys().run([] {
     boot();
     const uint64_t errors = log::error_count();

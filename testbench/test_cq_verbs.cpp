@@ -48,7 +48,7 @@ TEST_CASE("[S2] query returns the actual size and the moderation settings") {
   });
 }
 
-TEST_CASE("[S6] poll returns the oldest CQEs in order and consumes them; an empty CQ returns 0 without blocking") {
+TEST_CASE("[S6] poll returns the oldest CQEs in order and consumes them, an empty CQ returns 0 without blocking") {
   sys().run([] {
     boot();
     Cq* cq = make_cq(16);
@@ -210,7 +210,7 @@ TEST_CASE("[S3] resize below the outstanding CQEs is refused and the CQ keeps wo
   });
 }
 
-TEST_CASE("[S4] destroy: a destroyed CQ is gone; destroying an unknown CQ is refused") {
+TEST_CASE("[S4] destroy: a destroyed CQ is gone, destroying an unknown CQ is refused") {
   // S4's refusal while a WQ is associated needs QPs: tested with the work-request path.
   sys().run([] {
     boot();

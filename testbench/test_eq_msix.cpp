@@ -11,7 +11,7 @@ namespace {
 uint32_t eq_pi(uint32_t eqn) { return sys().hca.eq.context(eqn).pi; }
 }
 
-TEST_CASE("[S24] the MSI-X write lands after its EQE, which lands after its CQE; exact landing and handler times") {
+TEST_CASE("[S24] the MSI-X write lands after its EQE, which lands after its CQE, exact landing and handler times") {
   sys().run([] {
     boot();
     Cq* cq = make_cq(16);
@@ -45,7 +45,7 @@ TEST_CASE("[S24] the MSI-X write lands after its EQE, which lands after its CQE;
   });
 }
 
-TEST_CASE("[S24] a masked vector sets its pending bit; unmasking delivers the message") {
+TEST_CASE("[S24] a masked vector sets its pending bit, unmasking delivers the message") {
   sys().run([] {
     boot();
     Cq* cq = make_cq(16);
@@ -69,7 +69,7 @@ TEST_CASE("[S24] a masked vector sets its pending bit; unmasking delivers the me
   });
 }
 
-TEST_CASE("EQ doorbells: update without re-arm raises nothing; arming behind the producer interrupts at once") {
+TEST_CASE("EQ doorbells: update without re-arm raises nothing, arming behind the producer interrupts at once") {
   sys().run([] {
     boot();
     Cq* cq = make_cq(16);
@@ -118,7 +118,7 @@ TEST_CASE("[S21] an asynchronous CQ error reaches the registered async handler t
   });
 }
 
-TEST_CASE("[S24] unmasking twice delivers a pending message once; an MSI-X address is DWORD aligned") {
+TEST_CASE("[S24] unmasking twice delivers a pending message once, an MSI-X address is DWORD aligned") {
   sys().run([] {
     boot();
     Cq* cq = make_cq(16);

@@ -28,7 +28,7 @@ TEST_CASE("[S12] count 4: the event fires on the cycle the 4th CQE is written, n
   });
 }
 
-TEST_CASE("[S12] EQE period mode: the timer restarts at each event; the next event fires exactly one period later") {
+TEST_CASE("[S12] EQE period mode: the timer restarts at each event, the next event fires exactly one period later") {
   sys().run([] {
     boot();
     Cq* cq = make_cq(64, CqModeration{0, 10, PeriodMode::eqe});  // 10 us = 5000 cycles
@@ -54,7 +54,7 @@ TEST_CASE("[S12] EQE period mode: the timer restarts at each event; the next eve
   });
 }
 
-TEST_CASE("[S12] CQE period mode: the timer restarts at each CQE; the event fires one period after the last") {
+TEST_CASE("[S12] CQE period mode: the timer restarts at each CQE, the event fires one period after the last") {
   sys().run([] {
     EventLog ev;
     Cq* cq = boot_armed_cq(ev, 64, CqModeration{0, 2, PeriodMode::cqe});

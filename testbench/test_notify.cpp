@@ -82,7 +82,7 @@ TEST_CASE("[S8] SOLICITED: only a solicited receive or an error CQE raises the e
   });
 }
 
-TEST_CASE("[S9] CQEs present before the request do not raise an event; report-missed-events says so") {
+TEST_CASE("[S9] CQEs present before the request do not raise an event, report-missed-events says so") {
   sys().run([] {
     boot();
     Cq* cq = make_cq(16);
@@ -124,7 +124,7 @@ TEST_CASE("[S9] an arm whose consumer index is behind the producer fires at once
   });
 }
 
-TEST_CASE("[S10] arm-once: requests while one is pending have no further effect; one event, then re-arm") {
+TEST_CASE("[S10] arm-once: requests while one is pending have no further effect, one event, then re-arm") {
   sys().run([] {
     boot();
     Cq* cq = make_cq(16);

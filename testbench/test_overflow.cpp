@@ -7,7 +7,7 @@ void configure(SystemConfig&) {}
 using namespace vhca;
 using namespace vhca::test;
 
-TEST_CASE("[S14] a CQE that finds the CQ full is not written; the CQ enters error; a CQ-error event arrives") {
+TEST_CASE("[S14] a CQE that finds the CQ full is not written, the CQ enters error, a CQ-error event arrives") {
   sys().run([] {
     boot();
     std::vector<AsyncEvent> events;

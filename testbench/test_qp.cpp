@@ -80,7 +80,7 @@ TEST_CASE("[S15] the library warns when a CQ is smaller than the work queues tha
   });
 }
 
-TEST_CASE("QP state machine: RESET -> INIT -> RTR -> RTS with the attributes of each transition; illegal ones refused") {
+TEST_CASE("QP state machine: RESET -> INIT -> RTR -> RTS with the attributes of each transition, illegal ones refused") {
   sys().run([] {
     boot();
     Pd* pd = make_pd();
@@ -165,7 +165,7 @@ TEST_CASE("transition table: every (from, to) pair matches the IB QP state machi
   CHECK_FALSE(qp_transition_allowed(QpType::rc, QpState::sqe, QpState::rts));
 }
 
-TEST_CASE("MRs: access rules, bounds, keys; a PD in use cannot be freed") {
+TEST_CASE("MRs: access rules, bounds, keys, a PD in use cannot be freed") {
   sys().run([] {
     boot();
     Pd* pd = make_pd();

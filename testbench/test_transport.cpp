@@ -50,7 +50,7 @@ TEST_CASE("[S16][S18] RC SEND: the bytes arrive, RECV and SEND CQEs carry their 
   });
 }
 
-TEST_CASE("[S18] RDMA WRITE makes no responder CQE; WRITE with immediate consumes a receive WQE") {
+TEST_CASE("[S18] RDMA WRITE makes no responder CQE, WRITE with immediate consumes a receive WQE") {
   sys().run([] {
     auto [a, b] = rc_pair();
     fb::fill(*a.dev, a.buf.addr, 10000, 2);
@@ -82,7 +82,7 @@ TEST_CASE("[S18] RDMA WRITE makes no responder CQE; WRITE with immediate consume
   });
 }
 
-TEST_CASE("[S18] RDMA READ completes once the response data is placed; atomics return the old value") {
+TEST_CASE("[S18] RDMA READ completes once the response data is placed, atomics return the old value") {
   sys().run([] {
     auto [a, b] = rc_pair();
     fb::fill(*b.dev, b.buf.addr, 9000, 3);
@@ -126,7 +126,7 @@ TEST_CASE("[S18] RDMA READ completes once the response data is placed; atomics r
   });
 }
 
-TEST_CASE("[S16][S18] UD SEND with GRH: the receive CQE names the source QP, LID and SL; the send completes once transmitted") {
+TEST_CASE("[S16][S18] UD SEND with GRH: the receive CQE names the source QP, LID and SL, the send completes once transmitted") {
   sys().run([] {
     for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());
     Side a = make_side(0, 1 << 16, QpType::ud), b = make_side(1, 1 << 16, QpType::ud);
@@ -197,7 +197,7 @@ TEST_CASE("ping-pong: 200 round trips of RC SEND, every byte and every CQE accou
   });
 }
 
-TEST_CASE("[S17] streaming: 4 QPs share CQs; every byte arrives, every WQE gets one CQE, in per-WQ order") {
+TEST_CASE("[S17] streaming: 4 QPs share CQs, every byte arrives, every WQE gets one CQE, in per-WQ order") {
   sys().run([] {
     for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());
     Driver& da = sys().node(0).driver;
@@ -219,6 +219,10 @@ TEST_CASE("[S17] streaming: 4 QPs share CQs; every byte arrives, every WQE gets 
       fb::connect_rc(*qa[q], *qb[q]);
     }
     fb::fill(da, src.addr, uint32_t(src.length), 9);
+    std::map<uint32_t, std::vector<std::pair<uint32_t, uint64_t>>> acks;  // per QPN: (PSN, cycle)
+    sys().node(0).hca.transport.on_ack_received = [&](uint32_t qpn, uint32_t psn, uint64_t c) {
+      acks[qpn].push_back({psn, c});
+    };
     // Even messages are SENDs into posted receives, odd ones RDMA WRITEs to the same place.
     for (int q = 0; q < kQps; ++q)
       for (int m = 0; m < kMsgs; m += 2) {
@@ -252,6 +256,25 @@ TEST_CASE("[S17] streaming: 4 QPs share CQs; every byte arrives, every WQE gets 
       next_recv[w.qpn] = m + 2;
     }
     CHECK(fb::read(db, dst.addr, uint32_t(dst.length)) == fb::read(da, src.addr, uint32_t(src.length)));
+    // S18: each SEND / WRITE CQE is written no earlier than the first ACK covering its last PSN
+    // arrived. Message m of a QP has PSNs 0x100 + 2m and 0x100 + 2m + 1.
+    for (const Wc& w : sends) {
+      const uint32_t last_psn = 0x100 + 2 * uint32_t(w.wr_id & 0xFFFFFFFF) + 1;
+      uint64_t ack_cycle = UINT64_MAX;
+      for (auto [psn, c] : acks[w.qpn])
+        if (psn_diff(psn, last_psn) >= 0) {
+          ack_cycle = c;
+          break;
+        }
+      CHECK(ack_cycle <= w.timestamp);
+    }
+    // ACKs are coalesced: fewer than one per message.
+    const TransportStats& tb = sys().node(1).hca.transport.stats();
+    CHECK(tb.acks_sent < uint64_t(kQps * kMsgs));
+    // WQE fetch: bursts of up to fetch_burst WQEs.
+    const TransportStats& ta = sys().node(0).hca.transport.stats();
+    CHECK(ta.wqes_fetched == uint64_t(kQps * kMsgs));
+    CHECK(ta.wqe_fetches < ta.wqes_fetched);
     wait_us(100);
     CHECK(verbs::peek_cq(*scq, 16) == 0);  // nothing more: exactly one CQE per WQE
     CHECK(verbs::peek_cq(*rcq, 16) == 0);

@@ -157,7 +157,7 @@ TEST_CASE("[S19] transport retry exceeded: with every packet lost, retry_cnt ret
   });
 }
 
-TEST_CASE("[S22] RNR: a SEND that finds no receive WQE is NAKed and retried; a WQE posted meanwhile takes it") {
+TEST_CASE("[S22] RNR: a SEND that finds no receive WQE is NAKed and retried, a WQE posted meanwhile takes it") {
   sys().run([] {
     fb::RcParams p;
     p.min_rnr_timer = 2;  // 20 us
@@ -284,7 +284,7 @@ TEST_CASE("[S20] immediate errors: requests the QP cannot carry out are refused 
   });
 }
 
-TEST_CASE("[S14][S21] CQ overflow moves the CQ's QPs to error with a QP fatal event; the CQ error event arrives too") {
+TEST_CASE("[S14][S21] CQ overflow moves the CQ's QPs to error with a QP fatal event, the CQ error event arrives too") {
   sys().run([] {
     for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());
     Driver& db = sys().node(1).driver;
@@ -352,5 +352,79 @@ TEST_CASE("link loss and corruption: go-back-N recovers every message, in order,
     CHECK(tb.corrupt_dropped == 1);
     CHECK(tb.duplicates + tb.naks_sent > 0);
     CHECK(sys().ib.stats(0).dropped + sys().ib.stats(1).dropped > 0);
+  });
+}
+
+TEST_CASE("[S19] UD send queue error: a datagram above the MTU fails with local length, the QP enters SQE, its RQ still receives, SQE -> RTS resumes") {
+  sys().run([] {
+    for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());
+    Side a = make_side(0, 1 << 16, QpType::ud), b = make_side(1, 1 << 16, QpType::ud);
+    fb::ud_to_rts(*a.qp, 0x11);
+    fb::ud_to_rts(*b.qp, 0x22);
+    SendWr big = send_wr(0xA0, a.buf.sge(0, 5000));  // the UD MTU is 4096
+    big.remote_qpn = b.qp->qpn;
+    big.remote_qkey = 0x22;
+    fb::post_send(*a.qp, big);
+    auto s = poll_n(*a.scq, 1);
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].status == syndrome::kLocalLength);
+    CHECK(device_state(*a.qp) == QpState::sqe);
+    // The receive side of the same QP still works.
+    fb::post_recv(*a.qp, RecvWr{0xC0, {a.buf.sge(8192, 1024)}});
+    SendWr back = send_wr(0xB0, b.buf.sge(0, 100));
+    back.remote_qpn = a.qp->qpn;
+    back.remote_qkey = 0x11;
+    fb::post_send(*b.qp, back);
+    auto r = poll_n(*a.rcq, 1);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].status == 0);
+    // SQE -> RTS: sending works again.
+    QpAttr attr;
+    attr.cur_state = QpState::sqe;
+    attr.new_state = QpState::rts;
+    REQUIRE(verbs::modify_qp(*a.qp, attr) == 0);
+    fb::post_recv(*b.qp, RecvWr{0xC1, {b.buf.sge(8192, 1024)}});
+    SendWr ok = send_wr(0xA1, a.buf.sge(0, 64));
+    ok.remote_qpn = b.qp->qpn;
+    ok.remote_qkey = 0x22;
+    fb::post_send(*a.qp, ok);
+    auto s2 = poll_n(*a.scq, 1);
+    REQUIRE(s2.size() == 1);
+    CHECK(s2[0].status == 0);
+    CHECK(poll_n(*b.rcq, 1).size() == 1);
+  });
+}
+
+TEST_CASE("[S21] SQD: started WQEs finish, new ones wait, the SQ drained event arrives once, SQD -> RTS resumes") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    std::vector<AsyncEvent> events;
+    a.dev->async_handler = [&](const AsyncEvent& e) { events.push_back(e); };
+    SendWr w = send_wr(0xA0, a.buf.sge(0, 64 * 1024), sqwqe::kRdmaWrite);
+    w.remote_addr = b.buf.addr;
+    w.rkey = b.buf.mr->rkey;
+    fb::post_send(*a.qp, w);
+    wait_us(1.5);  // the WRITE is on the wire
+    QpAttr attr;
+    attr.cur_state = QpState::rts;
+    attr.new_state = QpState::sqd;
+    REQUIRE(verbs::modify_qp(*a.qp, attr) == 0);
+    w.wr_id = 0xA1;
+    fb::post_send(*a.qp, w);
+    auto s = poll_n(*a.scq, 1);
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].wr_id == 0xA0);
+    wait_us(50);
+    CHECK(verbs::peek_cq(*a.scq, 4) == 0);  // the second WRITE waits in SQD
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].type == eqe::kSqDrained);
+    CHECK(events[0].data == a.qp->qpn);
+    attr.cur_state = QpState::sqd;
+    attr.new_state = QpState::rts;
+    REQUIRE(verbs::modify_qp(*a.qp, attr) == 0);
+    auto s2 = poll_n(*a.scq, 1);
+    REQUIRE(s2.size() == 1);
+    CHECK(s2[0].wr_id == 0xA1);
+    CHECK(events.size() == 1);
   });
 }

@@ -215,7 +215,7 @@ constexpr uint8_t kReq = 0x0, kRespWriteImm = 0x1, kRespSend = 0x2, kRespSendImm
 namespace eqe {
 VHCA_EQE_FIELDS(VHCA_DECLARE_FIELD)
 constexpr uint32_t kSize = 64;
-constexpr uint8_t kCompletion = 0x00, kCqError = 0x04, kQpFatal = 0x05, kDmaError = 0x08, kCommandDone = 0x0A,
+constexpr uint8_t kCompletion = 0x00, kSqDrained = 0x03, kCqError = 0x04, kQpFatal = 0x05, kDmaError = 0x08, kCommandDone = 0x0A,
                   kEqOverrun = 0x0B;
 // QP fatal (work queue catastrophic error) syndromes; the EQE data is the QPN.
 constexpr uint8_t kQpCqOverrun = 0x01, kQpCqError = 0x02;

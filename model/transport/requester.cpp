@@ -609,10 +609,12 @@ void TransportEngine::complete_ready(uint32_t qpn) {
     }
     if (w.status || w.signaled) emit_completion(send_completion(q, qpn, w, w.status));
     if (w.status) {
-      enter_error(qpn);
+      // RC breaks the whole QP; a datagram QP only its send queue (IB: the SQE state).
+      enter_error(qpn, q.type == QpType::rc ? QpState::err : QpState::sqe);
       return;
     }
   }
+  check_drained(qpn);
 }
 
 }  // namespace vhca

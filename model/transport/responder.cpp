@@ -286,7 +286,7 @@ void TransportEngine::ud_receive(IbPacket& p) {
   }
   const QpContext& q = tables_.qps[qpn];
   QpRuntime& rt = rt_[qpn];
-  if (q.state != QpState::rtr && q.state != QpState::rts && q.state != QpState::sqd) {
+  if (q.state != QpState::rtr && q.state != QpState::rts && q.state != QpState::sqd && q.state != QpState::sqe) {
     ++stats_.dropped_no_qp;
     return;
   }

@@ -82,7 +82,7 @@ void TransportEngine::doorbell_step() {
       } else if (sq) {
         rt.sq_pi = db.pi;
         log::write(log::Cat::wq, "SQ doorbell QP {:#x} pi {}", db.qpn, db.pi);
-        if (q.state == QpState::err) {
+        if (q.state == QpState::err || q.state == QpState::sqe) {
           rt.flush_pending = true;
           flush_queue_.push_back(db.qpn);
           kick_control();
@@ -168,7 +168,7 @@ bool TransportEngine::fetch_sq(uint32_t qpn) {
   rt.sq_fetched = uint16_t(first + n);
   stats_.wqes_fetched += n;
   log::write(log::Cat::wq, "QP {:#x}: fetched SQ WQEs {}..{}", qpn, first, uint16_t(first + n - 1));
-  if (tables_.qps[qpn].state == QpState::err) {
+  if (tables_.qps[qpn].state == QpState::err || tables_.qps[qpn].state == QpState::sqe) {
     rt.flush_pending = true;
     flush_queue_.push_back(qpn);
     return false;
@@ -386,12 +386,12 @@ CompletionRecord TransportEngine::recv_completion(const QpContext& q, uint32_t q
 // ---------------------------------------------------------------------------------------------
 // Errors and flushes.
 
-void TransportEngine::enter_error(uint32_t qpn) {
+void TransportEngine::enter_error(uint32_t qpn, QpState state) {
   QpContext& q = tables_.qps[qpn];
   QpRuntime& rt = rt_[qpn];
-  if (q.state != QpState::err) {
-    log::write(log::Cat::wq, "QP {:#x}: {} -> ERR", qpn, qp_state_name(q.state));
-    q.state = QpState::err;
+  if (q.state != QpState::err && q.state != state) {
+    log::write(log::Cat::wq, "QP {:#x}: {} -> {}", qpn, qp_state_name(q.state), qp_state_name(state));
+    q.state = state;
     ++stats_.qp_errors;
   }
   rt.timer_deadline = 0;
@@ -402,9 +402,12 @@ void TransportEngine::enter_error(uint32_t qpn) {
 }
 
 // Every outstanding WQE of a QP in error completes with WR flush, in posting order per queue:
-// first those the device holds, then the rest of each ring up to its producer counter.
+// first those the device holds, then the rest of each ring up to its producer counter. In the
+// send-queue-error state (UD) only the SQ flushes; the RQ goes on receiving.
 void TransportEngine::flush(uint32_t qpn) {
-  if (!tables_.qp_exists(qpn) || tables_.qps[qpn].state != QpState::err) return;
+  if (!tables_.qp_exists(qpn)) return;
+  const QpState state = tables_.qps[qpn].state;
+  if (state != QpState::err && state != QpState::sqe) return;
   const QpContext& q = tables_.qps[qpn];
   QpRuntime& rt = rt_[qpn];
   const uint32_t gen = rt.gen;
@@ -428,6 +431,7 @@ void TransportEngine::flush(uint32_t qpn) {
                                       syndrome::kWrFlush));
     rt.sq_fetched = uint16_t(first + n);
   }
+  if (state == QpState::sqe) return;
   rt.in_send = false;
   for (;;) {
     while (!rt.rq.empty()) {
@@ -462,10 +466,26 @@ void TransportEngine::qp_state_changed(uint32_t qpn, QpState from, QpState to) {
     rt.rnr_left = q.rnr_retry;
   }
   if (to == QpState::rts) {
+    rt.halted = false;  // SQE -> RTS: the send queue runs again
     want_fetch(qpn);
     want_tx(qpn);
   }
+  if (to == QpState::sqd) {
+    rt.drain_pending = true;
+    check_drained(qpn);
+  }
   if (to == QpState::err) enter_error(qpn);
+}
+
+// SQD: once no WQE that had started is still outstanding, the SQ drained event goes out (once).
+void TransportEngine::check_drained(uint32_t qpn) {
+  QpRuntime& rt = rt_[qpn];
+  if (!rt.drain_pending || tables_.qps[qpn].state != QpState::sqd) return;
+  for (const SendWqe& w : rt.sq)
+    if (w.started) return;
+  rt.drain_pending = false;
+  fatal_events_.push_back(DeviceEvent{eqe::kSqDrained, 0, 0, 0, qpn});
+  kick_control();
 }
 
 void TransportEngine::cq_overflowed(uint32_t cqn) {

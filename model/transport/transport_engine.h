@@ -167,8 +167,9 @@ class TransportEngine : public sc_core::sc_module {
     AckKind nak_kind = AckKind::nak;
     uint8_t nak_code = 0;
     uint32_t nak_psn = 0;
-    // Errors.
+    // Errors and draining.
     bool flush_pending = false;
+    bool drain_pending = false;  // SQD: the SQ drained event is still to be sent
   };
   // A READ response or atomic ACK the responder owes.
   struct ResponseJob {
@@ -204,7 +205,8 @@ class TransportEngine : public sc_core::sc_module {
   bool fetch_rq(uint32_t qpn);
   bool refresh_rq_pi(uint32_t qpn);
   void flush(uint32_t qpn);
-  void enter_error(uint32_t qpn);
+  void enter_error(uint32_t qpn, QpState state = QpState::err);
+  void check_drained(uint32_t qpn);
   SendWqe decode_send(const uint8_t* w, uint16_t index, QpType type) const;
   RecvWqe decode_recv(const uint8_t* w, uint16_t index) const;
   // MR checks: the key names a valid MR of the QP's PD that covers [addr, addr+len) with `access`.
