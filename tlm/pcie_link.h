@@ -59,6 +59,8 @@ class PcieLink : public sc_core::sc_module {
   // side learns of it as a PCIe error message would tell it.
   std::function<void(DmaSource, uint32_t id, uint64_t addr)> on_upstream_write_error;
   std::function<void(uint64_t addr)> on_downstream_write_error;
+  // Observation: a device write has landed in host memory (tools measure when a CQE is visible).
+  std::function<void(DmaSource, uint32_t id, uint64_t addr)> on_upstream_landed;
 
   // Posted-write flow control toward the device (its credits): asked before each downstream
   // posted write is delivered. While it says no, that write and everything behind it wait in the
