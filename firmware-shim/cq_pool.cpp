@@ -96,19 +96,45 @@ Poller& CqPool::poller_for(PollContext ctx, uint32_t vector) {
   return *slot;
 }
 
-IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const CqModeration& mod) {
+IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const CqModeration& mod, bool adaptive) {
+  CqModeration start = mod;
+  if (adaptive) start = CqModeration{dim_profiles()[0].count, dim_profiles()[0].period_us, mod.mode};
   Cq* cq = nullptr;
-  if (verbs::create_cq(dev_, nr_cqe, comp_vector, &cq, mod) != 0) return nullptr;
+  if (verbs::create_cq(dev_, nr_cqe, comp_vector, &cq, start) != 0) return nullptr;
   auto* ib = new IbCq;
   ib->cq = cq;
   ib->context = ctx;
   cq->context = ib;
+  if (adaptive) {
+    ib->dim = std::make_unique<CqDim>();
+    ib->dim_mode = mod.mode;
+  }
   if (ctx != PollContext::direct) {
     ib->poller = &poller_for(ctx, comp_vector);
-    verbs::set_comp_handler(*cq, [ib](Cq&) { ib->poller->schedule(*ib); });
+    verbs::set_comp_handler(*cq, [this, ib](Cq&) {
+      if (ib->dim) dim_event(*ib);
+      ib->poller->schedule(*ib);
+    });
     verbs::req_notify_cq(*cq, kNotifyNext, CpuContext::app);
   }
   return ib;
+}
+
+// A completion event of an adaptive CQ: DIM counts it with the completions polled since the
+// last one; a new profile is applied by MODIFY_CQ from a worker (a command waits for firmware,
+// which a hard-IRQ handler may not), and DIM measures again once it has been applied.
+void CqPool::dim_event(IbCq& ib) {
+  const uint64_t completions = ib.completions - ib.dim_seen;
+  ib.dim_seen = ib.completions;
+  if (!ib.dim->on_event(completions, sc_core::sc_time_stamp().to_seconds() * 1e9)) return;
+  sc_core::sc_spawn(
+      [this, &ib] {
+        const DimProfile& p = ib.dim->profile();
+        if (verbs::modify_cq(*ib.cq, CqModeration{p.count, p.period_us, ib.dim_mode}) != 0)
+          log::error("CQ {}: DIM could not apply ({} us, {}): {}", ib.cq->cqn, p.period_us, p.count, dev_.last_error());
+        ib.dim->applied();
+      },
+      sc_core::sc_gen_unique_name("dim"));
 }
 
 int CqPool::free_cq(IbCq* ib) {

@@ -12,6 +12,7 @@
 #include <systemc>
 #include <vector>
 
+#include "firmware-shim/dim.h"
 #include "firmware-shim/verbs.h"
 
 namespace vhca {
@@ -32,6 +33,10 @@ struct IbCq {
   class Poller* poller = nullptr;
   bool queued = false;
   uint64_t completions = 0, turns = 0, rearms = 0, missed_events = 0;
+  // Adaptive moderation (DIM), when the CQ was allocated with it.
+  std::unique_ptr<CqDim> dim;
+  PeriodMode dim_mode = PeriodMode::eqe;
+  uint64_t dim_seen = 0;  // completions at the last event
 };
 
 struct CqPoolConfig {
@@ -67,7 +72,10 @@ class CqPool {
   CqPool(Driver& dev, const CqPoolConfig& cfg = {});
   ~CqPool();
 
-  IbCq* alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const CqModeration& mod = {});
+  // `adaptive`: DIM chooses the moderation from its profiles (starting at the first); `mod`
+  // then gives only the period mode.
+  IbCq* alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const CqModeration& mod = {},
+                 bool adaptive = false);
   int free_cq(IbCq* cq);
   // IB_POLL_DIRECT: the caller polls; no events are requested.
   int process_cq_direct(IbCq& cq, int budget);
@@ -80,6 +88,7 @@ class CqPool {
 
  private:
   int process(IbCq& cq, int budget, CpuContext ctx);
+  void dim_event(IbCq& cq);
   Poller& poller_for(PollContext ctx, uint32_t vector);
 
   Driver& dev_;

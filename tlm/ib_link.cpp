@@ -67,6 +67,10 @@ bool IbLink::apply_faults(uint32_t side, IbPacket& p) {
         p.op = f.new_op;
         ++dir_[side].stats.rewritten;
         break;
+      case LinkFault::Kind::flip_payload:
+        if (!p.payload.empty()) p.payload[p.payload.size() / 2] ^= 0x10;
+        ++dir_[side].stats.rewritten;
+        break;
     }
   }
   return true;

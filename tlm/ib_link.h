@@ -22,7 +22,10 @@
 namespace vhca {
 
 struct LinkFault {
-  enum class Kind : uint8_t { drop, corrupt, rewrite_opcode };
+  // drop: lost; corrupt: fails the receiver's ICRC check (dropped there); rewrite_opcode: arrives
+  // as another opcode; flip_payload: one payload bit flipped that no check catches (silent data
+  // corruption, for proving end-to-end data checks).
+  enum class Kind : uint8_t { drop, corrupt, rewrite_opcode, flip_payload };
   Kind kind = Kind::drop;
   uint32_t side = 0;    // the side that sends the packet
   uint64_t packet = 1;  // 1-based index among the packets that side sends

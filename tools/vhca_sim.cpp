@@ -14,12 +14,15 @@
 #include <string>
 #include <systemc>
 #include <vector>
+#include <unistd.h>
 
 #include "firmware-shim/cq_pool.h"
 #include "model/common/log.h"
 #include "testbench/cosim.h"
 #include "testbench/rtl_cq_writer.h"
 #include "testbench/system.h"
+#include "tools/scenario.h"
+#include "tools/sweep.h"
 #include "tools/traffic.h"
 
 namespace {
@@ -44,7 +47,11 @@ struct Options {
                "vhca-sim: %s\n"
                "usage: vhca-sim [traffic] [--qps N] [--cqs N] [--vectors N] [--msg-size BYTES] [--write-fraction F]\n"
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
-               "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--rtl] [--log CATS]\n"
+               "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
+               "                [--fault flip-payload] [--log CATS]\n"
+               "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--log CATS]\n"
+               "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
+               "                [--out DIR] [--emit-jobs] [--collect]   (KEY: count, period, mode, policy or a dotted key)\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
                "                [--seed S] [--rtl] [--log CATEGORIES] [--quiet]\n"
@@ -94,7 +101,7 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     if (a == "--qps") o.qps = int(w.number(1, 1000));
     else if (a == "--cqs") o.cqs = int(w.number(1, 60));
     else if (a == "--vectors") o.vectors = int(w.number(1, 31));
-    else if (a == "--msg-size") o.msg_size = uint32_t(w.number(1, 1 << 20));
+    else if (a == "--msg-size") o.sizes = {uint32_t(w.number(1, 1 << 20))};
     else if (a == "--write-fraction") o.write_fraction = w.number(0, 1);
     else if (a == "--rate-kmsg") o.rate_kmsg = w.number(0.001, 1e5);
     else if (a == "--duration-us") o.duration_us = w.number(1, 1e7);
@@ -106,6 +113,12 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     else if (a == "--context") o.context = w.context();
     else if (a == "--seed") o.seed = uint64_t(w.number(0, 1e18));
     else if (a == "--rtl") o.rtl = true;
+    else if (a == "--loss") o.link.loss_rate = w.number(0, 0.5);
+    else if (a == "--fault") {
+      const std::string f = w.value();
+      if (f != "flip-payload") usage("--fault: '" + f + "' is not flip-payload");
+      o.fault_flip_payload = true;
+    }
     else if (a == "--quiet") {}
     else if (a == "--log") vhca::log::enable(w.value());
     else usage("traffic: unknown option " + a);
@@ -192,13 +205,79 @@ double percentile(std::vector<double>& v, double p) {
 
 int run_inject(int argc, char** argv);
 
+// `vhca-sim sweep SCENARIO --grid key=v1,v2 ... [--set key=value] [--jobs N] [--out DIR]
+// [--emit-jobs] [--collect]`.
+int run_sweep_command(int argc, char** argv) {
+  if (argc < 3) usage("sweep: which scenario file?");
+  vhca::SweepOptions o;
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  o.self = n > 0 ? std::string(self, size_t(n)) : std::string(argv[0]);
+  o.scenario = argv[2];
+  for (ArgWalker w{argc, argv, 3, {}}; w.i < argc; ++w.i) {
+    w.a = argv[w.i];
+    if (w.a == "--grid") o.grids.push_back(w.value());
+    else if (w.a == "--set") o.sets.push_back(w.value());
+    else if (w.a == "--jobs") o.jobs = int(w.number(1, 256));
+    else if (w.a == "--out") o.out = w.value();
+    else if (w.a == "--emit-jobs") o.emit_jobs = true;
+    else if (w.a == "--collect") o.collect = true;
+    else usage("sweep: unknown option " + w.a);
+  }
+  if (o.grids.empty()) usage("sweep: at least one --grid key=value,value,...");
+  return vhca::run_sweep(o);
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "vhca-sim: cannot write %s\n", path.c_str());
+    return false;
+  }
+  std::fputs(text.c_str(), f);
+  return std::fclose(f) == 0;
+}
+
+// `vhca-sim run SCENARIO [--set key=value ...] [--json FILE] [--csv FILE]`.
+int run_scenario_command(int argc, char** argv) {
+  if (argc < 3) usage("run: which scenario file?");
+  const std::string path = argv[2];
+  std::vector<std::string> sets;
+  std::string json, csv;
+  for (ArgWalker w{argc, argv, 3, {}}; w.i < argc; ++w.i) {
+    w.a = argv[w.i];
+    if (w.a == "--set") sets.push_back(w.value());
+    else if (w.a == "--json") json = w.value();
+    else if (w.a == "--csv") csv = w.value();
+    else if (w.a == "--log") vhca::log::enable(w.value());
+    else usage("run: unknown option " + w.a);
+  }
+  vhca::TrafficOptions o;
+  try {
+    o = vhca::load_scenario(path, sets);
+  } catch (const vhca::ScenarioError& e) {
+    std::fprintf(stderr, "vhca-sim: %s\n", e.what());
+    return 2;
+  }
+  const vhca::TrafficResult r = vhca::run_traffic(o);
+  vhca::print_summary(o, r);
+  if (!json.empty() && !write_file(json, vhca::results_json(o, r))) return 2;
+  if (!csv.empty() && !write_file(csv, vhca::results_csv_header() + vhca::results_csv_row(o, r))) return 2;
+  return r.ok ? 0 : 1;
+}
+
 int sc_main(int argc, char* argv[]) {
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
   const std::string command = argc > 1 ? argv[1] : "";
   if (command == "cosim") return run_cosim_command(argc, argv);
   if (command == "inject") return run_inject(argc, argv);
+  if (command == "run") return run_scenario_command(argc, argv);
+  if (command == "sweep") return run_sweep_command(argc, argv);
   const int first = command == "traffic" ? 2 : 1;
-  return vhca::run_traffic(parse_traffic(argc, argv, first));
+  const vhca::TrafficOptions o = parse_traffic(argc, argv, first);
+  const vhca::TrafficResult r = vhca::run_traffic(o);
+  vhca::print_summary(o, r);
+  return r.ok ? 0 : 1;
 }
 
 // `vhca-sim inject`: the CQ engine alone, fed through the completion-injection port.

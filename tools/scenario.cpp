@@ -1,0 +1,358 @@
+#include "tools/scenario.h"
+
+#include <cmath>
+#include <initializer_list>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <yaml-cpp/yaml.h>
+
+namespace vhca {
+namespace {
+
+// "<number><unit>" with optional space; returns false if it does not have that shape.
+bool split_number(const std::string& v, double& number, std::string& unit) {
+  static const std::regex re(R"(^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/]*)\s*$)");
+  std::smatch m;
+  if (!std::regex_match(v, m, re)) return false;
+  number = std::stod(m[1]);
+  unit = m[2];
+  return true;
+}
+
+double with_unit(const std::string& v, const std::map<std::string, double>& units, const char* expected) {
+  double n = 0;
+  std::string unit;
+  if (!split_number(v, n, unit)) throw std::invalid_argument("'" + v + "' is not a number with a unit (" + expected + ")");
+  if (unit.empty()) throw std::invalid_argument("'" + v + "' needs a unit (" + expected + ")");
+  auto it = units.find(unit);
+  if (it == units.end()) throw std::invalid_argument("'" + unit + "' is not a unit of " + expected);
+  return n * it->second;
+}
+
+}  // namespace
+
+double parse_duration_ns(const std::string& v) {
+  return with_unit(v, {{"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}}, "time: ns, us, ms, s");
+}
+
+uint64_t parse_size_bytes(const std::string& v) {
+  const double b = with_unit(v, {{"B", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}}, "size: B, KiB, MiB");
+  if (b != std::floor(b)) throw std::invalid_argument("'" + v + "' is not a whole number of bytes");
+  return uint64_t(b);
+}
+
+double parse_rate_per_s(const std::string& v) {
+  return with_unit(v, {{"/s", 1.0}, {"k/s", 1e3}, {"M/s", 1e6}}, "rate: /s, k/s, M/s");
+}
+
+double parse_gbps(const std::string& v) {
+  return with_unit(v, {{"Mbps", 1e-3}, {"Gbps", 1.0}}, "bandwidth: Mbps, Gbps");
+}
+
+namespace {
+
+// Reads a scenario tree, checking every key against the schema and naming file, line and key in
+// every error.
+class Reader {
+ public:
+  Reader(std::string source, std::set<std::string> from_set) : source_(std::move(source)), from_set_(std::move(from_set)) {}
+
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& key, const std::string& why) const {
+    std::ostringstream s;
+    if (from_set_.count(key))
+      s << "--set " << key << ": " << why;
+    else if (n.Mark().line >= 0)
+      s << source_ << ":" << n.Mark().line + 1 << ": key '" << key << "': " << why;
+    else
+      s << source_ << ": key '" << key << "': " << why;
+    throw ScenarioError(s.str());
+  }
+
+  // The node at `key` must be a map whose keys are all in `allowed`.
+  void check_map(const YAML::Node& n, const std::string& key, std::initializer_list<const char*> allowed) const {
+    if (!n.IsMap()) fail(n, key.empty() ? "(top)" : key, "must be a map of keys");
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      bool ok = false;
+      std::string list;
+      for (const char* a : allowed) {
+        ok = ok || k == a;
+        list += std::string(list.empty() ? "" : ", ") + a;
+      }
+      if (!ok) fail(it->first, join(key, k), "unknown key (expected one of: " + list + ")");
+    }
+  }
+
+  static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+
+  std::string scalar(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, key, "must be a single value");
+    return n.as<std::string>();
+  }
+
+  // Parses the value at `key` with `parse`, which throws std::invalid_argument.
+  template <typename Parse>
+  auto value(const YAML::Node& parent, const std::string& prefix, const char* name, Parse parse) const
+      -> decltype(parse(std::string())) {
+    const std::string key = join(prefix, name);
+    const YAML::Node n = parent[name];
+    try {
+      return parse(scalar(n, key));
+    } catch (const std::invalid_argument& e) {
+      fail(n, key, e.what());
+    } catch (const std::out_of_range&) {
+      fail(n, key, "out of range");
+    }
+  }
+
+  double number(const YAML::Node& parent, const std::string& prefix, const char* name, double lo, double hi) const {
+    return value(parent, prefix, name, [&](const std::string& v) {
+      double n = 0;
+      std::string unit;
+      if (!split_number(v, n, unit) || !unit.empty()) throw std::invalid_argument("'" + v + "' is not a plain number");
+      if (n < lo || n > hi) throw std::invalid_argument(fmt_range(v, lo, hi));
+      return n;
+    });
+  }
+  int integer(const YAML::Node& parent, const std::string& prefix, const char* name, double lo, double hi) const {
+    const double n = number(parent, prefix, name, lo, hi);
+    if (n != std::floor(n)) fail(parent[name], join(prefix, name), "must be a whole number");
+    return int(n);
+  }
+  double duration_us(const YAML::Node& parent, const std::string& prefix, const char* name, double lo_us,
+                     double hi_us) const {
+    return value(parent, prefix, name, [&](const std::string& v) {
+      const double us = parse_duration_ns(v) / 1e3;
+      if (us < lo_us || us > hi_us)
+        throw std::invalid_argument("'" + v + "' is outside " + fmt(lo_us) + " us .. " + fmt(hi_us) + " us");
+      return us;
+    });
+  }
+
+ private:
+  static std::string fmt(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  }
+  static std::string fmt_range(const std::string& v, double lo, double hi) {
+    return "'" + v + "' is outside " + fmt(lo) + " .. " + fmt(hi);
+  }
+  std::string source_;
+  std::set<std::string> from_set_;
+};
+
+// Applies "a.b.c=value" to the tree, creating maps on the way.
+void apply_set(YAML::Node root, const std::string& set, std::set<std::string>& from_set) {
+  const size_t eq = set.find('=');
+  if (eq == std::string::npos || eq == 0) throw ScenarioError("--set " + set + ": expected key=value");
+  const std::string key = set.substr(0, eq), value = set.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  YAML::Node n = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (n[parts[i]].IsDefined() && !n[parts[i]].IsMap())
+      throw ScenarioError("--set " + set + ": '" + parts[i] + "' is not a map of keys");
+    if (!n[parts[i]].IsDefined()) n[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    n.reset(n[parts[i]]);
+  }
+  n[parts.back()] = value;
+  from_set.insert(key);
+}
+
+void read_cpu(const Reader& r, const YAML::Node& n, const std::string& key, HostCpuConfig& cpu) {
+  r.check_map(n, key, {"irq_delivery", "handler_entry", "eqe_cost", "cqe_cost", "empty_poll_cost",
+                       "softirq_latency", "thread_latency", "workqueue_latency", "post_cost"});
+  auto t = [&](const char* name, sc_core::sc_time& field) {
+    if (n[name]) field = sc_core::sc_time(r.duration_us(n, key, name, 0, 1e5), sc_core::SC_US);
+  };
+  t("irq_delivery", cpu.irq_delivery);
+  t("handler_entry", cpu.handler_entry);
+  t("eqe_cost", cpu.eqe_cost);
+  t("cqe_cost", cpu.cqe_cost);
+  t("empty_poll_cost", cpu.empty_poll_cost);
+  t("softirq_latency", cpu.softirq_latency);
+  t("thread_latency", cpu.thread_latency);
+  t("workqueue_latency", cpu.workqueue_latency);
+  t("post_cost", cpu.post_wr_cost);
+}
+
+void read_workload(const Reader& r, const YAML::Node& w, TrafficOptions& o) {
+  r.check_map(w, "workload", {"mix", "size", "arrival"});
+  if (const YAML::Node mix = w["mix"]) {
+    r.check_map(mix, "workload.mix", {"send", "write", "read"});
+    const double send = mix["send"] ? r.number(mix, "workload.mix", "send", 0, 1e9) : 0;
+    const double write = mix["write"] ? r.number(mix, "workload.mix", "write", 0, 1e9) : 0;
+    const double read = mix["read"] ? r.number(mix, "workload.mix", "read", 0, 1e9) : 0;
+    const double total = send + write + read;
+    if (total <= 0) r.fail(mix, "workload.mix", "needs at least one opcode with a positive share");
+    o.write_fraction = write / total;
+    o.read_fraction = read / total;
+  }
+  if (const YAML::Node size = w["size"]) {
+    o.sizes.clear();
+    o.size_weights.clear();
+    auto bytes = [&](const YAML::Node& parent, const std::string& prefix, const char* name) {
+      return r.value(parent, prefix, name, [](const std::string& v) {
+        const uint64_t b = parse_size_bytes(v);
+        if (b < 1 || b > (1u << 20)) throw std::invalid_argument("'" + v + "' is outside 1 B .. 1 MiB");
+        return uint32_t(b);
+      });
+    };
+    if (size.IsSequence()) {
+      if (size.size() == 0) r.fail(size, "workload.size", "an empty list");
+      for (size_t i = 0; i < size.size(); ++i) {
+        const std::string key = "workload.size[" + std::to_string(i) + "]";
+        r.check_map(size[i], key, {"size", "weight"});
+        o.sizes.push_back(bytes(size[i], key, "size"));
+        o.size_weights.push_back(size[i]["weight"] ? r.number(size[i], key, "weight", 1e-9, 1e9) : 1.0);
+      }
+    } else {
+      o.sizes.push_back(bytes(w, "workload", "size"));
+      o.size_weights.push_back(1.0);
+    }
+  }
+  if (const YAML::Node a = w["arrival"]) {
+    const std::string k = "workload.arrival";
+    r.check_map(a, k, {"process", "rate", "on", "off", "outstanding"});
+    const std::string p = a["process"] ? r.scalar(a["process"], k + ".process") : "poisson";
+    if (p == "poisson") o.arrival = Arrival::poisson;
+    else if (p == "constant") o.arrival = Arrival::constant;
+    else if (p == "onoff") o.arrival = Arrival::onoff;
+    else if (p == "pingpong") o.arrival = Arrival::pingpong;
+    else r.fail(a["process"], k + ".process", "'" + p + "' is not one of poisson, constant, onoff, pingpong");
+    const bool pingpong = o.arrival == Arrival::pingpong;
+    auto only = [&](const char* name, bool allowed, const char* why) {
+      if (a[name] && !allowed) r.fail(a[name], k + "." + name, why);
+    };
+    only("rate", !pingpong, "a ping-pong is closed-loop: its rate is what the round trips allow");
+    only("outstanding", pingpong, "only a ping-pong has pings outstanding");
+    only("on", o.arrival == Arrival::onoff, "only an onoff process has bursts");
+    only("off", o.arrival == Arrival::onoff, "only an onoff process has gaps");
+    if (a["rate"])
+      o.rate_kmsg = r.value(a, k, "rate", [](const std::string& v) {
+        const double rate = parse_rate_per_s(v);
+        if (rate < 1 || rate > 1e9) throw std::invalid_argument("'" + v + "' is outside 1/s .. 1000M/s");
+        return rate / 1e3;
+      });
+    if (a["on"]) o.on_us = r.duration_us(a, k, "on", 0.01, 1e7);
+    if (a["off"]) o.off_us = r.duration_us(a, k, "off", 0, 1e7);
+    if (a["outstanding"]) o.outstanding = r.integer(a, k, "outstanding", 1, 4096);
+    if (pingpong && (o.write_fraction > 0 || o.read_fraction > 0))
+      r.fail(w["mix"], "workload.mix", "a ping-pong exchanges SENDs only: write and read must be 0");
+  }
+}
+
+TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
+  TrafficOptions o;
+  r.check_map(root, "", {"name", "description", "seed", "duration", "warmup", "link", "host", "cqs", "qps", "workload"});
+  if (root["name"]) o.name = r.scalar(root["name"], "name");
+  if (root["seed"]) o.seed = uint64_t(r.integer(root, "", "seed", 0, 2147483647));
+  if (root["duration"]) o.duration_us = r.duration_us(root, "", "duration", 1, 1e7);
+  if (root["warmup"]) o.warmup_us = r.duration_us(root, "", "warmup", 0, 1e7);
+  if (o.warmup_us >= o.duration_us) r.fail(root["warmup"], "warmup", "must be shorter than the duration");
+  if (const YAML::Node l = root["link"]) {
+    r.check_map(l, "link", {"rate", "latency", "loss"});
+    if (l["rate"])
+      o.link.gbit_per_s = r.value(l, "link", "rate", [](const std::string& v) {
+        const double g = parse_gbps(v);
+        if (g < 0.1 || g > 1600) throw std::invalid_argument("'" + v + "' is outside 100 Mbps .. 1600 Gbps");
+        return g;
+      });
+    if (l["latency"]) o.link.latency = sc_core::sc_time(r.duration_us(l, "link", "latency", 0, 1e5), sc_core::SC_US);
+    if (l["loss"]) o.link.loss_rate = r.number(l, "link", "loss", 0, 0.5);
+  }
+  if (const YAML::Node h = root["host"]) {
+    r.check_map(h, "host", {"vectors", "poll", "cpu"});
+    if (h["vectors"]) o.vectors = r.integer(h, "host", "vectors", 1, 31);
+    if (h["poll"]) {
+      const std::string p = r.scalar(h["poll"], "host.poll");
+      if (p == "softirq") o.context = PollContext::softirq;
+      else if (p == "thread") o.context = PollContext::thread;
+      else if (p == "workqueue") o.context = PollContext::workqueue;
+      else r.fail(h["poll"], "host.poll", "'" + p + "' is not one of softirq, thread, workqueue");
+    }
+    if (h["cpu"]) read_cpu(r, h["cpu"], "host.cpu", o.cpu);
+  }
+  if (const YAML::Node c = root["cqs"]) {
+    r.check_map(c, "cqs", {"count", "size", "moderation"});
+    if (c["count"]) o.cqs = r.integer(c, "cqs", "count", 1, 60);
+    if (c["size"]) o.cq_size = r.integer(c, "cqs", "size", 1, 1 << 22);
+    if (const YAML::Node m = c["moderation"]) {
+      r.check_map(m, "cqs.moderation", {"count", "period", "mode", "policy"});
+      if (m["policy"]) {
+        const std::string v = r.scalar(m["policy"], "cqs.moderation.policy");
+        if (v == "static") o.adaptive = false;
+        else if (v == "dim") o.adaptive = true;
+        else r.fail(m["policy"], "cqs.moderation.policy", "'" + v + "' is neither static nor dim");
+        if (o.adaptive && (m["count"] || m["period"]))
+          r.fail(m["policy"], "cqs.moderation.policy", "dim chooses count and period itself: leave them out");
+      }
+      if (m["count"]) o.mod_count = uint16_t(r.integer(m, "cqs.moderation", "count", 0, 65535));
+      if (m["period"]) {
+        const double us = r.duration_us(m, "cqs.moderation", "period", 0, 4095);
+        if (us != std::floor(us)) r.fail(m["period"], "cqs.moderation.period", "must be whole microseconds (the CQ context counts us)");
+        o.mod_period_us = uint16_t(us);
+      }
+      if (m["mode"]) {
+        const std::string v = r.scalar(m["mode"], "cqs.moderation.mode");
+        if (v == "eqe") o.mode = PeriodMode::eqe;
+        else if (v == "cqe") o.mode = PeriodMode::cqe;
+        else r.fail(m["mode"], "cqs.moderation.mode", "'" + v + "' is neither eqe nor cqe");
+      }
+    }
+  }
+  if (const YAML::Node q = root["qps"]) {
+    r.check_map(q, "qps", {"count", "depth", "mtu"});
+    if (q["count"]) o.qps = r.integer(q, "qps", "count", 1, 1000);
+    if (q["depth"]) o.depth = r.integer(q, "qps", "depth", 1, 4096);
+    if (q["mtu"]) {
+      const uint64_t mtu = r.value(q, "qps", "mtu", [](const std::string& v) { return parse_size_bytes(v); });
+      uint8_t code = 0;
+      for (uint8_t c = 1; c <= 5; ++c)
+        if ((128u << c) == mtu) code = c;
+      if (!code) r.fail(q["mtu"], "qps.mtu", "must be 256B, 512B, 1KiB, 2KiB or 4KiB");
+      o.path_mtu = code;
+    }
+  }
+  if (root["workload"]) read_workload(r, root["workload"], o);
+  if (o.arrival == Arrival::pingpong && o.outstanding > o.depth)
+    r.fail(root["workload"], "workload.arrival.outstanding", "more pings outstanding than the queue depth");
+  return o;
+}
+
+TrafficOptions parse_tree(YAML::Node root, const std::string& source, const std::vector<std::string>& sets) {
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  std::set<std::string> from_set;
+  for (const std::string& s : sets) apply_set(root, s, from_set);
+  return read_scenario(root, Reader(source, from_set));
+}
+
+}  // namespace
+
+TrafficOptions parse_scenario(const std::string& text, const std::string& source, const std::vector<std::string>& sets) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ScenarioError(source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  return parse_tree(root, source, sets);
+}
+
+TrafficOptions load_scenario(const std::string& path, const std::vector<std::string>& sets) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ScenarioError(path + ": cannot be read");
+  } catch (const YAML::ParserException& e) {
+    throw ScenarioError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  return parse_tree(root, path, sets);
+}
+
+}  // namespace vhca

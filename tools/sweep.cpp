@@ -1,0 +1,263 @@
+#include "tools/sweep.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "tools/scenario.h"
+
+namespace vhca {
+namespace {
+
+struct Point {
+  std::vector<std::string> sets;  // this point's --set overrides (fixed ones first)
+  std::string label;              // the grid values, for the plot
+  std::string csv;                // where the point writes its row
+};
+
+std::string expand_key(const std::string& k) {
+  static const std::map<std::string, std::string> alias = {{"count", "cqs.moderation.count"},
+                                                           {"period", "cqs.moderation.period"},
+                                                           {"mode", "cqs.moderation.mode"},
+                                                           {"policy", "cqs.moderation.policy"}};
+  auto it = alias.find(k);
+  return it == alias.end() ? k : it->second;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string p; std::getline(ss, p, sep);) out.push_back(p);
+  return out;
+}
+
+// The cartesian product of the grids, first grid slowest. A point with policy=dim drops the
+// count and period of the grid (DIM chooses them), and repeated points are dropped.
+std::vector<Point> make_points(const SweepOptions& o) {
+  struct Axis {
+    std::string key, name;
+    std::vector<std::string> values;
+  };
+  std::vector<Axis> axes;
+  for (const std::string& g : o.grids) {
+    const size_t eq = g.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == g.size())
+      throw ScenarioError("--grid " + g + ": expected key=value,value,...");
+    axes.push_back({expand_key(g.substr(0, eq)), g.substr(0, eq), split(g.substr(eq + 1), ',')});
+  }
+  std::vector<Point> points;
+  std::vector<size_t> ix(axes.size(), 0);
+  std::vector<std::string> seen;
+  for (;;) {
+    Point p;
+    p.sets = o.sets;
+    bool dim = false;
+    for (size_t a = 0; a < axes.size(); ++a)
+      dim = dim || (axes[a].key == "cqs.moderation.policy" && axes[a].values[ix[a]] == "dim");
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const std::string& v = axes[a].values[ix[a]];
+      if (dim && (axes[a].key == "cqs.moderation.count" || axes[a].key == "cqs.moderation.period")) continue;
+      p.sets.push_back(axes[a].key + "=" + v);
+      p.label += (p.label.empty() ? "" : " ") + axes[a].name + "=" + v;
+    }
+    std::string id;
+    for (const auto& s : p.sets) id += s + ";";
+    if (std::find(seen.begin(), seen.end(), id) == seen.end()) {
+      seen.push_back(id);
+      points.push_back(p);
+    }
+    size_t a = axes.size();
+    while (a > 0 && ++ix[a - 1] == axes[a - 1].values.size()) ix[--a] = 0;
+    if (a == 0) break;
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/point-%03zu.csv", i);
+    points[i].csv = o.out + name;
+  }
+  return points;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::vector<std::string> point_argv(const SweepOptions& o, const Point& p) {
+  std::vector<std::string> a = {o.self, "run", o.scenario};
+  for (const auto& s : p.sets) a.insert(a.end(), {"--set", s});
+  a.insert(a.end(), {"--csv", p.csv});
+  return a;
+}
+
+// Runs the points as child processes, at most `jobs` at once; their output goes to a log each.
+bool run_points(const SweepOptions& o, const std::vector<Point>& points, int jobs) {
+  std::map<pid_t, size_t> running;
+  size_t next = 0;
+  bool ok = true;
+  while (next < points.size() || !running.empty()) {
+    while (next < points.size() && int(running.size()) < jobs) {
+      const std::vector<std::string> args = point_argv(o, points[next]);
+      const std::string log = points[next].csv.substr(0, points[next].csv.size() - 4) + ".log";
+      std::fflush(stdout);  // else the child's copy of the buffer would be written again
+      std::fflush(stderr);
+      const pid_t pid = fork();
+      if (pid == 0) {
+        std::freopen(log.c_str(), "w", stdout);
+        std::freopen(log.c_str(), "a", stderr);
+        std::vector<char*> argv;
+        for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+      }
+      if (pid < 0) return false;
+      running[pid] = next++;
+    }
+    int status = 0;
+    const pid_t done = wait(&status);
+    if (done < 0) break;
+    const size_t i = running[done];
+    running.erase(done);
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::printf("  point %3zu/%zu %-40s %s\n", i + 1, points.size(), points[i].label.c_str(),
+                code == 0 ? "ok" : code == 1 ? "ran, checks failed (see its log)" : "FAILED (see its log)");
+    if (code != 0 && code != 1) ok = false;
+  }
+  return ok;
+}
+
+// Column value of `name` in a CSV row.
+double field(const std::vector<std::string>& header, const std::vector<std::string>& row, const std::string& name) {
+  for (size_t i = 0; i < header.size() && i < row.size(); ++i)
+    if (header[i] == name) return std::atof(row[i].c_str());
+  return 0;
+}
+
+struct PlotPoint {
+  double x, y;
+  std::string label;
+  bool ok;  // the run passed its checks (a stalled or lossy point is plotted, not on the frontier)
+};
+
+// The latency the plot uses: the round trip for a ping-pong, else the first requester opcode with
+// samples, handler p99.
+std::string latency_column(const std::vector<std::string>& header, const std::vector<std::string>& row) {
+  for (const char* op : {"PINGPONG", "SEND", "RDMA_WRITE", "RDMA_READ"})
+    if (field(header, row, std::string(op) + "_samples") > 0) return std::string(op) + "_hdl_p99_us";
+  return "SEND_hdl_p99_us";
+}
+
+bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
+  std::ofstream csv(o.out + "/sweep.csv");
+  std::vector<std::string> header;
+  std::vector<PlotPoint> plot;
+  std::string ycol;
+  bool ok = true;
+  for (size_t i = 0; i < points.size(); ++i) {
+    std::ifstream in(points[i].csv);
+    std::string h, r;
+    if (!std::getline(in, h) || !std::getline(in, r)) {
+      std::fprintf(stderr, "vhca-sim sweep: %s is missing or empty\n", points[i].csv.c_str());
+      ok = false;
+      continue;
+    }
+    if (header.empty()) {
+      header = split(h, ',');
+      csv << "point,settings," << h << "\n";
+    }
+    csv << i << ",\"" << points[i].label << "\"," << r << "\n";
+    const std::vector<std::string> row = split(r, ',');
+    if (ycol.empty()) ycol = latency_column(header, row);
+    plot.push_back({field(header, row, "host0_interrupts_per_s") + field(header, row, "host1_interrupts_per_s"),
+                    field(header, row, ycol), points[i].label, field(header, row, "ok") != 0});
+  }
+  if (!ok) return false;
+  // The Pareto frontier: no other point has both fewer interrupts and lower latency.
+  std::vector<PlotPoint> front;
+  for (const auto& p : plot) {
+    bool dominated = !p.ok;
+    for (const auto& q : plot)
+      dominated = dominated || (q.ok && q.x <= p.x && q.y <= p.y && (q.x < p.x || q.y < p.y));
+    if (!dominated) front.push_back(p);
+  }
+  std::sort(front.begin(), front.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+  std::ofstream dat(o.out + "/pareto.dat");
+  dat << "# interrupts_per_s " << ycol << " label; blocks: passed points, failed points, the frontier\n";
+  for (bool ok : {true, false}) {
+    bool any = false;
+    for (const auto& p : plot)
+      if (p.ok == ok) dat << p.x << " " << p.y << " \"" << p.label << "\"\n", any = true;
+    if (!any) dat << "NaN NaN \"\"\n";  // keep the block so that the indices stay put
+    dat << "\n\n";
+  }
+  for (const auto& p : front) dat << p.x << " " << p.y << " \"" << p.label << "\"\n";
+  dat.close();
+  std::ofstream gp(o.out + "/pareto.gp");
+  gp << "# Latency vs interrupt rate for the sweep of " << o.scenario << "\n"
+     << "set datafile separator whitespace\n"
+     << "set xlabel 'interrupts per second (both hosts)'\n"
+     << "set ylabel '" << ycol << " (us)' noenhanced\n"
+     << "set offsets graph 0.05, graph 0.1, graph 0.1, graph 0.05\n"
+     << "set title 'vhca-sim sweep: latency vs interrupt rate' noenhanced\n"
+     << "set key top right\nset grid\n";
+  for (const char* term : {"pngcairo size 1100,750", "svg size 1100,750"}) {
+    const bool png = std::string(term).rfind("png", 0) == 0;
+    gp << "set terminal " << term << "\nset output '" << o.out << (png ? "/pareto.png" : "/pareto.svg") << "'\n"
+       << "plot '" << o.out << "/pareto.dat' index 0 using 1:2 with points pt 7 ps 1.2 title 'grid points', \\\n"
+       << "     '' index 0 using 1:2:3 with labels offset 0,1 font ',8' noenhanced notitle, \\\n"
+       << "     '' index 1 using 1:2 with points pt 2 ps 1.5 title 'failed its checks (stalled, lost or damaged)', \\\n"
+       << "     '' index 1 using 1:2:3 with labels offset 0,-1 font ',8' noenhanced notitle, \\\n"
+       << "     '' index 2 using 1:2 with linespoints lw 2 pt 6 ps 2 title 'Pareto frontier'\n";
+  }
+  gp.close();
+  std::printf("wrote %s/sweep.csv (%zu points, %zu on the Pareto frontier)\n", o.out.c_str(), plot.size(), front.size());
+  const std::string cmd = "gnuplot " + shell_quote(o.out + "/pareto.gp") + " 2>" + shell_quote(o.out + "/gnuplot.log");
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "vhca-sim sweep: gnuplot failed or is missing (see %s/gnuplot.log); the data is in pareto.dat\n",
+                 o.out.c_str());
+    return false;
+  }
+  std::printf("wrote %s/pareto.png and %s/pareto.svg\n", o.out.c_str(), o.out.c_str());
+  return true;
+}
+
+}  // namespace
+
+int run_sweep(const SweepOptions& o) {
+  std::vector<Point> points;
+  try {
+    points = make_points(o);
+    // Check every point before running any: nothing runs half-configured.
+    for (const Point& p : points) load_scenario(o.scenario, p.sets);
+  } catch (const ScenarioError& e) {
+    std::fprintf(stderr, "vhca-sim sweep: %s\n", e.what());
+    return 2;
+  }
+  if (o.emit_jobs) {
+    for (const Point& p : points) {
+      std::string line;
+      for (const auto& a : point_argv(o, p)) line += (line.empty() ? "" : " ") + shell_quote(a);
+      std::printf("%s\n", line.c_str());
+    }
+    return 0;
+  }
+  mkdir(o.out.c_str(), 0755);
+  if (!o.collect) {
+    const int jobs = o.jobs > 0 ? o.jobs : std::max(1, int(std::thread::hardware_concurrency()));
+    std::printf("vhca-sim sweep: %s, %zu points, %d at a time, into %s/\n", o.scenario.c_str(), points.size(), jobs,
+                o.out.c_str());
+    if (!run_points(o, points, jobs)) return 1;
+  }
+  return collect_and_plot(o, points) ? 0 : 1;
+}
+
+}  // namespace vhca
