@@ -98,7 +98,9 @@ Poller& CqPool::poller_for(PollContext ctx, uint32_t vector) {
 
 IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const CqModeration& mod, bool adaptive) {
   CqModeration start = mod;
-  if (adaptive) start = CqModeration{dim_profiles()[0].count, dim_profiles()[0].period_us, mod.mode};
+  const size_t first_profile = dim_profile_near(mod.period_us, mod.count);
+  if (adaptive)
+    start = CqModeration{dim_profiles()[first_profile].count, dim_profiles()[first_profile].period_us, mod.mode};
   Cq* cq = nullptr;
   if (verbs::create_cq(dev_, nr_cqe, comp_vector, &cq, start) != 0) return nullptr;
   auto* ib = new IbCq;
@@ -106,7 +108,7 @@ IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const 
   ib->context = ctx;
   cq->context = ib;
   if (adaptive) {
-    ib->dim = std::make_unique<CqDim>();
+    ib->dim = std::make_unique<CqDim>(first_profile);
     ib->dim_mode = mod.mode;
   }
   if (ctx != PollContext::direct) {

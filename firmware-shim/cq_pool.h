@@ -72,8 +72,8 @@ class CqPool {
   CqPool(Driver& dev, const CqPoolConfig& cfg = {});
   ~CqPool();
 
-  // `adaptive`: DIM chooses the moderation from its profiles (starting at the first); `mod`
-  // then gives only the period mode.
+  // `adaptive`: DIM chooses the moderation from its profiles, starting at the one nearest `mod`
+  // (dim_profile_near); the period mode stays `mod.mode`.
   IbCq* alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const CqModeration& mod = {},
                  bool adaptive = false);
   int free_cq(IbCq* cq);

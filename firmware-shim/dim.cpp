@@ -9,6 +9,13 @@ const std::vector<DimProfile>& dim_profiles() {
   return p;
 }
 
+size_t dim_profile_near(uint16_t period_us, uint16_t count) {
+  const auto& p = dim_profiles();
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i].period_us >= period_us && p[i].count >= count) return i;
+  return p.size() - 1;
+}
+
 CqDim::CqDim(size_t start_profile) : profile_(start_profile < dim_profiles().size() ? start_profile : 0) {}
 
 bool CqDim::on_event(uint64_t completions, double now_ns) {

@@ -18,6 +18,9 @@ struct DimProfile {
 
 // (1,1) (1,4) (2,4) (2,8) (4,8) (16,8) (16,16) (32,16) (32,32).
 const std::vector<DimProfile>& dim_profiles();
+// The first profile at least as long and as large as (period, count), else the last: where DIM
+// starts from a static setting.
+size_t dim_profile_near(uint16_t period_us, uint16_t count);
 
 class CqDim {
  public:

@@ -3,6 +3,7 @@
 
 #include <fstream>
 
+#include "firmware-shim/dim.h"
 #include "tools/scenario.h"
 
 namespace vhca::test {
@@ -123,4 +124,42 @@ TEST_CASE("every shipped scenario in traces/ loads") {
     CHECK(o.name == name);
   }
   CHECK_THROWS_WITH(load_scenario("/nonexistent.yaml"), "/nonexistent.yaml: cannot be read");
+}
+
+TEST_CASE("DIM walks its profile ladder: on while better, back when worse, home when quiet") {
+  CqDim dim(0);
+  double t = 0;
+  // A window is 64 events; each call is one event with its completions, 1 us apart.
+  auto window = [&](uint64_t completions_per_event) {
+    bool changed = false;
+    for (uint32_t i = 0; i < CqDim::kEventsPerDecision; ++i) {
+      t += 1000;
+      changed = dim.on_event(completions_per_event, t) || changed;
+    }
+    if (changed) dim.applied();
+    return changed;
+  };
+  dim.on_event(0, t);  // opens the first window
+  CHECK_FALSE(window(2));          // the first window has nothing to compare with
+  CHECK(dim.profile_index() == 0);
+  CHECK(window(4));                // twice the completions per ms: better, step right
+  CHECK(dim.profile_index() == 1);
+  CHECK(window(8));
+  CHECK(dim.profile_index() == 2);
+  CHECK(window(4));                // worse: turn around and step left
+  CHECK(dim.profile_index() == 1);
+  CHECK_FALSE(window(4));          // the same, with enough completions per event: stay
+  CHECK(dim.profile_index() == 1);
+  CHECK(dim.decisions() == 5);
+  CHECK(dim.changes() == 3);
+  // The same rate with fewer completions per event than half the profile index: back home.
+  CqDim high(6);
+  high.on_event(0, 0);
+  t = 0;
+  for (uint32_t i = 0; i < 64; ++i) high.on_event(2, t += 1000);
+  for (uint32_t i = 0; i < 64; ++i) high.on_event(2, t += 1000);
+  CHECK(high.profile_index() == 0);
+  CHECK(dim_profile_near(16, 32) == 8);
+  CHECK(dim_profile_near(3, 5) == 4);
+  CHECK(dim_profile_near(100, 1) == 8);
 }

@@ -85,17 +85,25 @@ TEST_CASE("[S18] RDMA WRITE makes no responder CQE, WRITE with immediate consume
 TEST_CASE("[S18] RDMA READ completes once the response data is placed, atomics return the old value") {
   sys().run([] {
     auto [a, b] = rc_pair();
-    fb::fill(*b.dev, b.buf.addr, 9000, 3);
-    SendWr r = send_wr(10, a.buf.sge(4096, 9000), sqwqe::kRdmaRead);
+    fb::fill(*b.dev, b.buf.addr, 40000, 3);
+    SendWr r = send_wr(10, a.buf.sge(4096, 40000), sqwqe::kRdmaRead);
     r.remote_addr = b.buf.addr;
     r.rkey = b.buf.mr->rkey;
     fb::post_send(*a.qp, r);
-    auto wc = poll_n(*a.scq, 1);
-    REQUIRE(wc.size() == 1);
+    // A WRITE right behind the READ: its ACK must not overtake the READ's responses (the
+    // requester would take the READ for lost and ask again).
+    SendWr w = send_wr(13, a.buf.sge(0, 64), sqwqe::kRdmaWrite);
+    w.remote_addr = b.buf.addr + 0x10000;
+    w.rkey = b.buf.mr->rkey;
+    fb::post_send(*a.qp, w);
+    auto wc = poll_n(*a.scq, 2);
+    REQUIRE(wc.size() == 2);
     CHECK(wc[0].status == 0);
     CHECK(wc[0].send_opcode == sqwqe::kRdmaRead);
-    CHECK(wc[0].byte_len == 9000);
-    CHECK(fb::read(*a.dev, a.buf.addr + 4096, 9000) == fb::read(*b.dev, b.buf.addr, 9000));
+    CHECK(wc[0].byte_len == 40000);
+    CHECK(wc[1].wr_id == 13);
+    CHECK(sys().node(0).hca.transport.stats().retransmits == 0);
+    CHECK(fb::read(*a.dev, a.buf.addr + 4096, 40000) == fb::read(*b.dev, b.buf.addr, 40000));
     CHECK(verbs::peek_cq(*b.rcq, 16) == 0);  // no responder CQE
     // Fetch-and-add, then compare-and-swap on a 64-bit little-endian counter.
     const uint64_t counter = b.buf.addr + 0x8000;

@@ -288,8 +288,6 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
         if (v == "static") o.adaptive = false;
         else if (v == "dim") o.adaptive = true;
         else r.fail(m["policy"], "cqs.moderation.policy", "'" + v + "' is neither static nor dim");
-        if (o.adaptive && (m["count"] || m["period"]))
-          r.fail(m["policy"], "cqs.moderation.policy", "dim chooses count and period itself: leave them out");
       }
       if (m["count"]) o.mod_count = uint16_t(r.integer(m, "cqs.moderation", "count", 0, 65535));
       if (m["period"]) {

@@ -39,7 +39,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 // The cartesian product of the grids, first grid slowest. A point with policy=dim drops the
-// count and period of the grid (DIM chooses them), and repeated points are dropped.
+// count and period of the grid (DIM chooses them, from the scenario's as a start), and repeated
+// points are dropped.
 std::vector<Point> make_points(const SweepOptions& o) {
   struct Axis {
     std::string key, name;
@@ -206,7 +207,7 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
      << "set datafile separator whitespace\n"
      << "set xlabel 'interrupts per second (both hosts)'\n"
      << "set ylabel '" << ycol << " (us)' noenhanced\n"
-     << "set offsets graph 0.05, graph 0.1, graph 0.1, graph 0.05\n"
+     << "set offsets 0, graph 0.15, graph 0.1, 0\nset xrange [0:*]\nset yrange [0:*]\n"
      << "set title 'vhca-sim sweep: latency vs interrupt rate' noenhanced\n"
      << "set key top right\nset grid\n";
   for (const char* term : {"pngcairo size 1100,750", "svg size 1100,750"}) {

@@ -103,12 +103,18 @@ sc_core::sc_time TransportEngine::transmit(IbPacket& p) {
 }
 
 bool TransportEngine::send_ack_or_nak() {
-  while (!ack_queue_.empty()) {
+  for (size_t tries = ack_queue_.size(); tries > 0; --tries) {
     const uint32_t qpn = ack_queue_.front();
     ack_queue_.pop_front();
     QpRuntime& rt = rt_[qpn];
     rt.ack_queued = false;
     if (!tables_.qp_exists(qpn) || (!rt.ack_due && !rt.nak_due)) continue;
+    if (!rt.nak_due && rt.responses_owed > 0) {
+      // An ACK may not overtake the READ responses before it: it waits behind them.
+      rt.ack_queued = true;
+      ack_queue_.push_back(qpn);
+      continue;
+    }
     IbPacket p;
     p.op = IbOp::ack;
     p.slid = cfg_.lid;
@@ -154,6 +160,7 @@ bool TransportEngine::issue_response() {
       p.op = IbOp::atomic_ack;
       p.psn = job.first_psn;
       p.atomic_orig = job.atomic_orig;
+      out->last_of_job = true;
       responses_.pop_front();
       queue_built(std::move(out), false);
       return true;
@@ -169,7 +176,10 @@ bool TransportEngine::issue_response() {
     p.payload.resize(std::min(mtu, job.length - std::min(job.length, offset)));
     out->va = job.va + offset;
     out->fence = k == 0;  // the first read waits for earlier writes to this memory (READ after WRITE)
-    if (++job.sent == job.npkts) responses_.pop_front();
+    if (++job.sent == job.npkts) {
+      out->last_of_job = true;
+      responses_.pop_front();
+    }
     queue_built(std::move(out), true);
     return true;
   }
@@ -261,6 +271,7 @@ void TransportEngine::finish_pending() {
   if (!tables_.qp_exists(job->qpn) || rt_[job->qpn].gen != job->gen) return;
   QpRuntime& rt = rt_[job->qpn];
   const QpContext& q = tables_.qps[job->qpn];
+  if (job->response && job->last_of_job && rt.responses_owed > 0) --rt.responses_owed;
   if (job->response) {
     if (!job->ok) {
       // The responder's own memory failed: a remote operational error for the requester.

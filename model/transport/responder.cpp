@@ -55,6 +55,11 @@ bool TransportEngine::ensure_recv_wqe(uint32_t qpn) {
   return fetch_rq(qpn) && rt.gen == gen && !rt.rq.empty();
 }
 
+void TransportEngine::owe_response(const ResponseJob& job) {
+  ++rt_[job.qpn].responses_owed;
+  responses_.push_back(job);
+}
+
 void TransportEngine::request_ack(uint32_t qpn, QpRuntime& rt, uint32_t psn) {
   rt.ack_due = true;
   rt.ack_psn = psn;
@@ -126,12 +131,12 @@ void TransportEngine::responder_receive(IbPacket& p) {
     if (p.op == IbOp::read_request) {
       if (mr_allows(q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteRead)) {
         const uint32_t npkts = std::max<uint32_t>(1, (p.dma_len + mtu - 1) / mtu);
-        responses_.push_back(ResponseJob{qpn, rt.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
+        owe_response(ResponseJob{qpn, rt.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
         kick_tx();
       }
     } else if (p.op == IbOp::cmp_swap || p.op == IbOp::fetch_add) {
       if (p.psn == rt.last_atomic_psn) {
-        responses_.push_back(ResponseJob{qpn, rt.gen, true, p.psn, 1, 0, 0, 0, rt.last_atomic_orig});
+        owe_response(ResponseJob{qpn, rt.gen, true, p.psn, 1, 0, 0, 0, rt.last_atomic_orig});
         kick_tx();
       }
     } else {
@@ -231,7 +236,7 @@ void TransportEngine::responder_receive(IbPacket& p) {
         return;
       }
       const uint32_t npkts = std::max<uint32_t>(1, (p.dma_len + mtu - 1) / mtu);
-      responses_.push_back(ResponseJob{qpn, rt.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
+      owe_response(ResponseJob{qpn, rt.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
       rt.epsn = psn_add(rt.epsn, npkts);  // a READ takes one PSN per response packet
       ++rt.msn;
       kick_tx();
@@ -274,7 +279,7 @@ void TransportEngine::handle_atomic(uint32_t qpn, QpContext& q, QpRuntime& rt, c
   rt.last_atomic_orig = orig;
   rt.epsn = psn_add(rt.epsn, 1);
   ++rt.msn;
-  responses_.push_back(ResponseJob{qpn, rt.gen, true, p.psn, 1, 0, 0, 0, orig});
+  owe_response(ResponseJob{qpn, rt.gen, true, p.psn, 1, 0, 0, 0, orig});
   kick_tx();
 }
 

@@ -159,6 +159,9 @@ class TransportEngine : public sc_core::sc_module {
     bool nak_seq_sent = false;
     uint32_t last_atomic_psn = UINT32_MAX;
     uint64_t last_atomic_orig = 0;
+    // READ responses and atomic ACKs owed and not yet on the wire: a later ACK waits for them,
+    // since responses leave in PSN order.
+    uint32_t responses_owed = 0;
     // Acknowledgement due from this QP's responder.
     bool ack_due = false, ack_queued = false;
     uint32_t ack_psn = 0, ack_count = 0;
@@ -188,6 +191,7 @@ class TransportEngine : public sc_core::sc_module {
     uint32_t qpn = 0, gen = 0, epoch = 0;
     uint16_t wqe_index = 0;
     bool response = false, ud = false;
+    bool last_of_job = false;  // response: the job's last packet
     std::vector<Sge> sges;  // request: gather from these at `offset`
     uint32_t offset = 0;
     uint64_t va = 0;        // READ response: read from here
@@ -253,6 +257,7 @@ class TransportEngine : public sc_core::sc_module {
   void queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn);
   void responder_error(uint32_t qpn, uint8_t syndrome, uint8_t nak_code, uint32_t psn);
   void handle_atomic(uint32_t qpn, QpContext& q, QpRuntime& rt, const IbPacket& p);
+  void owe_response(const ResponseJob& job);
 
   void wait_edge();
   void wait_cycles(uint32_t n) { sc_core::wait(clock_.period() * double(n)); }
