@@ -1,7 +1,10 @@
 // vhca-bench: wall-clock cost of the model against the SystemC kernel floor, measured in one run.
 //  - floor: one SC_METHOD re-notifying itself one cycle later (the cheapest timed activation);
 //  - CQE path: completion records through the CQ writer, DMA engine, PCIe link and host memory
-//    (an overrun-ignore CQ, no events, no driver work), one record per cycle.
+//    (an overrun-ignore CQ, no events, no driver work), one record per cycle;
+//  - message path: 64-byte RDMA WRITEs on an RC pair through the loopback port — doorbell, WQE
+//    fetch, payload read, packet, link, responder write, ACK, CQE — with the SQ kept full and
+//    the CQ polled directly.
 // Prints both costs per item and their ratio. Not a test: absolute times drift on shared machines.
 #include <chrono>
 #include <cstdio>
@@ -9,6 +12,7 @@
 #include <systemc>
 
 #include "firmware-shim/verbs.h"
+#include "testbench/fabric.h"
 #include "testbench/system.h"
 
 namespace {
@@ -39,8 +43,8 @@ int sc_main(int argc, char* argv[]) {
   Floor floor("floor");
   vhca::System sys;
 
-  double floor_s = 0, model_s = 0;
-  uint64_t written = 0;
+  double floor_s = 0, model_s = 0, message_s = 0;
+  uint64_t written = 0, messages = 0;
   sys.run([&] {
     floor.target = n;
     auto t0 = std::chrono::steady_clock::now();
@@ -69,6 +73,30 @@ int sc_main(int argc, char* argv[]) {
     sc_core::wait(sc_core::sc_time(2, sc_core::SC_US));
     model_s = seconds_since(t0);
     written = sys.hca.cq.stats().cqes - before;
+
+    namespace fb = vhca::fabric;
+    vhca::Pd* pd = fb::alloc_pd(sys.driver);
+    vhca::Cq* scq = fb::create_cq(sys.driver, 1024);
+    vhca::Qp* a = fb::create_qp(*pd, scq, scq, vhca::QpType::rc, 256);
+    vhca::Qp* b = fb::create_qp(*pd, scq, scq, vhca::QpType::rc, 256);
+    fb::connect_rc(*a, *b);
+    fb::Buffer buf = fb::reg_buffer(*pd, 1 << 16);
+    vhca::SendWr w;
+    w.opcode = vhca::sqwqe::kRdmaWrite;
+    w.flags = vhca::kSendSignaled;
+    w.sg_list = {buf.sge(0, 64)};
+    w.remote_addr = buf.addr + 4096;
+    w.rkey = buf.mr->rkey;
+    const std::vector<vhca::SendWr> batch(32, w);
+    vhca::Wc wc[64];
+    t0 = std::chrono::steady_clock::now();
+    while (messages < n / 10) {
+      if (uint16_t(a->sq_pi - a->sq_ci) + batch.size() <= a->sq_depth) vhca::verbs::post_send(*a, batch);
+      const int got = vhca::verbs::poll_cq(*scq, 64, wc);
+      if (got > 0) messages += uint64_t(got);
+      else sc_core::wait(sc_core::sc_time(200, sc_core::SC_NS));
+    }
+    message_s = seconds_since(t0);
   }, sc_core::sc_time(100, sc_core::SC_SEC));
 
   const double floor_ns = floor_s / double(n) * 1e9, model_ns = model_s / double(written ? written : 1) * 1e9;
@@ -77,5 +105,9 @@ int sc_main(int argc, char* argv[]) {
   std::printf("CQE path (writer+DMA+link+memory):         %8.1f ns per CQE (%llu CQEs, %.2f M CQE/s)\n", model_ns,
               static_cast<unsigned long long>(written), written / model_s / 1e6);
   std::printf("ratio CQE path / kernel floor:             %8.2f\n", model_ns / floor_ns);
+  const double message_ns = message_s / double(messages ? messages : 1) * 1e9;
+  std::printf("message path (RC WRITE, loopback):         %8.1f ns per message (%llu messages)\n", message_ns,
+              static_cast<unsigned long long>(messages));
+  std::printf("ratio message path / kernel floor:         %8.2f\n", message_ns / floor_ns);
   return written == n ? 0 : 1;
 }
