@@ -150,6 +150,7 @@ int CqPool::free_cq(IbCq* ib) {
 int CqPool::process_cq_direct(IbCq& cq, int budget) { return process(cq, budget, CpuContext::app); }
 
 int CqPool::process(IbCq& ib, int budget, CpuContext ctx) {
+  const sc_core::sc_time begin = sc_core::sc_time_stamp();
   std::vector<Wc> wcs(size_t(cfg_.batch));
   int completed = 0;
   while (completed < budget) {
@@ -168,6 +169,7 @@ int CqPool::process(IbCq& ib, int budget, CpuContext ctx) {
     completed += n;
   }
   ib.completions += uint64_t(completed);
+  if (on_poll_done) on_poll_done(ib, begin, completed);
   return completed;
 }
 

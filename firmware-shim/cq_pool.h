@@ -85,6 +85,8 @@ class CqPool {
   void track(CqeDone& d) { live_.insert(&d); }
   void untrack(CqeDone& d) { live_.erase(&d); }
   uint64_t unknown_wr_ids() const { return unknown_wr_ids_; }
+  // Observation: one polling turn of `cq` took from `begin` to now and returned `n` CQEs.
+  std::function<void(IbCq& cq, const sc_core::sc_time& begin, int n)> on_poll_done;
 
  private:
   int process(IbCq& cq, int budget, CpuContext ctx);

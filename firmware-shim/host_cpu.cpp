@@ -104,8 +104,10 @@ void HostCpu::irq_thread() {
       continue;
     }
     log::write(log::Cat::irq, "host: handler for vector {} runs", p.vector);
+    const sc_core::sc_time begin = sc_core::sc_time_stamp();
     charge(CpuContext::hardirq, cfg_.handler_entry);
     it->second();
+    if (on_handler_done) on_handler_done(p.vector, begin);
   }
 }
 

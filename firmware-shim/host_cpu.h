@@ -55,6 +55,8 @@ class HostCpu : public sc_core::sc_module {
   void raise(uint32_t vector);
   void set_irq_handler(uint32_t vector, std::function<void()> handler);
   uint64_t interrupts() const { return interrupts_; }
+  // Observation: a hard-IRQ handler ran for `vector` from `begin` to now (timelines).
+  std::function<void(uint32_t vector, const sc_core::sc_time& begin)> on_handler_done;
 
   // Spend `t` of CPU time in context `ctx` (the calling thread advances by t).
   void charge(CpuContext ctx, const sc_core::sc_time& t);

@@ -66,13 +66,83 @@ struct Samples {
   }
 };
 
+// A Perfetto / Chrome trace-event timeline (JSON, opens in ui.perfetto.dev): one process per
+// host, one track per CQ (CQE landed, polling turns), EQ (EQE landed), MSI-X vector (message
+// landed) and interrupt handler. Timestamps are simulated microseconds.
+class Timeline {
+ public:
+  bool enabled() const { return enabled_; }
+  void enable() { enabled_ = true; }
+  void instant(int host, const std::string& track, const char* name) {
+    events_.push_back(Event{host, tid(host, track), name, sc_core::sc_time_stamp(), sc_core::SC_ZERO_TIME, false, 0});
+  }
+  void span(int host, const std::string& track, const char* name, const sc_time& begin, int64_t arg = -1) {
+    events_.push_back(Event{host, tid(host, track), name, begin, sc_core::sc_time_stamp() - begin, true, arg});
+  }
+  bool write(const std::string& path) const {
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) return false;
+    std::fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
+    bool first = true;
+    auto sep = [&] {
+      if (!first) std::fprintf(f, ",\n");
+      first = false;
+    };
+    for (int h = 0; h < 2; ++h) {
+      sep();
+      std::fprintf(f, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"host%d\"}}", h, h);
+    }
+    for (const auto& [key, id] : tids_) {
+      sep();
+      std::fprintf(f, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
+                   key.first, id, key.second.c_str());
+    }
+    for (const Event& e : events_) {
+      sep();
+      const double ts = e.at.to_seconds() * 1e6;
+      if (e.span) {
+        std::fprintf(f, "{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f", e.name,
+                     e.host, e.tid, ts, e.dur.to_seconds() * 1e6);
+        if (e.arg >= 0) std::fprintf(f, ", \"args\": {\"cqes\": %lld}", static_cast<long long>(e.arg));
+        std::fprintf(f, "}");
+      } else {
+        std::fprintf(f, "{\"ph\": \"i\", \"s\": \"t\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f}", e.name,
+                     e.host, e.tid, ts);
+      }
+    }
+    std::fprintf(f, "\n]}\n");
+    return std::fclose(f) == 0;
+  }
+
+ private:
+  struct Event {
+    int host, tid;
+    const char* name;
+    sc_time at, dur;
+    bool span;
+    int64_t arg;
+  };
+  int tid(int host, const std::string& track) {
+    auto [it, added] = tids_.emplace(std::make_pair(host, track), int(tids_.size()) + 1);
+    return it->second;
+  }
+  bool enabled_ = false;
+  std::map<std::pair<int, std::string>, int> tids_;
+  std::vector<Event> events_;
+};
+
 // When each CQE became visible to the host: the PCIe link reports every CQE write as it lands;
-// a CQ's CQEs are polled in the order they landed, so each done callback takes the oldest.
+// a CQ's CQEs are polled in the order they landed, so each done callback takes the oldest. The
+// same reports feed the timeline.
 class CqeVisibility {
  public:
-  void attach(PcieLink& link) {
-    link.on_upstream_landed = [this](DmaSource s, uint32_t cqn, uint64_t) {
-      if (s == DmaSource::cqe) landed_[cqn].push_back(sc_core::sc_time_stamp());
+  void attach(PcieLink& link, Timeline& timeline, int host) {
+    link.on_upstream_landed = [this, &timeline, host](DmaSource s, uint32_t id, uint64_t) {
+      if (s == DmaSource::cqe) landed_[id].push_back(sc_core::sc_time_stamp());
+      if (!timeline.enabled()) return;
+      if (s == DmaSource::cqe) timeline.instant(host, "CQ " + std::to_string(id), "CQE");
+      if (s == DmaSource::eqe) timeline.instant(host, "EQ " + std::to_string(id), "EQE");
+      if (s == DmaSource::msix) timeline.instant(host, "MSI-X " + std::to_string(id), "MSI-X");
     };
   }
   sc_time take(uint32_t cqn) {
@@ -96,7 +166,9 @@ struct Snapshot {
 
 class TrafficRun {
  public:
-  explicit TrafficRun(const TrafficOptions& o) : o_(o), sys_(system_config(o)), h_{&sys_.node(0), &sys_.node(1)} {}
+  explicit TrafficRun(const TrafficOptions& o) : o_(o), sys_(system_config(o)), h_{&sys_.node(0), &sys_.node(1)} {
+    if (!o.trace_path.empty()) timeline_.enable();
+  }
 
   TrafficResult run() {
     bool setup_ok = true;
@@ -127,6 +199,10 @@ class TrafficRun {
     TrafficResult r = result();
     r.ok = r.ok && setup_ok;
     r.wall_s = wall_s;
+    if (timeline_.enabled() && !timeline_.write(o_.trace_path)) {
+      std::fprintf(stderr, "vhca-sim: cannot write %s\n", o_.trace_path.c_str());
+      r.ok = false;
+    }
     return r;
   }
 
@@ -175,7 +251,15 @@ class TrafficRun {
         cqs_[h].push_back(cq);
       }
       pd_[h] = fb::alloc_pd(h_[h]->driver);
-      visible_[h].attach(h_[h]->link);
+      visible_[h].attach(h_[h]->link, timeline_, h);
+      if (timeline_.enabled()) {
+        h_[h]->cpu.on_handler_done = [this, h](uint32_t vector, const sc_time& begin) {
+          timeline_.span(h, "IRQ handler, vector " + std::to_string(vector), "handler", begin);
+        };
+        pool_[h]->on_poll_done = [this, h](IbCq& cq, const sc_time& begin, int n) {
+          timeline_.span(h, "CQ " + std::to_string(cq.cq->cqn), "poll", begin, n);
+        };
+      }
     }
     const uint64_t bytes = uint64_t(o_.qps) * uint64_t(o_.depth) * max_size();
     src_ = fb::reg_buffer(*pd_[0], bytes);
@@ -453,6 +537,7 @@ class TrafficRun {
   Pd* pd_[2] = {};
   std::vector<Qp*> qp_[2];
   fb::Buffer src_, read_dst_, pong_dst_, recv_buf_, write_buf_, read_src_;
+  Timeline timeline_;
   CqeVisibility visible_[2];
   std::deque<Message> messages_, pongs_;  // stable addresses: each holds the CqeDone its wr_id names
   std::vector<std::deque<Message*>> in_flight_[2];  // SENDs (and pongs) each host's receives await

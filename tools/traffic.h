@@ -49,6 +49,7 @@ struct TrafficOptions {
   uint64_t seed = 1;
   bool rtl = false;                 // the Verilated RTL CQ writer in both HCAs
   bool fault_flip_payload = false;  // flip a payload bit of host 0's 100th packet (proves the data check)
+  std::string trace_path;           // write a Perfetto / Chrome trace-event timeline here
 };
 
 // Latency percentiles of one opcode, microseconds: from posting to the CQE landing in host

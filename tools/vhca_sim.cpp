@@ -49,7 +49,7 @@ struct Options {
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
                "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
                "                [--fault flip-payload] [--log CATS]\n"
-               "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--log CATS]\n"
+               "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE] [--log CATS]\n"
                "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
                "                [--out DIR] [--emit-jobs] [--collect]   (KEY: count, period, mode, policy or a dotted key)\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
@@ -243,12 +243,13 @@ int run_scenario_command(int argc, char** argv) {
   if (argc < 3) usage("run: which scenario file?");
   const std::string path = argv[2];
   std::vector<std::string> sets;
-  std::string json, csv;
+  std::string json, csv, trace;
   for (ArgWalker w{argc, argv, 3, {}}; w.i < argc; ++w.i) {
     w.a = argv[w.i];
     if (w.a == "--set") sets.push_back(w.value());
     else if (w.a == "--json") json = w.value();
     else if (w.a == "--csv") csv = w.value();
+    else if (w.a == "--trace") trace = w.value();
     else if (w.a == "--log") vhca::log::enable(w.value());
     else usage("run: unknown option " + w.a);
   }
@@ -259,6 +260,7 @@ int run_scenario_command(int argc, char** argv) {
     std::fprintf(stderr, "vhca-sim: %s\n", e.what());
     return 2;
   }
+  o.trace_path = trace;
   const vhca::TrafficResult r = vhca::run_traffic(o);
   vhca::print_summary(o, r);
   if (!json.empty() && !write_file(json, vhca::results_json(o, r))) return 2;
