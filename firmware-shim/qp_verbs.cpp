@@ -166,6 +166,16 @@ std::string send_wr_problem(const Qp& qp, const SendWr& wr) {
   return "";
 }
 
+// The data segment of either WQE: one 16-byte scatter/gather entry after another.
+void put_sges(uint8_t* at, const std::vector<Sge>& sges) {
+  for (const Sge& s : sges) {
+    put_field(at, sge::addr, s.addr);
+    put_field(at, sge::length, s.length);
+    put_field(at, sge::lkey, s.lkey);
+    at += sge::kSize;
+  }
+}
+
 void write_send_wqe(Qp& qp, const SendWr& wr, uint16_t index) {
   Driver& dev = *qp.pd->dev;
   uint8_t w[sqwqe::kSize] = {};
@@ -196,12 +206,7 @@ void write_send_wqe(Qp& qp, const SendWr& wr, uint16_t index) {
     put_field(w, sqwqe::inline_len, off);
   } else {
     put_field(w, sqwqe::num_sge, wr.sg_list.size());
-    for (size_t i = 0; i < wr.sg_list.size(); ++i) {
-      uint8_t* e = w + sqwqe::kDataOffset + i * sge::kSize;
-      put_field(e, sge::addr, wr.sg_list[i].addr);
-      put_field(e, sge::length, wr.sg_list[i].length);
-      put_field(e, sge::lkey, wr.sg_list[i].lkey);
-    }
+    put_sges(w + sqwqe::kDataOffset, wr.sg_list);
   }
   dev.cpu().write(qp.sq_base + uint64_t(index & (qp.sq_depth - 1)) * sqwqe::kSize, w, sqwqe::kSize);
 }
@@ -211,12 +216,7 @@ void write_recv_wqe(Qp& qp, const RecvWr& wr, uint16_t index) {
   put_field(w, rqwqe::wr_id, wr.wr_id);
   put_field(w, rqwqe::num_sge, wr.sg_list.size());
   put_field(w, rqwqe::wqe_index, index);
-  for (size_t i = 0; i < wr.sg_list.size(); ++i) {
-    uint8_t* e = w + rqwqe::kDataOffset + i * sge::kSize;
-    put_field(e, sge::addr, wr.sg_list[i].addr);
-    put_field(e, sge::length, wr.sg_list[i].length);
-    put_field(e, sge::lkey, wr.sg_list[i].lkey);
-  }
+  put_sges(w + rqwqe::kDataOffset, wr.sg_list);
   qp.pd->dev->cpu().write(qp.rq_base + uint64_t(index & (qp.rq_depth - 1)) * rqwqe::kSize, w, rqwqe::kSize);
 }
 

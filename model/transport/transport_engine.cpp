@@ -219,6 +219,16 @@ bool TransportEngine::refresh_rq_pi(uint32_t qpn) {
   return true;
 }
 
+// The data segment of either WQE: `n` scatter/gather entries; returns their total length.
+static uint32_t read_sges(const uint8_t* at, uint32_t n, std::vector<TransportEngine::Sge>& out) {
+  uint32_t total = 0;
+  for (uint32_t i = 0; i < n; ++i, at += sge::kSize) {
+    out.push_back({get_field(at, sge::addr), uint32_t(get_field(at, sge::length)), uint32_t(get_field(at, sge::lkey))});
+    total += out.back().length;
+  }
+  return total;
+}
+
 TransportEngine::SendWqe TransportEngine::decode_send(const uint8_t* b, uint16_t index, QpType type) const {
   SendWqe w;
   w.index = index;
@@ -255,12 +265,7 @@ TransportEngine::SendWqe TransportEngine::decode_send(const uint8_t* b, uint16_t
     w.inline_data.assign(b + sqwqe::kDataOffset, b + sqwqe::kDataOffset + inline_len);
     w.length = inline_len;
   } else {
-    for (uint32_t i = 0; i < num_sge; ++i) {
-      const uint8_t* s = b + sqwqe::kDataOffset + i * sge::kSize;
-      Sge g{get_field(s, sge::addr), uint32_t(get_field(s, sge::length)), uint32_t(get_field(s, sge::lkey))};
-      w.length += g.length;
-      w.sges.push_back(g);
-    }
+    w.length = read_sges(b + sqwqe::kDataOffset, num_sge, w.sges);
   }
   if ((w.opcode == sqwqe::kAtomicCs || w.opcode == sqwqe::kAtomicFa) && w.length != 8)
     w.decode_error = syndrome::kLocalLength;
@@ -276,12 +281,7 @@ TransportEngine::RecvWqe TransportEngine::decode_recv(const uint8_t* b, uint16_t
     w.decode_error = syndrome::kLocalQpOp;
     return w;
   }
-  for (uint32_t i = 0; i < num_sge; ++i) {
-    const uint8_t* s = b + rqwqe::kDataOffset + i * sge::kSize;
-    Sge g{get_field(s, sge::addr), uint32_t(get_field(s, sge::length)), uint32_t(get_field(s, sge::lkey))};
-    w.capacity += g.length;
-    w.sges.push_back(g);
-  }
+  w.capacity = read_sges(b + rqwqe::kDataOffset, num_sge, w.sges);
   return w;
 }
 
