@@ -1,10 +1,13 @@
 // Scenario files: the schema, units, --set overrides, and errors that name file, line and key.
 #include "testbench/test_support.h"
 
+#include <cstdlib>
 #include <fstream>
 
 #include "firmware-shim/dim.h"
+#include "tools/arrival_trace.h"
 #include "tools/scenario.h"
+#include "tools/vcd.h"
 
 namespace vhca::test {
 void configure(SystemConfig&) {}
@@ -70,25 +73,25 @@ workload:
   CHECK(o.cpu.cqe_cost == sc_core::sc_time(80, sc_core::SC_NS));
   CHECK(o.cqs == 5);
   CHECK(o.cq_size == 2048);
-  CHECK(o.mod_count == 8);
-  CHECK(o.mod_period_us == 4);
-  CHECK(o.mode == PeriodMode::cqe);
+  CHECK(o.moderation.mod.count == 8);
+  CHECK(o.moderation.mod.period_us == 4);
+  CHECK(o.moderation.mod.mode == PeriodMode::cqe);
   CHECK(o.qps == 9);
   CHECK(o.depth == 32);
   CHECK(o.path_mtu == 3);
-  CHECK(o.write_fraction == 0.25);
-  CHECK(o.read_fraction == 0.25);
-  CHECK(o.sizes == std::vector<uint32_t>{64, 4096});
-  CHECK(o.size_weights == std::vector<double>{3, 1});
-  CHECK(o.arrival == Arrival::onoff);
-  CHECK(o.rate_kmsg == 500);
-  CHECK(o.on_us == 10);
-  CHECK(o.off_us == 30);
+  CHECK(o.workload.write_fraction == 0.25);
+  CHECK(o.workload.read_fraction == 0.25);
+  CHECK(o.workload.sizes == std::vector<uint32_t>{64, 4096});
+  CHECK(o.workload.size_weights == std::vector<double>{3, 1});
+  CHECK(o.workload.arrival == Arrival::onoff);
+  CHECK(o.workload.rate_kmsg == 500);
+  CHECK(o.workload.on_us == 10);
+  CHECK(o.workload.off_us == 30);
 }
 
 TEST_CASE("scenario errors name the file, the line and the key, and say what was expected") {
   CHECK(error_of("name: x\ncqs:\n  moderatoin: {count: 1}\n") ==
-        "t.yaml:3: key 'cqs.moderatoin': unknown key (expected one of: count, size, moderation)");
+        "t.yaml:3: key 'cqs.moderatoin': unknown key (expected one of: count, size, moderation, overrides)");
   CHECK(error_of("duration: 5\n") == "t.yaml:1: key 'duration': '5' needs a unit (time: ns, us, ms, s)");
   CHECK(error_of("cqs: {moderation: {period: 2.5us}}\n") ==
         "t.yaml:1: key 'cqs.moderation.period': must be whole microseconds (the CQ context counts us)");
@@ -96,9 +99,9 @@ TEST_CASE("scenario errors name the file, the line and the key, and say what was
         "t.yaml:3: key 'cqs.moderation.count': '70000' is outside 0 .. 65535");
   CHECK(error_of("qps: {mtu: 3000B}\n") == "t.yaml:1: key 'qps.mtu': must be 256B, 512B, 1KiB, 2KiB or 4KiB");
   CHECK(error_of("workload: {arrival: {process: pingpong, rate: 1M/s}}\n") ==
-        "t.yaml:1: key 'workload.arrival.rate': a ping-pong is closed-loop: its rate is what the round trips allow");
+        "t.yaml:1: key 'workload.arrival.rate': a ping-pong or a trace sets its own pace: no rate");
   CHECK(error_of("workload: {arrival: {process: lumpy}}\n") ==
-        "t.yaml:1: key 'workload.arrival.process': 'lumpy' is not one of poisson, constant, onoff, pingpong");
+        "t.yaml:1: key 'workload.arrival.process': 'lumpy' is not one of poisson, constant, onoff, pingpong, trace");
   CHECK(error_of("duration: 1ms\nwarmup: 2ms\n") == "t.yaml:2: key 'warmup': must be shorter than the duration");
   CHECK(error_of("link: [1, 2]\n") == "t.yaml:1: key 'link': must be a map of keys");
   CHECK(error_of("name: [x\n").rfind("t.yaml:", 0) == 0);  // a YAML syntax error, with its line
@@ -107,16 +110,16 @@ TEST_CASE("scenario errors name the file, the line and the key, and say what was
 TEST_CASE("overrides given with --set change a key before the checks, and their errors name the --set") {
   const TrafficOptions o =
       parse_scenario("cqs: {moderation: {count: 32}}\n", "t.yaml", {"cqs.moderation.count=4", "workload.size=1KiB"});
-  CHECK(o.mod_count == 4);
-  CHECK(o.sizes == std::vector<uint32_t>{1024});
+  CHECK(o.moderation.mod.count == 4);
+  CHECK(o.workload.sizes == std::vector<uint32_t>{1024});
   CHECK(error_of("", {"cqs.moderation.period=3"}) ==
         "--set cqs.moderation.period: '3' needs a unit (time: ns, us, ms, s)");
-  CHECK(error_of("", {"cqs.colour=red"}) == "--set cqs.colour: unknown key (expected one of: count, size, moderation)");
+  CHECK(error_of("", {"cqs.colour=red"}) == "--set cqs.colour: unknown key (expected one of: count, size, moderation, overrides)");
   CHECK(error_of("", {"novalue"}) == "--set novalue: expected key=value");
 }
 
 TEST_CASE("every shipped scenario in traces/ loads") {
-  for (const char* name : {"pingpong", "streaming", "many-qp-mixed", "storage-4k-reads"}) {
+  for (const char* name : {"pingpong", "streaming", "many-qp-mixed", "storage-4k-reads", "storage-replay", "two-tenants"}) {
     INFO(name);
     const std::string path = std::string(VHCA_SOURCE_DIR) + "/traces/" + name + ".yaml";
     TrafficOptions o;
@@ -162,4 +165,151 @@ TEST_CASE("DIM walks its profile ladder: on while better, back when worse, home 
   CHECK(dim_profile_near(16, 32) == 8);
   CHECK(dim_profile_near(3, 5) == 4);
   CHECK(dim_profile_near(100, 1) == 8);
+}
+
+TEST_CASE("QP groups: each has its QPs, CQs, mix, sizes and arrivals, and inherits the workload's defaults") {
+  const TrafficOptions o = parse_scenario(R"(
+cqs: {count: 4}
+workload:
+  size: 1KiB
+  arrival: {process: poisson, rate: 100k/s}
+  groups:
+    - {name: lat, qps: 2, cqs: [0], mix: {send: 1}, arrival: {process: pingpong, outstanding: 2}}
+    - {name: bulk, qps: 6, cqs: [1, 3], mix: {write: 1}, size: 64KiB}
+)",
+                                          "t.yaml");
+  REQUIRE(o.groups.size() == 2);
+  CHECK(o.qps == 8);
+  CHECK(o.groups[0].name == "lat");
+  CHECK(o.groups[0].cqs == std::vector<int>{0});
+  CHECK(o.groups[0].workload.arrival == Arrival::pingpong);
+  CHECK(o.groups[0].workload.outstanding == 2);
+  CHECK(o.groups[0].workload.sizes == std::vector<uint32_t>{1024});  // inherited
+  CHECK(o.groups[1].workload.write_fraction == 1);
+  CHECK(o.groups[1].workload.sizes == std::vector<uint32_t>{65536});
+  CHECK(o.groups[1].workload.arrival == Arrival::poisson);  // inherited
+  CHECK(o.groups[1].workload.rate_kmsg == 100);
+  CHECK(o.max_size() == 65536);
+  // Without groups there is one group of every QP.
+  const std::vector<QpGroup> one = parse_scenario("qps: {count: 5}\n", "t.yaml").effective_groups();
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].qps == 5);
+  CHECK(one[0].cqs.empty());
+}
+
+TEST_CASE("QP group errors name the group's key") {
+  const std::string g = "cqs: {count: 2}\nworkload:\n  groups:\n";
+  CHECK(error_of(g + "    - {qps: 2, cqs: [2]}\n") == "t.yaml:4: key 'workload.groups[0].cqs': '2' is not a CQ index 0 .. 1");
+  CHECK(error_of(g + "    - {cqs: [0]}\n") == "t.yaml:4: key 'workload.groups[0].qps': a group needs its number of QPs");
+  CHECK(error_of(g + "    - {name: a, qps: 1}\n    - {name: a, qps: 1}\n") ==
+        "t.yaml:5: key 'workload.groups[1].name': 'a' names two groups");
+  CHECK(error_of(g + "    - {name: 'a b', qps: 1}\n") ==
+        "t.yaml:4: key 'workload.groups[0].name': 'a b' must be letters, digits, '_' or '-', starting with a letter");
+  CHECK(error_of("qps: {count: 3}\n" + g + "    - {qps: 2}\n") ==
+        "t.yaml:5: key 'workload.groups': the groups have 2 QPs but qps.count is 3");
+  CHECK(error_of(g + "    - {qps: 2, colour: red}\n") ==
+        "t.yaml:4: key 'workload.groups[0].colour': unknown key (expected one of: name, qps, cqs, mix, size, arrival)");
+  CHECK(error_of(g + "    - {qps: 1, mix: {write: 1}, arrival: {process: pingpong}}\n") ==
+        "t.yaml:4: key 'workload.groups[0].mix': a ping-pong exchanges SENDs only: write and read must be 0");
+}
+
+TEST_CASE("per-CQ moderation overrides inherit the unset fields from cqs.moderation") {
+  const TrafficOptions o = parse_scenario(R"(
+cqs:
+  count: 3
+  moderation: {count: 32, period: 16us, mode: cqe, policy: dim}
+  overrides:
+    - {cq: 0, moderation: {count: 1, period: 0us, policy: static}}
+    - {cq: 2, host: 1, moderation: {period: 4us}}
+)",
+                                          "t.yaml");
+  REQUIRE(o.cq_overrides.size() == 2);
+  const ModerationChoice c0 = o.moderation_of(1, 0);
+  CHECK(c0.mod.count == 1);
+  CHECK(c0.mod.period_us == 0);
+  CHECK(c0.mod.mode == PeriodMode::cqe);  // inherited
+  CHECK_FALSE(c0.adaptive);
+  CHECK(o.moderation_of(0, 2).mod.period_us == 16);  // host 1 only
+  CHECK(o.moderation_of(1, 2).mod.period_us == 4);
+  CHECK(o.moderation_of(1, 2).mod.count == 32);
+  CHECK(o.moderation_of(1, 2).adaptive);
+  CHECK(o.moderation_of(0, 1).mod.count == 32);  // not overridden
+  const std::string c = "cqs:\n  count: 2\n  overrides:\n";
+  CHECK(error_of(c + "    - {cq: 2, moderation: {count: 1}}\n") == "t.yaml:4: key 'cqs.overrides[0].cq': '2' is outside 0 .. 1");
+  CHECK(error_of(c + "    - {cq: 0}\n") == "t.yaml:4: key 'cqs.overrides[0].moderation': an override needs the moderation it sets");
+  CHECK(error_of(c + "    - {cq: 0, moderation: {count: 1}}\n    - {cq: 0, moderation: {count: 2}}\n") ==
+        "t.yaml:5: key 'cqs.overrides[1]': CQ 0 is overridden twice");
+  CHECK(error_of(c + "    - {cq: 0, host: 2, moderation: {count: 1}}\n") ==
+        "t.yaml:4: key 'cqs.overrides[0].host': '2' is outside 0 .. 1");
+  CHECK(error_of(c + "    - {cq: 0, moderation: {period: 1.5us}}\n") ==
+        "t.yaml:4: key 'cqs.overrides[0].moderation.period': must be whole microseconds (the CQ context counts us)");
+}
+
+TEST_CASE("recorded traces: exact picosecond times, and errors that name the line and the column") {
+  const std::vector<TracedArrival> t =
+      parse_arrival_trace("# a comment\ntime_us,qp,opcode,size\n0.000001,0,send,64\n12.5,3,read,4096\n12.5,1,write,1\n",
+                          "r.csv");
+  REQUIRE(t.size() == 3);
+  CHECK(t[0].at_ps == 1);
+  CHECK(t[1].at_ps == 12500000);
+  CHECK(t[1].qp == 3);
+  CHECK(t[1].opcode == sqwqe::kRdmaRead);
+  CHECK(t[2].opcode == sqwqe::kRdmaWrite);
+  CHECK(arrival_trace_text(t) == "time_us,qp,opcode,size\n0.000001,0,send,64\n12.500000,3,read,4096\n12.500000,1,write,1\n");
+  auto error = [](const std::string& text) {
+    try {
+      parse_arrival_trace(text, "r.csv");
+    } catch (const ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string h = "time_us,qp,opcode,size\n";
+  CHECK(error("t,q,o,s\n") == "r.csv:1: the first line must be the header 'time_us,qp,opcode,size'");
+  CHECK(error(h + "1.0,0,fetch,8\n") == "r.csv:2: column 'opcode': 'fetch' is not send, write or read");
+  CHECK(error(h + "2.0,0,send,8\n1.0,0,send,8\n") == "r.csv:3: column 'time_us': '1.0' is earlier than the line before");
+  CHECK(error(h + "1.0000001,0,send,8\n") == "r.csv:2: column 'time_us': '1.0000001' is not microseconds with at most 6 decimals");
+  CHECK(error(h + "1.0,0,send,0\n") == "r.csv:2: column 'size': '0' is not a size in bytes, 1 .. 1048576");
+  CHECK(error(h + "1.0,-1,send,8\n") == "r.csv:2: column 'qp': '-1' is not a QP index");
+  CHECK(error(h + "1.0,0,send\n") == "r.csv:2: expected 4 columns (time_us,qp,opcode,size), found 3");
+  CHECK(error("") == "r.csv: empty (expected the header 'time_us,qp,opcode,size')");
+}
+
+TEST_CASE("a trace arrival process reads its file relative to the scenario and checks its QPs") {
+  const std::string dir = "trace_test_dir";
+  REQUIRE(std::system(("mkdir -p " + dir).c_str()) == 0);
+  std::ofstream(dir + "/a.csv") << "time_us,qp,opcode,size\n1.0,0,send,64\n2.0,3,write,128\n";
+  const std::string yaml = "qps: {count: 4}\nworkload: {arrival: {process: trace, file: a.csv}}\n";
+  std::ofstream(dir + "/s.yaml") << yaml;
+  const TrafficOptions o = load_scenario(dir + "/s.yaml");
+  REQUIRE(o.workload.trace.size() == 2);
+  CHECK(o.workload.trace[1].at_ps == 2000000);
+  CHECK(o.max_size() == 128);
+  std::ofstream(dir + "/small.yaml") << "qps: {count: 3}\nworkload: {arrival: {process: trace, file: a.csv}}\n";
+  CHECK_THROWS_WITH(load_scenario(dir + "/small.yaml"),
+                    dir + "/small.yaml:2: key 'workload.arrival.file': the trace names QP 3 but there are 3 QPs");
+  std::ofstream(dir + "/missing.yaml") << "workload: {arrival: {process: trace, file: nope.csv}}\n";
+  CHECK_THROWS_WITH(load_scenario(dir + "/missing.yaml"),
+                    dir + "/missing.yaml:1: key 'workload.arrival.file': " + dir + "/nope.csv: cannot be read");
+  CHECK(error_of("workload: {arrival: {process: trace}}\n") ==
+        "t.yaml:1: key 'workload.arrival.file': a trace needs the file of recorded arrivals");
+  CHECK(error_of("workload: {arrival: {process: poisson, file: a.csv}}\n") ==
+        "t.yaml:1: key 'workload.arrival.file': only a trace is read from a file");
+}
+
+TEST_CASE("VCD signal choice: glob patterns, and a pattern that matches nothing is refused") {
+  CHECK(glob_match("host0.cq*.pi", "host0.cq12.pi"));
+  CHECK_FALSE(glob_match("host0.cq*.pi", "host0.cq12.ci"));
+  CHECK(glob_match("*", "host1.cpu.irq0"));
+  CHECK(glob_match("host?.msix1.*", "host1.msix1.messages"));
+  TrafficOptions o;
+  o.cqs = 2;
+  o.vectors = 1;
+  int n = 0;
+  for_each_vcd_signal(o, [&](const std::string&, int) { ++n; });
+  CHECK(n == 2 * (2 * 10 + 1 * 2 + 2 * 2));  // per host: 10 per CQ, 2 per EQ, 2 per MSI-X vector
+  o.vcd_signals = {"host0.cq1.*", "host1.eq0.pi"};
+  CHECK(check_vcd_signals(o).empty());
+  o.vcd_signals = {"host0.cq2.*"};
+  CHECK(check_vcd_signals(o).rfind("--signals: 'host0.cq2.*' matches no signal", 0) == 0);
 }

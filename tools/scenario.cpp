@@ -1,6 +1,9 @@
 #include "tools/scenario.h"
 
+#include "tools/arrival_trace.h"
+
 #include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <regex>
@@ -86,6 +89,13 @@ class Reader {
   }
 
   static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+
+  // A file named in the scenario: relative paths are relative to the scenario's folder.
+  std::string relative(const std::string& file) const {
+    if (file.empty() || file[0] == '/') return file;
+    const size_t slash = source_.rfind('/');
+    return slash == std::string::npos ? file : source_.substr(0, slash + 1) + file;
+  }
 
   std::string scalar(const YAML::Node& n, const std::string& key) const {
     if (!n.IsScalar()) fail(n, key, "must be a single value");
@@ -180,69 +190,192 @@ void read_cpu(const Reader& r, const YAML::Node& n, const std::string& key, Host
   t("post_cost", cpu.post_wr_cost);
 }
 
-void read_workload(const Reader& r, const YAML::Node& w, TrafficOptions& o) {
-  r.check_map(w, "workload", {"mix", "size", "arrival"});
-  if (const YAML::Node mix = w["mix"]) {
-    r.check_map(mix, "workload.mix", {"send", "write", "read"});
-    const double send = mix["send"] ? r.number(mix, "workload.mix", "send", 0, 1e9) : 0;
-    const double write = mix["write"] ? r.number(mix, "workload.mix", "write", 0, 1e9) : 0;
-    const double read = mix["read"] ? r.number(mix, "workload.mix", "read", 0, 1e9) : 0;
-    const double total = send + write + read;
-    if (total <= 0) r.fail(mix, "workload.mix", "needs at least one opcode with a positive share");
-    o.write_fraction = write / total;
-    o.read_fraction = read / total;
+// The moderation keys of `m` (count, period, mode, policy) over `into`.
+void read_moderation(const Reader& r, const YAML::Node& m, const std::string& key, ModerationChoice& into) {
+  r.check_map(m, key, {"count", "period", "mode", "policy"});
+  if (m["policy"]) {
+    const std::string v = r.scalar(m["policy"], key + ".policy");
+    if (v == "static") into.adaptive = false;
+    else if (v == "dim") into.adaptive = true;
+    else r.fail(m["policy"], key + ".policy", "'" + v + "' is neither static nor dim");
   }
-  if (const YAML::Node size = w["size"]) {
-    o.sizes.clear();
-    o.size_weights.clear();
-    auto bytes = [&](const YAML::Node& parent, const std::string& prefix, const char* name) {
-      return r.value(parent, prefix, name, [](const std::string& v) {
-        const uint64_t b = parse_size_bytes(v);
-        if (b < 1 || b > (1u << 20)) throw std::invalid_argument("'" + v + "' is outside 1 B .. 1 MiB");
-        return uint32_t(b);
-      });
-    };
-    if (size.IsSequence()) {
-      if (size.size() == 0) r.fail(size, "workload.size", "an empty list");
-      for (size_t i = 0; i < size.size(); ++i) {
-        const std::string key = "workload.size[" + std::to_string(i) + "]";
-        r.check_map(size[i], key, {"size", "weight"});
-        o.sizes.push_back(bytes(size[i], key, "size"));
-        o.size_weights.push_back(size[i]["weight"] ? r.number(size[i], key, "weight", 1e-9, 1e9) : 1.0);
-      }
-    } else {
-      o.sizes.push_back(bytes(w, "workload", "size"));
-      o.size_weights.push_back(1.0);
+  if (m["count"]) into.mod.count = uint16_t(r.integer(m, key, "count", 0, 65535));
+  if (m["period"]) {
+    const double us = r.duration_us(m, key, "period", 0, 4095);
+    if (us != std::floor(us)) r.fail(m["period"], key + ".period", "must be whole microseconds (the CQ context counts us)");
+    into.mod.period_us = uint16_t(us);
+  }
+  if (m["mode"]) {
+    const std::string v = r.scalar(m["mode"], key + ".mode");
+    if (v == "eqe") into.mod.mode = PeriodMode::eqe;
+    else if (v == "cqe") into.mod.mode = PeriodMode::cqe;
+    else r.fail(m["mode"], key + ".mode", "'" + v + "' is neither eqe nor cqe");
+  }
+}
+
+void read_mix(const Reader& r, const YAML::Node& mix, const std::string& key, Workload& w) {
+  r.check_map(mix, key, {"send", "write", "read"});
+  const double send = mix["send"] ? r.number(mix, key, "send", 0, 1e9) : 0;
+  const double write = mix["write"] ? r.number(mix, key, "write", 0, 1e9) : 0;
+  const double read = mix["read"] ? r.number(mix, key, "read", 0, 1e9) : 0;
+  const double total = send + write + read;
+  if (total <= 0) r.fail(mix, key, "needs at least one opcode with a positive share");
+  w.write_fraction = write / total;
+  w.read_fraction = read / total;
+}
+
+void read_sizes(const Reader& r, const YAML::Node& parent, const std::string& prefix, Workload& w) {
+  const YAML::Node size = parent["size"];
+  const std::string key = Reader::join(prefix, "size");
+  w.sizes.clear();
+  w.size_weights.clear();
+  auto bytes = [&](const YAML::Node& p, const std::string& pre, const char* name) {
+    return r.value(p, pre, name, [](const std::string& v) {
+      const uint64_t b = parse_size_bytes(v);
+      if (b < 1 || b > (1u << 20)) throw std::invalid_argument("'" + v + "' is outside 1 B .. 1 MiB");
+      return uint32_t(b);
+    });
+  };
+  if (size.IsSequence()) {
+    if (size.size() == 0) r.fail(size, key, "an empty list");
+    for (size_t i = 0; i < size.size(); ++i) {
+      const std::string k = key + "[" + std::to_string(i) + "]";
+      r.check_map(size[i], k, {"size", "weight"});
+      w.sizes.push_back(bytes(size[i], k, "size"));
+      w.size_weights.push_back(size[i]["weight"] ? r.number(size[i], k, "weight", 1e-9, 1e9) : 1.0);
     }
+  } else {
+    w.sizes.push_back(bytes(parent, prefix, "size"));
+    w.size_weights.push_back(1.0);
   }
-  if (const YAML::Node a = w["arrival"]) {
-    const std::string k = "workload.arrival";
-    r.check_map(a, k, {"process", "rate", "on", "off", "outstanding"});
-    const std::string p = a["process"] ? r.scalar(a["process"], k + ".process") : "poisson";
-    if (p == "poisson") o.arrival = Arrival::poisson;
-    else if (p == "constant") o.arrival = Arrival::constant;
-    else if (p == "onoff") o.arrival = Arrival::onoff;
-    else if (p == "pingpong") o.arrival = Arrival::pingpong;
-    else r.fail(a["process"], k + ".process", "'" + p + "' is not one of poisson, constant, onoff, pingpong");
-    const bool pingpong = o.arrival == Arrival::pingpong;
-    auto only = [&](const char* name, bool allowed, const char* why) {
-      if (a[name] && !allowed) r.fail(a[name], k + "." + name, why);
-    };
-    only("rate", !pingpong, "a ping-pong is closed-loop: its rate is what the round trips allow");
-    only("outstanding", pingpong, "only a ping-pong has pings outstanding");
-    only("on", o.arrival == Arrival::onoff, "only an onoff process has bursts");
-    only("off", o.arrival == Arrival::onoff, "only an onoff process has gaps");
-    if (a["rate"])
-      o.rate_kmsg = r.value(a, k, "rate", [](const std::string& v) {
-        const double rate = parse_rate_per_s(v);
-        if (rate < 1 || rate > 1e9) throw std::invalid_argument("'" + v + "' is outside 1/s .. 1000M/s");
-        return rate / 1e3;
-      });
-    if (a["on"]) o.on_us = r.duration_us(a, k, "on", 0.01, 1e7);
-    if (a["off"]) o.off_us = r.duration_us(a, k, "off", 0, 1e7);
-    if (a["outstanding"]) o.outstanding = r.integer(a, k, "outstanding", 1, 4096);
-    if (pingpong && (o.write_fraction > 0 || o.read_fraction > 0))
-      r.fail(w["mix"], "workload.mix", "a ping-pong exchanges SENDs only: write and read must be 0");
+}
+
+void read_arrival(const Reader& r, const YAML::Node& a, const std::string& k, Workload& w) {
+  r.check_map(a, k, {"process", "rate", "on", "off", "outstanding", "file"});
+  const std::string p = a["process"] ? r.scalar(a["process"], k + ".process") : "poisson";
+  if (p == "poisson") w.arrival = Arrival::poisson;
+  else if (p == "constant") w.arrival = Arrival::constant;
+  else if (p == "onoff") w.arrival = Arrival::onoff;
+  else if (p == "pingpong") w.arrival = Arrival::pingpong;
+  else if (p == "trace") w.arrival = Arrival::trace;
+  else r.fail(a["process"], k + ".process", "'" + p + "' is not one of poisson, constant, onoff, pingpong, trace");
+  const bool pingpong = w.arrival == Arrival::pingpong, trace = w.arrival == Arrival::trace;
+  auto only = [&](const char* name, bool allowed, const char* why) {
+    if (a[name] && !allowed) r.fail(a[name], k + "." + name, why);
+  };
+  only("rate", !pingpong && !trace, "a ping-pong or a trace sets its own pace: no rate");
+  only("outstanding", pingpong, "only a ping-pong has pings outstanding");
+  only("on", w.arrival == Arrival::onoff, "only an onoff process has bursts");
+  only("off", w.arrival == Arrival::onoff, "only an onoff process has gaps");
+  only("file", trace, "only a trace is read from a file");
+  if (a["rate"])
+    w.rate_kmsg = r.value(a, k, "rate", [](const std::string& v) {
+      const double rate = parse_rate_per_s(v);
+      if (rate < 1 || rate > 1e9) throw std::invalid_argument("'" + v + "' is outside 1/s .. 1000M/s");
+      return rate / 1e3;
+    });
+  if (a["on"]) w.on_us = r.duration_us(a, k, "on", 0.01, 1e7);
+  if (a["off"]) w.off_us = r.duration_us(a, k, "off", 0, 1e7);
+  if (a["outstanding"]) w.outstanding = r.integer(a, k, "outstanding", 1, 4096);
+  if (trace) {
+    if (!a["file"]) r.fail(a, k + ".file", "a trace needs the file of recorded arrivals");
+    const std::string file = r.scalar(a["file"], k + ".file");
+    w.trace_file = file;
+    try {
+      w.trace = load_arrival_trace(r.relative(file));
+    } catch (const ScenarioError& e) {
+      r.fail(a["file"], k + ".file", e.what());
+    }
+  } else {
+    w.trace_file.clear();
+    w.trace.clear();
+  }
+}
+
+// A workload at `key` over `w` (the defaults it inherits).
+void read_workload_keys(const Reader& r, const YAML::Node& n, const std::string& key, Workload& w) {
+  if (n["mix"]) read_mix(r, n["mix"], key + ".mix", w);
+  if (n["size"]) read_sizes(r, n, key, w);
+  if (n["arrival"]) read_arrival(r, n["arrival"], key + ".arrival", w);
+  if (w.arrival == Arrival::pingpong && (w.write_fraction > 0 || w.read_fraction > 0))
+    r.fail(n["mix"] ? n["mix"] : n, key + ".mix", "a ping-pong exchanges SENDs only: write and read must be 0");
+}
+
+void check_workload(const Reader& r, const YAML::Node& n, const std::string& key, const Workload& w, int qps,
+                    int depth) {
+  if (w.arrival == Arrival::pingpong && w.outstanding > depth)
+    r.fail(n, key + ".arrival.outstanding", "more pings outstanding than the queue depth");
+  for (const TracedArrival& a : w.trace)
+    if (a.qp >= qps)
+      r.fail(n, key + ".arrival.file",
+             "the trace names QP " + std::to_string(a.qp) + " but there are " + std::to_string(qps) + " QPs");
+}
+
+void read_groups(const Reader& r, const YAML::Node& list, TrafficOptions& o) {
+  const std::string key = "workload.groups";
+  if (!list.IsSequence() || list.size() == 0) r.fail(list, key, "must be a list of groups");
+  std::set<std::string> names;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node g = list[i];
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    r.check_map(g, k, {"name", "qps", "cqs", "mix", "size", "arrival"});
+    QpGroup group;
+    group.name = g["name"] ? r.scalar(g["name"], k + ".name") : "g" + std::to_string(i);
+    static const std::regex ident(R"(^[A-Za-z][A-Za-z0-9_-]*$)");
+    if (!std::regex_match(group.name, ident))
+      r.fail(g["name"], k + ".name", "'" + group.name + "' must be letters, digits, '_' or '-', starting with a letter");
+    if (!names.insert(group.name).second) r.fail(g["name"], k + ".name", "'" + group.name + "' names two groups");
+    if (!g["qps"]) r.fail(g, k + ".qps", "a group needs its number of QPs");
+    group.qps = r.integer(g, k, "qps", 1, 1000);
+    if (const YAML::Node cqs = g["cqs"]) {
+      if (!cqs.IsSequence() || cqs.size() == 0) r.fail(cqs, k + ".cqs", "must be a list of CQ indices");
+      for (size_t j = 0; j < cqs.size(); ++j) {
+        const std::string idx = r.scalar(cqs[j], k + ".cqs");
+        char* end = nullptr;
+        const long c = std::strtol(idx.c_str(), &end, 10);
+        if (end == idx.c_str() || *end || c < 0 || c >= o.cqs)
+          r.fail(cqs[j], k + ".cqs", "'" + idx + "' is not a CQ index 0 .. " + std::to_string(o.cqs - 1));
+        group.cqs.push_back(int(c));
+      }
+    }
+    group.workload = o.workload;
+    read_workload_keys(r, g, k, group.workload);
+    check_workload(r, g, k, group.workload, group.qps, o.depth);
+    o.groups.push_back(group);
+  }
+}
+
+void read_workload(const Reader& r, const YAML::Node& w, TrafficOptions& o, bool qps_given) {
+  r.check_map(w, "workload", {"mix", "size", "arrival", "groups"});
+  read_workload_keys(r, w, "workload", o.workload);
+  if (!w["groups"]) return check_workload(r, w, "workload", o.workload, o.qps, o.depth);
+  read_groups(r, w["groups"], o);
+  int total = 0;
+  for (const QpGroup& g : o.groups) total += g.qps;
+  if (qps_given && total != o.qps)
+    r.fail(w["groups"], "workload.groups",
+           "the groups have " + std::to_string(total) + " QPs but qps.count is " + std::to_string(o.qps));
+  o.qps = total;
+}
+
+void read_overrides(const Reader& r, const YAML::Node& list, TrafficOptions& o) {
+  const std::string key = "cqs.overrides";
+  if (!list.IsSequence()) r.fail(list, key, "must be a list of {cq, host, moderation}");
+  std::set<std::pair<int, int>> seen;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node n = list[i];
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    r.check_map(n, k, {"cq", "host", "moderation"});
+    CqOverride c;
+    if (!n["cq"]) r.fail(n, k + ".cq", "which CQ (0 .. " + std::to_string(o.cqs - 1) + ")?");
+    c.cq = r.integer(n, k, "cq", 0, o.cqs - 1);
+    if (n["host"]) c.host = r.integer(n, k, "host", 0, 1);
+    if (!n["moderation"]) r.fail(n, k + ".moderation", "an override needs the moderation it sets");
+    c.moderation = o.moderation;
+    read_moderation(r, n["moderation"], k + ".moderation", c.moderation);
+    if (!seen.insert({c.host, c.cq}).second)
+      r.fail(n, k, "CQ " + std::to_string(c.cq) + " is overridden twice" + (c.host < 0 ? "" : " on this host"));
+    o.cq_overrides.push_back(c);
   }
 }
 
@@ -278,30 +411,11 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
     if (h["cpu"]) read_cpu(r, h["cpu"], "host.cpu", o.cpu);
   }
   if (const YAML::Node c = root["cqs"]) {
-    r.check_map(c, "cqs", {"count", "size", "moderation"});
+    r.check_map(c, "cqs", {"count", "size", "moderation", "overrides"});
     if (c["count"]) o.cqs = r.integer(c, "cqs", "count", 1, 60);
     if (c["size"]) o.cq_size = r.integer(c, "cqs", "size", 1, 1 << 22);
-    if (const YAML::Node m = c["moderation"]) {
-      r.check_map(m, "cqs.moderation", {"count", "period", "mode", "policy"});
-      if (m["policy"]) {
-        const std::string v = r.scalar(m["policy"], "cqs.moderation.policy");
-        if (v == "static") o.adaptive = false;
-        else if (v == "dim") o.adaptive = true;
-        else r.fail(m["policy"], "cqs.moderation.policy", "'" + v + "' is neither static nor dim");
-      }
-      if (m["count"]) o.mod_count = uint16_t(r.integer(m, "cqs.moderation", "count", 0, 65535));
-      if (m["period"]) {
-        const double us = r.duration_us(m, "cqs.moderation", "period", 0, 4095);
-        if (us != std::floor(us)) r.fail(m["period"], "cqs.moderation.period", "must be whole microseconds (the CQ context counts us)");
-        o.mod_period_us = uint16_t(us);
-      }
-      if (m["mode"]) {
-        const std::string v = r.scalar(m["mode"], "cqs.moderation.mode");
-        if (v == "eqe") o.mode = PeriodMode::eqe;
-        else if (v == "cqe") o.mode = PeriodMode::cqe;
-        else r.fail(m["mode"], "cqs.moderation.mode", "'" + v + "' is neither eqe nor cqe");
-      }
-    }
+    if (c["moderation"]) read_moderation(r, c["moderation"], "cqs.moderation", o.moderation);
+    if (c["overrides"]) read_overrides(r, c["overrides"], o);
   }
   if (const YAML::Node q = root["qps"]) {
     r.check_map(q, "qps", {"count", "depth", "mtu"});
@@ -316,9 +430,7 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
       o.path_mtu = code;
     }
   }
-  if (root["workload"]) read_workload(r, root["workload"], o);
-  if (o.arrival == Arrival::pingpong && o.outstanding > o.depth)
-    r.fail(root["workload"], "workload.arrival.outstanding", "more pings outstanding than the queue depth");
+  if (root["workload"]) read_workload(r, root["workload"], o, root["qps"] && root["qps"]["count"]);
   return o;
 }
 

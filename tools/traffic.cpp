@@ -5,14 +5,17 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <vector>
 
 #include "testbench/fabric.h"
 #include "testbench/rtl_cq_writer.h"
 #include "testbench/system.h"
+#include "tools/arrival_trace.h"
+#include "tools/timeline.h"
+#include "tools/vcd.h"
 
 namespace vhca {
 
@@ -22,8 +25,76 @@ const char* arrival_name(Arrival a) {
     case Arrival::constant: return "constant";
     case Arrival::onoff: return "onoff";
     case Arrival::pingpong: return "pingpong";
+    case Arrival::trace: return "trace";
   }
   return "?";
+}
+
+uint32_t Workload::max_size() const {
+  uint32_t m = 1;
+  if (arrival != Arrival::trace)
+    for (uint32_t s : sizes) m = std::max(m, s);
+  for (const TracedArrival& a : trace) m = std::max(m, a.size);
+  return m;
+}
+
+std::vector<QpGroup> TrafficOptions::effective_groups() const {
+  if (!groups.empty()) return groups;
+  QpGroup all;
+  all.name = "all";
+  all.qps = qps;
+  all.workload = workload;
+  return {all};
+}
+
+ModerationChoice TrafficOptions::moderation_of(int host, int cq) const {
+  ModerationChoice m = moderation;
+  for (const CqOverride& c : cq_overrides)  // one for this host beats one for both
+    if (c.cq == cq && c.host == -1) m = c.moderation;
+  for (const CqOverride& c : cq_overrides)
+    if (c.cq == cq && c.host == host) m = c.moderation;
+  return m;
+}
+
+uint32_t TrafficOptions::max_size() const {
+  uint32_t m = 1;
+  for (const QpGroup& g : effective_groups()) m = std::max(m, g.workload.max_size());
+  return m;
+}
+
+namespace {
+// The waveform signals of one CQ, in declaration order (docs/scenarios.md describes each).
+enum CqSignal { kPi, kCi, kOccupancy, kState, kModPending, kTimer, kEvents, kModCount, kModPeriod, kPolling, kCqSignalCount };
+constexpr std::pair<const char*, int> kCqSignals[kCqSignalCount] = {
+    {"pi", 24},     {"ci", 24},        {"occupancy", 24},  {"state", 3},       {"mod_pending", 16},
+    {"timer", 1},   {"events", 32},    {"mod_count", 16},  {"mod_period", 12}, {"polling", 1}};
+}  // namespace
+
+void for_each_vcd_signal(const TrafficOptions& o, const std::function<void(const std::string&, int)>& fn) {
+  for (int h = 0; h < 2; ++h) {
+    const std::string host = "host" + std::to_string(h) + ".";
+    for (int c = 0; c < o.cqs; ++c)
+      for (auto [leaf, width] : kCqSignals) fn(host + "cq" + std::to_string(c) + "." + leaf, width);
+    for (int v = 0; v < o.vectors; ++v) {
+      fn(host + "eq" + std::to_string(v) + ".pi", 24);
+      fn(host + "eq" + std::to_string(v) + ".armed", 1);
+    }
+    for (int v = 0; v <= o.vectors; ++v) {
+      fn(host + "msix" + std::to_string(v) + ".messages", 32);
+      fn(host + "cpu.irq" + std::to_string(v), 1);
+    }
+  }
+}
+
+std::string check_vcd_signals(const TrafficOptions& o) {
+  for (const std::string& p : o.vcd_signals) {
+    bool matched = false;
+    for_each_vcd_signal(o, [&](const std::string& name, int) { matched = matched || glob_match(p, name); });
+    if (!matched)
+      return "--signals: '" + p + "' matches no signal (names look like host0.cq0.mod_pending, host1.eq0.pi, "
+             "host0.msix1.messages, host0.cpu.irq1; see docs/scenarios.md)";
+  }
+  return "";
 }
 
 namespace {
@@ -50,6 +121,10 @@ constexpr uint64_t kReadTag = uint64_t(1) << 32;  // READ sources use their own 
 
 struct Samples {
   std::vector<double> to_cqe_ns, to_handler_ns;
+  void add(const sc_time& posted, const sc_time& visible) {
+    to_cqe_ns.push_back((visible - posted).to_seconds() * 1e9);
+    to_handler_ns.push_back((sc_core::sc_time_stamp() - posted).to_seconds() * 1e9);
+  }
   LatencyStats stats() {
     LatencyStats s;
     s.samples = to_cqe_ns.size();
@@ -66,85 +141,11 @@ struct Samples {
   }
 };
 
-// A Perfetto / Chrome trace-event timeline (JSON, opens in ui.perfetto.dev): one process per
-// host, one track per CQ (CQE landed, polling turns), EQ (EQE landed), MSI-X vector (message
-// landed) and interrupt handler. Timestamps are simulated microseconds.
-class Timeline {
- public:
-  bool enabled() const { return enabled_; }
-  void enable() { enabled_ = true; }
-  void instant(int host, const std::string& track, const char* name) {
-    events_.push_back(Event{host, tid(host, track), name, sc_core::sc_time_stamp(), sc_core::SC_ZERO_TIME, false, 0});
-  }
-  void span(int host, const std::string& track, const char* name, const sc_time& begin, int64_t arg = -1) {
-    events_.push_back(Event{host, tid(host, track), name, begin, sc_core::sc_time_stamp() - begin, true, arg});
-  }
-  bool write(const std::string& path) const {
-    FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) return false;
-    std::fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
-    bool first = true;
-    auto sep = [&] {
-      if (!first) std::fprintf(f, ",\n");
-      first = false;
-    };
-    for (int h = 0; h < 2; ++h) {
-      sep();
-      std::fprintf(f, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"host%d\"}}", h, h);
-    }
-    for (const auto& [key, id] : tids_) {
-      sep();
-      std::fprintf(f, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
-                   key.first, id, key.second.c_str());
-    }
-    for (const Event& e : events_) {
-      sep();
-      const double ts = e.at.to_seconds() * 1e6;
-      if (e.span) {
-        std::fprintf(f, "{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f", e.name,
-                     e.host, e.tid, ts, e.dur.to_seconds() * 1e6);
-        if (e.arg >= 0) std::fprintf(f, ", \"args\": {\"cqes\": %lld}", static_cast<long long>(e.arg));
-        std::fprintf(f, "}");
-      } else {
-        std::fprintf(f, "{\"ph\": \"i\", \"s\": \"t\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f}", e.name,
-                     e.host, e.tid, ts);
-      }
-    }
-    std::fprintf(f, "\n]}\n");
-    return std::fclose(f) == 0;
-  }
-
- private:
-  struct Event {
-    int host, tid;
-    const char* name;
-    sc_time at, dur;
-    bool span;
-    int64_t arg;
-  };
-  int tid(int host, const std::string& track) {
-    auto [it, added] = tids_.emplace(std::make_pair(host, track), int(tids_.size()) + 1);
-    return it->second;
-  }
-  bool enabled_ = false;
-  std::map<std::pair<int, std::string>, int> tids_;
-  std::vector<Event> events_;
-};
-
 // When each CQE became visible to the host: the PCIe link reports every CQE write as it lands;
-// a CQ's CQEs are polled in the order they landed, so each done callback takes the oldest. The
-// same reports feed the timeline.
+// a CQ's CQEs are polled in the order they landed, so each done callback takes the oldest.
 class CqeVisibility {
  public:
-  void attach(PcieLink& link, Timeline& timeline, int host) {
-    link.on_upstream_landed = [this, &timeline, host](DmaSource s, uint32_t id, uint64_t) {
-      if (s == DmaSource::cqe) landed_[id].push_back(sc_core::sc_time_stamp());
-      if (!timeline.enabled()) return;
-      if (s == DmaSource::cqe) timeline.instant(host, "CQ " + std::to_string(id), "CQE");
-      if (s == DmaSource::eqe) timeline.instant(host, "EQ " + std::to_string(id), "EQE");
-      if (s == DmaSource::msix) timeline.instant(host, "MSI-X " + std::to_string(id), "MSI-X");
-    };
-  }
+  void landed(uint32_t cqn) { landed_[cqn].push_back(sc_core::sc_time_stamp()); }
   sc_time take(uint32_t cqn) {
     auto& q = landed_[cqn];
     if (q.empty()) return sc_core::sc_time_stamp();
@@ -157,17 +158,44 @@ class CqeVisibility {
   std::map<uint32_t, std::deque<sc_time>> landed_;
 };
 
+// The waveform of one host: signal ids (-1: not chosen) and the values last reported.
+struct HostWaves {
+  struct Cq {
+    int id[kCqSignalCount];
+    uint32_t cqn = 0, pi = 0, ci = 0;
+    bool any = false;
+  };
+  std::vector<Cq> cqs;
+  std::vector<std::pair<int, int>> eqs;  // (pi, armed) per completion vector
+  std::vector<int> msix, irq;            // per MSI-X vector
+  std::vector<uint64_t> messages;
+};
+
 // Counters of one host at a moment, so that the measured window excludes the warm-up.
 struct Snapshot {
   uint64_t cqes = 0, events = 0, interrupts = 0;
+  std::vector<uint64_t> cq_cqes, cq_events;
   sc_time busy[5];
   sc_time at;
 };
 
 class TrafficRun {
  public:
-  explicit TrafficRun(const TrafficOptions& o) : o_(o), sys_(system_config(o)), h_{&sys_.node(0), &sys_.node(1)} {
+  explicit TrafficRun(const TrafficOptions& o)
+      : o_(o),
+        groups_(o.effective_groups()),
+        max_size_(o.max_size()),
+        sys_(system_config(o)),
+        h_{&sys_.node(0), &sys_.node(1)},
+        vcd_(o.vcd_signals) {
     if (!o.trace_path.empty()) timeline_.enable();
+    for (size_t g = 0; g < groups_.size(); ++g)
+      for (int j = 0; j < groups_[g].qps; ++j) {
+        const int q = int(group_of_.size());
+        group_of_.push_back(int(g));
+        const auto& cqs = groups_[g].cqs;
+        cq_of_.push_back(cqs.empty() ? q % o.cqs : cqs[size_t(j) % cqs.size()]);
+      }
   }
 
   TrafficResult run() {
@@ -182,10 +210,9 @@ class TrafficRun {
             measure_from_ = start_ + sc_time(o_.warmup_us, sc_core::SC_US);
             end_ = start_ + sc_time(o_.duration_us, sc_core::SC_US);
             sc_core::sc_spawn([this] { measure(); }, "measure");
-            if (o_.arrival == Arrival::pingpong)
-              pingpong();
-            else
-              open_loop();
+            for (size_t g = 0; g < groups_.size(); ++g)
+              sc_core::sc_spawn([this, g] { generate(int(g)); }, ("arrivals_" + std::to_string(g)).c_str());
+            sc_core::wait(end_ - sc_core::sc_time_stamp());
             drain();
             stop_ = sc_core::sc_time_stamp();
             for (int h = 0; h < 2; ++h) last_[h] = snapshot(h);
@@ -199,9 +226,17 @@ class TrafficRun {
     TrafficResult r = result();
     r.ok = r.ok && setup_ok;
     r.wall_s = wall_s;
-    if (timeline_.enabled() && !timeline_.write(o_.trace_path)) {
-      std::fprintf(stderr, "vhca-sim: cannot write %s\n", o_.trace_path.c_str());
+    auto written = [&](bool ok, const std::string& path) {
+      if (ok) return;
+      std::fprintf(stderr, "vhca-sim: cannot write %s\n", path.c_str());
       r.ok = false;
+    };
+    if (timeline_.enabled()) written(timeline_.write(o_.trace_path, 2), o_.trace_path);
+    if (!o_.vcd_path.empty()) written(vcd_.write(o_.vcd_path), o_.vcd_path);
+    if (!o_.record_path.empty()) {
+      FILE* f = std::fopen(o_.record_path.c_str(), "w");
+      const std::string text = arrival_trace_text(record_);
+      written(f && std::fputs(text.c_str(), f) >= 0 && std::fclose(f) == 0, o_.record_path);
     }
     return r;
   }
@@ -214,6 +249,7 @@ class TrafficRun {
     uint32_t size = 0;
     sc_time posted;
     CqeDone done;
+    sc_time pong_posted;  // a pong: when host 1 posted it (`posted` is its ping's)
   };
 
   static SystemConfig system_config(const TrafficOptions& o) {
@@ -231,9 +267,10 @@ class TrafficRun {
     return cfg;
   }
 
-  uint32_t max_size() const { return *std::max_element(o_.sizes.begin(), o_.sizes.end()); }
+  const Workload& workload_of(int q) const { return groups_[size_t(group_of_[size_t(q)])].workload; }
+  bool pingpong(int q) const { return workload_of(q).arrival == Arrival::pingpong; }
   uint64_t slot_offset(int q, uint64_t seq) const {
-    return (uint64_t(q) * uint64_t(o_.depth) + seq % uint64_t(o_.depth)) * max_size();
+    return (uint64_t(q) * uint64_t(o_.depth) + seq % uint64_t(o_.depth)) * max_size_;
   }
   bool measuring(const sc_time& posted) const { return posted >= measure_from_; }
 
@@ -242,26 +279,20 @@ class TrafficRun {
       CommandResult r = h->driver.boot();
       if (!r.ok()) throw std::runtime_error("boot failed: " + r.message());
     }
-    const CqModeration mod{o_.mod_count, o_.mod_period_us, o_.mode};
     for (int h = 0; h < 2; ++h) {
       pool_[h] = std::make_unique<CqPool>(h_[h]->driver);
       for (int i = 0; i < o_.cqs; ++i) {
-        IbCq* cq = pool_[h]->alloc_cq(o_.cq_size, uint32_t(i % o_.vectors), o_.context, mod, o_.adaptive);
+        const ModerationChoice m = o_.moderation_of(h, i);
+        IbCq* cq = pool_[h]->alloc_cq(o_.cq_size, uint32_t(i % o_.vectors), o_.context, m.mod, m.adaptive);
         if (!cq) throw std::runtime_error("alloc_cq: " + h_[h]->driver.last_error());
         cqs_[h].push_back(cq);
+        cq_index_[h][cq->cq->cqn] = i;
       }
       pd_[h] = fb::alloc_pd(h_[h]->driver);
-      visible_[h].attach(h_[h]->link, timeline_, h);
-      if (timeline_.enabled()) {
-        h_[h]->cpu.on_handler_done = [this, h](uint32_t vector, const sc_time& begin) {
-          timeline_.span(h, "IRQ handler, vector " + std::to_string(vector), "handler", begin);
-        };
-        pool_[h]->on_poll_done = [this, h](IbCq& cq, const sc_time& begin, int n) {
-          timeline_.span(h, "CQ " + std::to_string(cq.cq->cqn), "poll", begin, n);
-        };
-      }
+      declare_waves(h);
+      observe(h);
     }
-    const uint64_t bytes = uint64_t(o_.qps) * uint64_t(o_.depth) * max_size();
+    const uint64_t bytes = uint64_t(qps()) * uint64_t(o_.depth) * max_size_;
     src_ = fb::reg_buffer(*pd_[0], bytes);
     read_dst_ = fb::reg_buffer(*pd_[0], bytes);
     pong_dst_ = fb::reg_buffer(*pd_[0], bytes);
@@ -270,35 +301,124 @@ class TrafficRun {
     read_src_ = fb::reg_buffer(*pd_[1], bytes);
     fb::RcParams rc;
     rc.path_mtu = o_.path_mtu;
-    for (int q = 0; q < o_.qps; ++q) {
-      Cq* c0 = cqs_[0][size_t(q % o_.cqs)]->cq;
-      Cq* c1 = cqs_[1][size_t(q % o_.cqs)]->cq;
+    for (int q = 0; q < qps(); ++q) {
+      Cq* c0 = cqs_[0][size_t(cq_of_[size_t(q)])]->cq;
+      Cq* c1 = cqs_[1][size_t(cq_of_[size_t(q)])]->cq;
       qp_[0].push_back(fb::create_qp(*pd_[0], c0, c0, QpType::rc, uint32_t(o_.depth)));
       qp_[1].push_back(fb::create_qp(*pd_[1], c1, c1, QpType::rc, uint32_t(o_.depth)));
       fb::connect_rc(*qp_[0].back(), *qp_[1].back(), rc);
     }
-    std::vector<uint8_t> data(max_size());
-    for (int q = 0; q < o_.qps; ++q)
+    std::vector<uint8_t> data(max_size_);
+    for (int q = 0; q < qps(); ++q)
       for (int j = 0; j < o_.depth; ++j) {
         pattern(data, q, kReadTag + uint64_t(j));
-        h_[1]->driver.memory().write(read_src_.addr + slot_offset(q, uint64_t(j)), data.data(), max_size());
+        h_[1]->driver.memory().write(read_src_.addr + slot_offset(q, uint64_t(j)), data.data(), max_size_);
       }
-    next_seq_.assign(size_t(o_.qps), 0);
-    next_done_.assign(size_t(o_.qps), 0);
-    in_flight_[0].resize(size_t(o_.qps));
-    in_flight_[1].resize(size_t(o_.qps));
+    next_seq_.assign(size_t(qps()), 0);
+    next_done_.assign(size_t(qps()), 0);
+    in_flight_[0].resize(size_t(qps()));
+    in_flight_[1].resize(size_t(qps()));
     for (int h = 0; h < 2; ++h) {
-      recv_done_[h] = std::vector<CqeDone>(size_t(o_.qps) * size_t(o_.depth));
-      recv_posted_[h].assign(size_t(o_.qps), 0);
-      for (int q = 0; q < o_.qps; ++q) {
+      recv_done_[h] = std::vector<CqeDone>(size_t(qps()) * size_t(o_.depth));
+      recv_posted_[h].assign(size_t(qps()), 0);
+      for (int q = 0; q < qps(); ++q) {
         for (int j = 0; j < o_.depth; ++j) {
           CqeDone& d = recv_done_[h][size_t(q) * size_t(o_.depth) + size_t(j)];
           pool_[h]->track(d);
           d.done = [this, h, q, j](IbCq& cq, const Wc& wc) { on_receive(h, q, uint64_t(j), cq, wc); };
         }
-        if (h == 1 || o_.arrival == Arrival::pingpong)
+        if (h == 1 || pingpong(q))
           for (int j = 0; j < o_.depth; ++j) post_receive(h, q);
       }
+    }
+  }
+  int qps() const { return int(group_of_.size()); }
+
+  // The one set of observation hooks per host, feeding CQE visibility, the timeline and the VCD.
+  void observe(int h) {
+    Node& n = *h_[h];
+    n.link.on_upstream_landed = [this, h](DmaSource s, uint32_t id, uint64_t) {
+      if (s == DmaSource::cqe) visible_[h].landed(id);
+      if (s == DmaSource::msix && id < waves_[h].msix.size()) vcd_.set(waves_[h].msix[id], ++waves_[h].messages[id]);
+      if (!timeline_.enabled()) return;
+      if (s == DmaSource::cqe) timeline_.instant(h, cq_track(h, id), "CQE");
+      if (s == DmaSource::eqe) timeline_.instant(h, "EQ " + std::to_string(id), "EQE");
+      if (s == DmaSource::msix) timeline_.instant(h, "MSI-X " + std::to_string(id), "MSI-X");
+    };
+    n.cpu.on_handler_done = [this, h](uint32_t vector, const sc_time& begin) {
+      if (vector < waves_[h].irq.size()) {
+        vcd_.set(waves_[h].irq[vector], 1, begin);
+        vcd_.set(waves_[h].irq[vector], 0);
+      }
+      if (timeline_.enabled()) timeline_.span(h, "IRQ handler, vector " + std::to_string(vector), "handler", begin);
+    };
+    pool_[h]->on_poll_done = [this, h](IbCq& cq, const sc_time& begin, int cqes) {
+      HostWaves::Cq& w = waves_[h].cqs[size_t(cq_index_[h][cq.cq->cqn])];
+      if (w.any) {
+        vcd_.set(w.id[kPolling], 1, begin);
+        vcd_.set(w.id[kPolling], 0);
+        w.ci = cq.cq->ci;
+        vcd_.set(w.id[kCi], w.ci);
+        vcd_.set(w.id[kOccupancy], (w.pi - w.ci) & 0xFFFFFF);
+      }
+      if (timeline_.enabled()) timeline_.span(h, cq_track(h, cq.cq->cqn), "poll", begin, cqes);
+    };
+    if (vcd_.signals() == 0) return;  // the engines' hooks cost a call per action: only when dumping
+    n.hca.cq.on_acted = [this, h](uint64_t) { sample_cqs(h); };
+    n.hca.eq.on_acted = [this, h](uint64_t) { sample_eqs(h); };
+  }
+
+  std::string cq_track(int h, uint32_t cqn) {
+    return "CQ " + std::to_string(cq_index_[h][cqn]) + " (cqn " + std::to_string(cqn) + ")";
+  }
+
+  void declare_waves(int h) {
+    HostWaves& w = waves_[h];
+    const std::string host = "host" + std::to_string(h) + ".";
+    for (int c = 0; c < o_.cqs; ++c) {
+      HostWaves::Cq cq;
+      cq.cqn = cqs_[h][size_t(c)]->cq->cqn;
+      for (int s = 0; s < kCqSignalCount; ++s) {
+        cq.id[s] = vcd_.declare(host + "cq" + std::to_string(c) + "." + kCqSignals[s].first, kCqSignals[s].second);
+        cq.any = cq.any || cq.id[s] >= 0;
+      }
+      w.cqs.push_back(cq);
+    }
+    for (int v = 0; v < o_.vectors; ++v)
+      w.eqs.emplace_back(vcd_.declare(host + "eq" + std::to_string(v) + ".pi", 24),
+                         vcd_.declare(host + "eq" + std::to_string(v) + ".armed", 1));
+    for (int v = 0; v <= o_.vectors; ++v) {
+      w.msix.push_back(vcd_.declare(host + "msix" + std::to_string(v) + ".messages", 32));
+      w.irq.push_back(vcd_.declare(host + "cpu.irq" + std::to_string(v), 1));
+    }
+    w.messages.assign(w.msix.size(), 0);
+    if (vcd_.signals() > 0) sample_cqs(h), sample_eqs(h);
+  }
+
+  // After the CQ writer acted: the state of every chosen CQ (the VCD keeps only changes).
+  void sample_cqs(int h) {
+    for (HostWaves::Cq& w : waves_[h].cqs) {
+      if (!w.any) continue;
+      const CqContext& c = h_[h]->hca.cq.context(w.cqn);
+      w.pi = c.pi;
+      vcd_.set(w.id[kPi], c.pi);
+      vcd_.set(w.id[kOccupancy], (w.pi - w.ci) & 0xFFFFFF);
+      vcd_.set(w.id[kState], uint64_t(c.state));
+      vcd_.set(w.id[kModPending], c.mod_pending);
+      vcd_.set(w.id[kTimer], c.timer_deadline != 0);
+      vcd_.set(w.id[kEvents], c.events);
+      vcd_.set(w.id[kModCount], c.cfg.mod_count);
+      vcd_.set(w.id[kModPeriod], c.cfg.mod_period);
+    }
+  }
+
+  void sample_eqs(int h) {
+    for (int v = 0; v < o_.vectors; ++v) {
+      const auto [pi, armed] = waves_[h].eqs[size_t(v)];
+      if (pi < 0 && armed < 0) continue;
+      const EqContext& e = h_[h]->hca.eq.context(h_[h]->driver.eqn_for_vector(uint32_t(v)));
+      vcd_.set(pi, e.pi);
+      vcd_.set(armed, e.armed);
     }
   }
 
@@ -306,7 +426,7 @@ class TrafficRun {
     const uint64_t k = recv_posted_[h][size_t(q)]++;
     const uint64_t slot = uint64_t(q) * uint64_t(o_.depth) + k % uint64_t(o_.depth);
     const fb::Buffer& buf = h == 1 ? recv_buf_ : pong_dst_;
-    fb::post_recv(*qp_[h][size_t(q)], RecvWr{CqPool::wr_id_of(recv_done_[h][slot]), {buf.sge(slot * max_size(), max_size())}});
+    fb::post_recv(*qp_[h][size_t(q)], RecvWr{CqPool::wr_id_of(recv_done_[h][slot]), {buf.sge(slot * max_size_, max_size_)}});
   }
 
   void sample_occupancy(int h, IbCq& cq) {
@@ -315,6 +435,14 @@ class TrafficRun {
     occupancy_sum_[h] += occupancy;
     ++occupancy_samples_[h];
     occupancy_max_[h] = std::max(occupancy_max_[h], occupancy);
+  }
+
+  // A completion of opcode `op` on QP q's CQ of host h, posted at `posted`.
+  void sample_latency(int h, int q, const char* op, const sc_time& posted, const sc_time& visible) {
+    if (!measuring(posted)) return;
+    samples_[op].add(posted, visible);
+    if (groups_.size() > 1) samples_[groups_[size_t(group_of_[size_t(q)])].name + "/" + op].add(posted, visible);
+    cq_samples_[h][cq_of_[size_t(q)]].add(posted, visible);
   }
 
   void check_data(int h, uint64_t addr, int q, uint64_t seq, uint32_t size) {
@@ -338,31 +466,28 @@ class TrafficRun {
     }
     Message* m = flight.front();
     flight.pop_front();
-    const uint64_t addr = (h == 1 ? recv_buf_.addr : pong_dst_.addr) + (uint64_t(q) * uint64_t(o_.depth) + slot) * max_size();
+    const uint64_t addr = (h == 1 ? recv_buf_.addr : pong_dst_.addr) + (uint64_t(q) * uint64_t(o_.depth) + slot) * max_size_;
     check_data(h, addr, q, m->seq, m->size);
-    if (measuring(m->posted)) {
-      Samples& s = h == 1 ? samples_["RECV"] : samples_["PINGPONG"];
-      s.to_cqe_ns.push_back((visible - m->posted).to_seconds() * 1e9);
-      s.to_handler_ns.push_back((sc_core::sc_time_stamp() - m->posted).to_seconds() * 1e9);
-    }
+    sample_latency(h, q, h == 1 ? "RECV" : "PINGPONG", m->posted, visible);
     post_receive(h, q);
-    if (o_.arrival != Arrival::pingpong) return;
+    if (!pingpong(q)) return;
     if (h == 1) {
       send_pong(q, *m, addr);
     } else if (sc_core::sc_time_stamp() < end_) {
-      post_message(q, sqwqe::kSend, m->size);
+      arrive(q, sqwqe::kSend, m->size);
     }
   }
 
   // Host 1 echoes a ping from the buffer it landed in (read by the HCA before the slot is
   // reused: the next ping on this QP waits for this pong).
   void send_pong(int q, const Message& ping, uint64_t addr) {
-    pongs_.push_back(Message{q, ping.seq, sqwqe::kSend, ping.size, ping.posted, {}});
+    pongs_.push_back(Message{q, ping.seq, sqwqe::kSend, ping.size, ping.posted, {}, sc_core::sc_time_stamp()});
     Message& pong = pongs_.back();
     pong.done.done = [this, p = &pong](IbCq& cq, const Wc& wc) {
-      visible_[1].take(cq.cq->cqn);
+      const sc_time visible = visible_[1].take(cq.cq->cqn);
       sample_occupancy(1, cq);
       if (wc.status != 0) ++r_.errors;
+      sample_latency(1, p->qp, "PONG", p->pong_posted, visible);
       pool_[1]->untrack(p->done);
     };
     pool_[1]->track(pong.done);
@@ -374,22 +499,30 @@ class TrafficRun {
     fb::post_send(*qp_[1][size_t(q)], wr);
   }
 
-  uint32_t draw_size(std::mt19937_64& rng) {
-    if (o_.sizes.size() == 1) return o_.sizes[0];
+  static uint32_t draw_size(const Workload& w, std::mt19937_64& rng) {
+    if (w.sizes.size() == 1) return w.sizes[0];
     double total = 0;
-    for (double w : o_.size_weights) total += w;
+    for (double x : w.size_weights) total += x;
     double x = uniform(rng) * total;
-    for (size_t i = 0; i < o_.sizes.size(); ++i)
-      if ((x -= o_.size_weights[i]) < 0) return o_.sizes[i];
-    return o_.sizes.back();
+    for (size_t i = 0; i < w.sizes.size(); ++i)
+      if ((x -= w.size_weights[i]) < 0) return w.sizes[i];
+    return w.sizes.back();
   }
   static double uniform(std::mt19937_64& rng) { return (double(rng() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+
+  // An arrival on QP q of host 0: recorded (for --record) and posted; refused if its send queue is full.
+  void arrive(int q, uint8_t opcode, uint32_t size) {
+    if (!o_.record_path.empty())
+      record_.push_back(TracedArrival{uint64_t(std::llround((sc_core::sc_time_stamp() - start_).to_seconds() * 1e12)), q,
+                                      opcode, size});
+    if (!post_message(q, opcode, size)) ++r_.refused;
+  }
 
   // Posts one message on QP q of host 0; false if its send queue is full.
   bool post_message(int q, uint8_t opcode, uint32_t size) {
     Qp& qp = *qp_[0][size_t(q)];
     if (uint16_t(qp.sq_pi - qp.sq_ci) >= qp.sq_depth) return false;
-    messages_.push_back(Message{q, next_seq_[size_t(q)]++, opcode, size, sc_core::sc_time_stamp(), {}});
+    messages_.push_back(Message{q, next_seq_[size_t(q)]++, opcode, size, sc_core::sc_time_stamp(), {}, {}});
     Message& m = messages_.back();
     const uint64_t off = slot_offset(q, m.seq);
     if (opcode != sqwqe::kRdmaRead) {
@@ -409,6 +542,7 @@ class TrafficRun {
     if (opcode == sqwqe::kSend) in_flight_[1][size_t(q)].push_back(&m);
     fb::post_send(qp, wr);
     ++r_.posted;
+    if (opcode == sqwqe::kSend && pingpong(q)) ++pings_;
     return true;
   }
 
@@ -419,11 +553,8 @@ class TrafficRun {
     if (wc.status != 0) ++r_.errors;
     if (m.seq != next_done_[size_t(m.qp)]) ++r_.misordered;
     next_done_[size_t(m.qp)] = m.seq + 1;
-    const char* op = m.opcode == sqwqe::kRdmaWrite ? "RDMA_WRITE" : m.opcode == sqwqe::kRdmaRead ? "RDMA_READ" : "SEND";
-    if (measuring(m.posted)) {
-      samples_[op].to_cqe_ns.push_back((visible - m.posted).to_seconds() * 1e9);
-      samples_[op].to_handler_ns.push_back((sc_core::sc_time_stamp() - m.posted).to_seconds() * 1e9);
-    }
+    sample_latency(0, m.qp, m.opcode == sqwqe::kRdmaWrite ? "RDMA_WRITE" : m.opcode == sqwqe::kRdmaRead ? "RDMA_READ" : "SEND",
+                   m.posted, visible);
     const uint64_t off = slot_offset(m.qp, m.seq);
     if (m.opcode == sqwqe::kRdmaWrite) check_data(1, write_buf_.addr + off, m.qp, m.seq, m.size);
     if (m.opcode == sqwqe::kRdmaRead)
@@ -432,42 +563,71 @@ class TrafficRun {
     pool_[0]->untrack(m.done);
   }
 
+  // Group g's arrivals until the end of the workload.
+  void generate(int g) {
+    const QpGroup& group = groups_[size_t(g)];
+    int first = 0;
+    for (int i = 0; i < g; ++i) first += groups_[size_t(i)].qps;
+    // Group 0 draws from the seed itself, so a scenario without groups keeps its workload.
+    std::mt19937_64 rng(o_.seed + uint64_t(g) * 0x9E3779B97F4A7C15ull);
+    switch (group.workload.arrival) {
+      case Arrival::pingpong: return start_pings(group, first, rng);
+      case Arrival::trace: return replay(group, first);
+      default: return open_loop(group, first, rng);
+    }
+  }
+
+  void wait_until(const sc_time& at) {
+    if (at > sc_core::sc_time_stamp()) sc_core::wait(at - sc_core::sc_time_stamp());
+  }
+
   // Arrivals from a fully specified generator (mt19937_64, inverse-CDF sampling), so that every
-  // platform produces the same workload. An arrival that finds its send queue full is refused.
-  void open_loop() {
-    std::mt19937_64 rng(o_.seed);
-    const double gap_ns = 1e6 / o_.rate_kmsg;
-    const double cycle_ns = (o_.on_us + o_.off_us) * 1e3;
+  // platform produces the same workload.
+  void open_loop(const QpGroup& group, int first, std::mt19937_64& rng) {
+    const Workload& w = group.workload;
+    const double gap_ns = 1e6 / w.rate_kmsg;
+    const double cycle_ns = (w.on_us + w.off_us) * 1e3;
     double t = 0;
     for (;;) {
-      t += o_.arrival == Arrival::poisson ? -std::log(uniform(rng)) * gap_ns : gap_ns;
-      if (o_.arrival == Arrival::onoff && std::fmod(t, cycle_ns) >= o_.on_us * 1e3)
+      t += w.arrival == Arrival::poisson ? -std::log(uniform(rng)) * gap_ns : gap_ns;
+      if (w.arrival == Arrival::onoff && std::fmod(t, cycle_ns) >= w.on_us * 1e3)
         t = (std::floor(t / cycle_ns) + 1) * cycle_ns;  // skip to the next burst
       const sc_time at = start_ + sc_time(t, sc_core::SC_NS);
       if (at >= end_) break;
-      const int q = int(rng() % uint64_t(o_.qps));
+      const int q = first + int(rng() % uint64_t(group.qps));
       const double pick = uniform(rng);
-      const uint8_t op = pick < o_.write_fraction                     ? sqwqe::kRdmaWrite
-                         : pick < o_.write_fraction + o_.read_fraction ? sqwqe::kRdmaRead
+      const uint8_t op = pick < w.write_fraction                     ? sqwqe::kRdmaWrite
+                         : pick < w.write_fraction + w.read_fraction ? sqwqe::kRdmaRead
                                                                       : sqwqe::kSend;
-      const uint32_t size = draw_size(rng);
-      if (at > sc_core::sc_time_stamp()) sc_core::wait(at - sc_core::sc_time_stamp());
-      if (!post_message(q, op, size)) ++r_.refused;
+      const uint32_t size = draw_size(w, rng);
+      wait_until(at);
+      arrive(q, op, size);
+    }
+  }
+
+  // A recorded trace, each arrival at its time (or as soon as the one before it was posted).
+  void replay(const QpGroup& group, int first) {
+    for (const TracedArrival& a : group.workload.trace) {
+      const sc_time at = start_ + sc_time(double(a.at_ps), sc_core::SC_PS);
+      if (at >= end_) break;
+      wait_until(at);
+      arrive(first + a.qp, a.opcode, a.size);
     }
   }
 
   // Closed loop: each QP keeps `outstanding` pings in flight; host 1 answers each with a pong of
   // the same size, and the pong's arrival at host 0 posts the next ping.
-  void pingpong() {
-    std::mt19937_64 rng(o_.seed);
-    for (int q = 0; q < o_.qps; ++q)
-      for (int i = 0; i < o_.outstanding; ++i) post_message(q, sqwqe::kSend, draw_size(rng));
-    if (end_ > sc_core::sc_time_stamp()) sc_core::wait(end_ - sc_core::sc_time_stamp());
+  void start_pings(const QpGroup& group, int first, std::mt19937_64& rng) {
+    for (int q = first; q < first + group.qps; ++q)
+      for (int i = 0; i < group.workload.outstanding; ++i) arrive(q, sqwqe::kSend, draw_size(group.workload, rng));
   }
 
   void drain() {
-    const sc_time limit = sc_core::sc_time_stamp() + sc_time(o_.mod_period_us + 2000, sc_core::SC_US);
-    auto expected_recvs = [&] { return r_.posted - one_sided_ + (o_.arrival == Arrival::pingpong ? r_.posted : 0); };
+    uint16_t longest_period = 0;
+    for (int h = 0; h < 2; ++h)
+      for (int c = 0; c < o_.cqs; ++c) longest_period = std::max(longest_period, o_.moderation_of(h, c).mod.period_us);
+    const sc_time limit = sc_core::sc_time_stamp() + sc_time(longest_period + 2000, sc_core::SC_US);
+    auto expected_recvs = [&] { return r_.posted - one_sided_ + pings_; };
     while ((r_.completed < r_.posted || r_.recvs < expected_recvs()) && sc_core::sc_time_stamp() < limit)
       sc_core::wait(sc_time(10, sc_core::SC_US));
     drained_ = r_.completed == r_.posted && r_.recvs == expected_recvs();
@@ -479,13 +639,18 @@ class TrafficRun {
     s.cqes = st.cqes;
     s.events = st.events;
     s.interrupts = h_[h]->cpu.interrupts();
+    for (IbCq* cq : cqs_[h]) {
+      const CqContext& c = h_[h]->hca.cq.context(cq->cq->cqn);
+      s.cq_cqes.push_back(c.cqes);
+      s.cq_events.push_back(c.events);
+    }
     for (int c = 0; c < 5; ++c) s.busy[c] = h_[h]->cpu.busy(CpuContext(c));
     s.at = sc_core::sc_time_stamp();
     return s;
   }
 
   void measure() {
-    if (measure_from_ > sc_core::sc_time_stamp()) sc_core::wait(measure_from_ - sc_core::sc_time_stamp());
+    wait_until(measure_from_);
     for (int h = 0; h < 2; ++h) first_[h] = snapshot(h);
   }
 
@@ -522,6 +687,20 @@ class TrafficRun {
       hs.cq_occupancy_max = occupancy_max_[h];
       for (IbCq* cq : cqs_[h])
         if (cq->dim) hs.dim_decisions += cq->dim->decisions(), hs.dim_changes += cq->dim->changes();
+      for (size_t c = 0; c < cqs_[h].size() && c < a.cq_cqes.size() && c < b.cq_cqes.size(); ++c) {
+        // The moderation the device holds at the end (DIM may have changed it), not the scenario's.
+        const CqConfig& cfg = h_[h]->hca.cq.context(cqs_[h][c]->cq->cqn).cfg;
+        CqStats s;
+        s.host = h;
+        s.cq = int(c);
+        s.mod_count = cfg.mod_count;
+        s.mod_period_us = cfg.mod_period;
+        s.adaptive = cqs_[h][c]->dim != nullptr;
+        s.cqes = b.cq_cqes[c] - a.cq_cqes[c];
+        s.events = b.cq_events[c] - a.cq_events[c];
+        s.latency = cq_samples_[h][int(c)].stats();
+        r.cqs.push_back(s);
+      }
     }
     for (auto& [op, s] : samples_) r.latency[op] = s.stats();
     r.ok = drained_ && r.errors == 0 && r.misordered == 0 && r.data_errors == 0 && r.host[0].overflows == 0 &&
@@ -530,14 +709,20 @@ class TrafficRun {
   }
 
   TrafficOptions o_;
+  std::vector<QpGroup> groups_;
+  std::vector<int> group_of_, cq_of_;  // per QP: its group, its CQ index
+  uint32_t max_size_;
   System sys_;
   Node* h_[2];
   std::unique_ptr<CqPool> pool_[2];
   std::vector<IbCq*> cqs_[2];
+  std::map<uint32_t, int> cq_index_[2];  // cqn -> the scenario's CQ index
   Pd* pd_[2] = {};
   std::vector<Qp*> qp_[2];
   fb::Buffer src_, read_dst_, pong_dst_, recv_buf_, write_buf_, read_src_;
   Timeline timeline_;
+  VcdWriter vcd_;
+  HostWaves waves_[2];
   CqeVisibility visible_[2];
   std::deque<Message> messages_, pongs_;  // stable addresses: each holds the CqeDone its wr_id names
   std::vector<std::deque<Message*>> in_flight_[2];  // SENDs (and pongs) each host's receives await
@@ -545,8 +730,10 @@ class TrafficRun {
   std::vector<uint64_t> recv_posted_[2];
   std::vector<uint64_t> next_seq_, next_done_;
   std::map<std::string, Samples> samples_;
+  std::map<int, Samples> cq_samples_[2];
+  std::vector<TracedArrival> record_;
   std::vector<uint8_t> data_, expect_, got_;
-  uint64_t one_sided_ = 0;
+  uint64_t one_sided_ = 0, pings_ = 0;
   uint64_t occupancy_sum_[2] = {}, occupancy_samples_[2] = {};
   uint32_t occupancy_max_[2] = {};
   sc_time start_, measure_from_, end_, stop_;
@@ -558,120 +745,5 @@ class TrafficRun {
 }  // namespace
 
 TrafficResult run_traffic(const TrafficOptions& o) { return TrafficRun(o).run(); }
-
-void print_summary(const TrafficOptions& o, const TrafficResult& r) {
-  std::string sizes;
-  for (uint32_t s : o.sizes) sizes += (sizes.empty() ? "" : "/") + std::to_string(s);
-  std::printf("vhca-sim %s%s: 2 HCAs, %d RC QPs on %d CQs per host (%d vectors), %s-byte messages, %.0f%% WRITE "
-              "%.0f%% READ %.0f%% SEND, %s %.0f k msg/s for %.0f us (warm-up %.0f us), moderation %u CQEs / %u us "
-              "(%s mode), %s polling%s, seed %llu\n",
-              o.name.c_str(), o.rtl ? " (RTL CQ writers in the loop)" : "", o.qps, o.cqs, o.vectors, sizes.c_str(),
-              o.write_fraction * 100, o.read_fraction * 100, (1 - o.write_fraction - o.read_fraction) * 100,
-              arrival_name(o.arrival), o.rate_kmsg, o.duration_us, o.warmup_us, o.mod_count, o.mod_period_us,
-              o.mode == PeriodMode::eqe ? "EQE" : "CQE", poll_context_name(o.context),
-              o.adaptive ? ", adaptive (DIM)" : "", static_cast<unsigned long long>(o.seed));
-  auto count = [](const char* name, uint64_t v) {
-    std::printf("  %-44s %12llu\n", name, static_cast<unsigned long long>(v));
-  };
-  auto row = [](const char* name, double v, const char* unit) { std::printf("  %-44s %12.3f %s\n", name, v, unit); };
-  count("messages posted", r.posted);
-  count("arrivals refused (send queue full)", r.refused);
-  count("send completions", r.completed);
-  count("receive completions", r.recvs);
-  count("completion errors", r.errors);
-  count("out-of-order completions", r.misordered);
-  count("messages with wrong data", r.data_errors);
-  count("packets host0 -> host1", r.packets_out);
-  count("packets host1 -> host0", r.packets_back);
-  count("packets lost on the link", r.packets_lost);
-  count("retransmissions (go-back-N)", r.retransmits);
-  row("link utilisation host0 -> host1", r.link_gbps, "Gb/s");
-  for (int h = 0; h < 2; ++h) {
-    const HostStats& s = r.host[h];
-    std::printf("  host%d: %llu CQEs, %llu events, %llu interrupts (%.1f k/s, %.2f CQEs each), CPU %.2f %% "
-                "(hard-IRQ %.2f %%, polling %.2f %%), CQ occupancy mean %.2f max %u, overflows %llu%s\n",
-                h, static_cast<unsigned long long>(s.cqes), static_cast<unsigned long long>(s.events),
-                static_cast<unsigned long long>(s.interrupts), s.interrupts_per_s / 1e3, s.cqes_per_interrupt,
-                s.cpu_busy_pct, s.hardirq_pct, s.poll_pct, s.cq_occupancy_mean, s.cq_occupancy_max,
-                static_cast<unsigned long long>(s.overflows),
-                o.adaptive ? (", DIM " + std::to_string(s.dim_decisions) + " decisions, " +
-                              std::to_string(s.dim_changes) + " changes").c_str()
-                           : "");
-  }
-  std::printf("  latency from post, us (CQE = landed in host memory, hdlr = done callback)\n");
-  std::printf("  %-22s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "", "samples", "CQE p50", "CQE p99", "CQE p99.9",
-              "hdlr p50", "hdlr p90", "hdlr p99", "hdlr p99.9", "hdlr max");
-  for (const auto& [op, l] : r.latency)
-    std::printf("  %-22s %8llu %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", op.c_str(),
-                static_cast<unsigned long long>(l.samples), l.cqe_p50, l.cqe_p99, l.cqe_p999, l.hdl_p50, l.hdl_p90,
-                l.hdl_p99, l.hdl_p999, l.hdl_max);
-  row("measured (simulated) time", r.measured_s * 1e3, "ms");
-  row("wall time", r.wall_s, "s");
-  row("simulated messages per wall second", r.wall_s > 0 ? double(r.completed) / r.wall_s : 0.0, "");
-  std::printf("  %-44s %12s\n", "every message intact, completed once, in order", r.ok ? "yes" : "NO");
-}
-
-namespace {
-// The result fields in one order for JSON and CSV (name, value).
-std::vector<std::pair<std::string, double>> result_fields(const TrafficOptions& o, const TrafficResult& r) {
-  std::vector<std::pair<std::string, double>> f = {
-      {"mod_count", o.mod_count}, {"mod_period_us", o.mod_period_us}, {"mode_cqe", o.mode == PeriodMode::cqe},
-      {"adaptive", o.adaptive},
-      {"posted", double(r.posted)}, {"refused", double(r.refused)}, {"completed", double(r.completed)},
-      {"recvs", double(r.recvs)}, {"errors", double(r.errors)}, {"misordered", double(r.misordered)},
-      {"data_errors", double(r.data_errors)}, {"packets_lost", double(r.packets_lost)},
-      {"retransmits", double(r.retransmits)}, {"link_gbps", r.link_gbps}, {"measured_s", r.measured_s}};
-  for (int h = 0; h < 2; ++h) {
-    const HostStats& s = r.host[h];
-    const std::string p = "host" + std::to_string(h) + "_";
-    for (auto [k, v] : std::initializer_list<std::pair<const char*, double>>{
-             {"cqes", double(s.cqes)}, {"interrupts", double(s.interrupts)}, {"interrupts_per_s", s.interrupts_per_s},
-             {"cqes_per_interrupt", s.cqes_per_interrupt}, {"cpu_busy_pct", s.cpu_busy_pct},
-             {"hardirq_pct", s.hardirq_pct}, {"poll_pct", s.poll_pct}, {"cq_occupancy_mean", s.cq_occupancy_mean},
-             {"cq_occupancy_max", double(s.cq_occupancy_max)}, {"overflows", double(s.overflows)},
-             {"dim_changes", double(s.dim_changes)}})
-      f.push_back({p + k, v});
-  }
-  for (const char* op : {"SEND", "RDMA_WRITE", "RDMA_READ", "RECV", "PINGPONG"}) {
-    auto it = r.latency.find(op);
-    const LatencyStats l = it == r.latency.end() ? LatencyStats{} : it->second;
-    const std::string p = std::string(op) + "_";
-    for (auto [k, v] : std::initializer_list<std::pair<const char*, double>>{
-             {"samples", double(l.samples)}, {"cqe_p50_us", l.cqe_p50}, {"cqe_p90_us", l.cqe_p90},
-             {"cqe_p99_us", l.cqe_p99}, {"cqe_p999_us", l.cqe_p999}, {"cqe_max_us", l.cqe_max},
-             {"hdl_p50_us", l.hdl_p50}, {"hdl_p90_us", l.hdl_p90}, {"hdl_p99_us", l.hdl_p99},
-             {"hdl_p999_us", l.hdl_p999}, {"hdl_max_us", l.hdl_max}})
-      f.push_back({p + k, v});
-  }
-  f.push_back({"ok", r.ok});
-  return f;
-}
-
-std::string number(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.9g", v);
-  return b;
-}
-}  // namespace
-
-std::string results_json(const TrafficOptions& o, const TrafficResult& r) {
-  std::ostringstream s;
-  s << "{\n  \"scenario\": \"" << o.name << "\",\n  \"seed\": " << o.seed;
-  for (const auto& [k, v] : result_fields(o, r)) s << ",\n  \"" << k << "\": " << number(v);
-  s << "\n}\n";
-  return s.str();
-}
-
-std::string results_csv_header() {
-  std::string h = "scenario,seed";
-  for (const auto& [k, v] : result_fields(TrafficOptions{}, TrafficResult{})) h += "," + k;
-  return h + "\n";
-}
-
-std::string results_csv_row(const TrafficOptions& o, const TrafficResult& r) {
-  std::string row = o.name + "," + std::to_string(o.seed);
-  for (const auto& [k, v] : result_fields(o, r)) row += "," + number(v);
-  return row + "\n";
-}
 
 }  // namespace vhca

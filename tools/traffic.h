@@ -1,12 +1,15 @@
 // The two-HCA traffic scenario of vhca-sim: RC QPs from host 0 to host 1 carrying SENDs (into
 // receives host 1 keeps posted), RDMA WRITEs and RDMA READs on QPs that share moderated CQs
-// polled through the CQ pool, under an arrival process (constant, Poisson, on/off bursts, or
-// closed-loop ping-pong with a real pong from host 1). It measures, per opcode, the latency from
-// posting to the CQE landing in host memory and to the done callback, interrupts, CPU time and CQ
-// occupancy, and checks that every message arrived intact and every WQE completed exactly once,
-// in order. Scenario files (tools/scenario.h) fill TrafficOptions.
+// polled through the CQ pool. QPs come in groups, each with its own CQs, opcode mix, message
+// sizes and arrival process (constant, Poisson, on/off bursts, closed-loop ping-pong with a real
+// pong from host 1, or a recorded trace replayed); each CQ may have its own moderation. It
+// measures, per opcode, per group and per CQ, the latency from posting to the CQE landing in
+// host memory and to the done callback, interrupts, CPU time and CQ occupancy, and checks that
+// every message arrived intact and every WQE completed exactly once, in order. Scenario files
+// (tools/scenario.h) fill TrafficOptions.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,31 +21,68 @@
 
 namespace vhca {
 
-enum class Arrival : uint8_t { poisson, constant, onoff, pingpong };
+enum class Arrival : uint8_t { poisson, constant, onoff, pingpong, trace };
 const char* arrival_name(Arrival a);
 
-struct TrafficOptions {
-  std::string name = "default";
-  int qps = 16;                 // RC connections from host 0 to host 1
-  int cqs = 4;                  // per host; QP i uses CQ i % cqs for its SQ and its RQ
-  int vectors = 2;              // completion vectors per host
+// One arrival of a recorded trace: when (from the start of the workload), on which QP of its
+// group, what.
+struct TracedArrival {
+  uint64_t at_ps = 0;
+  int qp = 0;
+  uint8_t opcode = 0;  // sqwqe::kSend, kRdmaWrite or kRdmaRead
+  uint32_t size = 0;
+};
+
+// What a group of QPs does.
+struct Workload {
   std::vector<uint32_t> sizes{4096};  // message sizes, drawn with `size_weights`
   std::vector<double> size_weights{1.0};
   double write_fraction = 0.5;  // share of RDMA WRITEs
   double read_fraction = 0.0;   // share of RDMA READs; the rest are SENDs
   Arrival arrival = Arrival::poisson;
-  double rate_kmsg = 1000;      // aggregate arrival rate, thousands of messages per second (on-rate for onoff)
+  double rate_kmsg = 1000;      // aggregate arrival rate over the group's QPs, thousands per second
   double on_us = 100, off_us = 400;  // onoff: burst and gap lengths
   int outstanding = 1;          // pingpong: pings in flight per QP
+  std::string trace_file;       // trace: where the arrivals came from
+  std::vector<TracedArrival> trace;
+  uint32_t max_size() const;
+};
+
+// QPs that share a workload and a set of CQs: QP j of the group uses CQ cqs[j % cqs.size()] for
+// its SQ and its RQ, on both hosts.
+struct QpGroup {
+  std::string name;
+  int qps = 1;
+  std::vector<int> cqs;  // empty: QP i (counted over all groups) uses CQ i % cqs
+  Workload workload;
+};
+
+struct ModerationChoice {
+  CqModeration mod{32, 16, PeriodMode::eqe};  // mlx5 RX defaults
+  bool adaptive = false;                      // DIM chooses count and period (mode still applies)
+};
+
+// One CQ's own moderation; host -1: that CQ on both hosts.
+struct CqOverride {
+  int host = -1;
+  int cq = 0;
+  ModerationChoice moderation;
+};
+
+struct TrafficOptions {
+  std::string name = "default";
+  int qps = 16;                 // RC connections from host 0 to host 1 (the sum over the groups)
+  int cqs = 4;                  // per host
+  int vectors = 2;              // completion vectors per host; CQ i uses vector i % vectors
+  Workload workload;            // every QP's, unless groups are given
+  std::vector<QpGroup> groups;  // empty: one group of all QPs doing `workload`
   double duration_us = 5000;    // arrivals during this much simulated time
   double warmup_us = 0;         // measurements start after this
   int depth = 64;               // SQ and RQ depth per QP
   uint8_t path_mtu = 5;         // 1..5 = 256..4096 bytes
   int cq_size = 1024;
-  uint16_t mod_count = 32;      // mlx5 RX defaults
-  uint16_t mod_period_us = 16;
-  PeriodMode mode = PeriodMode::eqe;
-  bool adaptive = false;        // DIM chooses count and period per CQ (mode still applies)
+  ModerationChoice moderation;  // every CQ's, unless overridden
+  std::vector<CqOverride> cq_overrides;
   PollContext context = PollContext::softirq;
   HostCpuConfig cpu;
   IbLinkConfig link;
@@ -50,6 +90,15 @@ struct TrafficOptions {
   bool rtl = false;                 // the Verilated RTL CQ writer in both HCAs
   bool fault_flip_payload = false;  // flip a payload bit of host 0's 100th packet (proves the data check)
   std::string trace_path;           // write a Perfetto / Chrome trace-event timeline here
+  std::string record_path;          // write every arrival as a replayable trace here
+  std::string vcd_path;             // write a VCD of the chosen signals here
+  std::vector<std::string> vcd_signals;  // glob patterns (`*`, `?`) over signal names; empty: all
+
+  // The groups as run: `groups`, or one group "all" of `qps` QPs doing `workload`.
+  std::vector<QpGroup> effective_groups() const;
+  // The moderation CQ `cq` of host `host` starts with.
+  ModerationChoice moderation_of(int host, int cq) const;
+  uint32_t max_size() const;  // the largest message of any group
 };
 
 // Latency percentiles of one opcode, microseconds: from posting to the CQE landing in host
@@ -69,22 +118,39 @@ struct HostStats {
   uint64_t dim_decisions = 0, dim_changes = 0;  // adaptive moderation, summed over the CQs
 };
 
+// One CQ over the measured window: its moderation (at the end, for DIM), what it wrote and
+// raised, and the latency of the completions it carried.
+struct CqStats {
+  int host = 0, cq = 0;
+  uint16_t mod_count = 0, mod_period_us = 0;
+  bool adaptive = false;
+  uint64_t cqes = 0, events = 0;
+  LatencyStats latency;  // every completion on this CQ, whatever its opcode
+};
+
 struct TrafficResult {
   uint64_t posted = 0, refused = 0, completed = 0, recvs = 0, errors = 0, misordered = 0, data_errors = 0;
   uint64_t packets_out = 0, packets_back = 0, packets_lost = 0, retransmits = 0;
   double link_gbps = 0, measured_s = 0;
   HostStats host[2];
-  std::map<std::string, LatencyStats> latency;  // "SEND", "RDMA_WRITE", "RDMA_READ", "RECV", "PINGPONG"
+  // "SEND", "RDMA_WRITE", "RDMA_READ" (host 0), "RECV" (host 1), "PONG" (host 1's pong SENDs),
+  // "PINGPONG" (round trips); with groups also "<group>/<op>".
+  std::map<std::string, LatencyStats> latency;
+  std::vector<CqStats> cqs;  // host 0's CQs, then host 1's
   bool ok = false;
   double wall_s = 0;  // not part of the deterministic results
 };
+
+// The signals a VCD can show, in declaration order (docs/scenarios.md lists them).
+void for_each_vcd_signal(const TrafficOptions& o, const std::function<void(const std::string& name, int width)>& fn);
+// "" if every pattern of o.vcd_signals chooses at least one signal; else an error naming the first that does not.
+std::string check_vcd_signals(const TrafficOptions& o);
 
 // Runs the scenario in this process (SystemC elaborates once).
 TrafficResult run_traffic(const TrafficOptions& o);
 void print_summary(const TrafficOptions& o, const TrafficResult& r);
 // Deterministic machine-readable results (no wall time): one JSON object, or a CSV header + row.
 std::string results_json(const TrafficOptions& o, const TrafficResult& r);
-std::string results_csv_header();
-std::string results_csv_row(const TrafficOptions& o, const TrafficResult& r);
+std::string results_csv(const TrafficOptions& o, const TrafficResult& r);
 
 }  // namespace vhca

@@ -49,7 +49,8 @@ struct Options {
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
                "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
                "                [--fault flip-payload] [--log CATS]\n"
-               "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE] [--log CATS]\n"
+               "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
+               "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--log CATS]\n"
                "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
                "                [--out DIR] [--emit-jobs] [--collect]   (KEY: count, period, mode, policy or a dotted key)\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
@@ -101,15 +102,15 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     if (a == "--qps") o.qps = int(w.number(1, 1000));
     else if (a == "--cqs") o.cqs = int(w.number(1, 60));
     else if (a == "--vectors") o.vectors = int(w.number(1, 31));
-    else if (a == "--msg-size") o.sizes = {uint32_t(w.number(1, 1 << 20))};
-    else if (a == "--write-fraction") o.write_fraction = w.number(0, 1);
-    else if (a == "--rate-kmsg") o.rate_kmsg = w.number(0.001, 1e5);
+    else if (a == "--msg-size") o.workload.sizes = {uint32_t(w.number(1, 1 << 20))};
+    else if (a == "--write-fraction") o.workload.write_fraction = w.number(0, 1);
+    else if (a == "--rate-kmsg") o.workload.rate_kmsg = w.number(0.001, 1e5);
     else if (a == "--duration-us") o.duration_us = w.number(1, 1e7);
     else if (a == "--depth") o.depth = int(w.number(1, 4096));
     else if (a == "--cq-size") o.cq_size = int(w.number(1, 1 << 22));
-    else if (a == "--count") o.mod_count = uint16_t(w.number(0, 65535));
-    else if (a == "--period-us") o.mod_period_us = uint16_t(w.number(0, 4095));
-    else if (a == "--mode") o.mode = w.mode();
+    else if (a == "--count") o.moderation.mod.count = uint16_t(w.number(0, 65535));
+    else if (a == "--period-us") o.moderation.mod.period_us = uint16_t(w.number(0, 4095));
+    else if (a == "--mode") o.moderation.mod.mode = w.mode();
     else if (a == "--context") o.context = w.context();
     else if (a == "--seed") o.seed = uint64_t(w.number(0, 1e18));
     else if (a == "--rtl") o.rtl = true;
@@ -238,18 +239,22 @@ bool write_file(const std::string& path, const std::string& text) {
   return std::fclose(f) == 0;
 }
 
-// `vhca-sim run SCENARIO [--set key=value ...] [--json FILE] [--csv FILE]`.
+// `vhca-sim run SCENARIO [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE] [--vcd FILE
+// [--signals GLOBS]] [--record FILE]`.
 int run_scenario_command(int argc, char** argv) {
   if (argc < 3) usage("run: which scenario file?");
   const std::string path = argv[2];
   std::vector<std::string> sets;
-  std::string json, csv, trace;
+  std::string json, csv, trace, record, vcd, signals;
   for (ArgWalker w{argc, argv, 3, {}}; w.i < argc; ++w.i) {
     w.a = argv[w.i];
     if (w.a == "--set") sets.push_back(w.value());
     else if (w.a == "--json") json = w.value();
     else if (w.a == "--csv") csv = w.value();
     else if (w.a == "--trace") trace = w.value();
+    else if (w.a == "--record") record = w.value();
+    else if (w.a == "--vcd") vcd = w.value();
+    else if (w.a == "--signals") signals = w.value();
     else if (w.a == "--log") vhca::log::enable(w.value());
     else usage("run: unknown option " + w.a);
   }
@@ -261,10 +266,23 @@ int run_scenario_command(int argc, char** argv) {
     return 2;
   }
   o.trace_path = trace;
+  o.record_path = record;
+  o.vcd_path = vcd;
+  if (!signals.empty() && vcd.empty()) usage("run: --signals chooses what --vcd FILE dumps; give --vcd too");
+  for (size_t from = 0; !signals.empty();) {
+    const size_t comma = signals.find(',', from);
+    o.vcd_signals.push_back(signals.substr(from, comma - from));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  if (const std::string why = vhca::check_vcd_signals(o); !why.empty()) {
+    std::fprintf(stderr, "vhca-sim: %s\n", why.c_str());
+    return 2;
+  }
   const vhca::TrafficResult r = vhca::run_traffic(o);
   vhca::print_summary(o, r);
   if (!json.empty() && !write_file(json, vhca::results_json(o, r))) return 2;
-  if (!csv.empty() && !write_file(csv, vhca::results_csv_header() + vhca::results_csv_row(o, r))) return 2;
+  if (!csv.empty() && !write_file(csv, vhca::results_csv(o, r))) return 2;
   return r.ok ? 0 : 1;
 }
 

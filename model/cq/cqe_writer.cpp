@@ -42,7 +42,7 @@ void CqeWriter::step() {
     engine_->note_output_stall();  // woken again when the full output drains
     return;
   }
-  engine_->act(now);
+  if (engine_->act(now) && on_acted) on_acted(now);
   const uint64_t next = engine_->next_cycle(now);
   if (next != UINT64_MAX) wakeup_.wake(next);
 }

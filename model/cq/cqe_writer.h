@@ -2,6 +2,7 @@
 // (CqWriterCore) or the Verilated RTL — one action per cycle, only on cycles where it can act.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <systemc>
 
@@ -26,6 +27,8 @@ class CqeWriter : public sc_core::sc_module {
   const CqeWriterStats& stats() const { return engine_->stats(); }
   uint64_t activations() const { return wakeup_.activations(); }
   void reset() { engine_->reset(); }
+  // Observation (waveforms): told of each cycle on which the engine acted, after it acted.
+  std::function<void(uint64_t cycle)> on_acted;
 
  private:
   void step();

@@ -46,10 +46,14 @@ void EqEngine::step() {
   wakeup_.count();
   const uint64_t now = clock_.now();
   if (!m_dma->can_push(now) || !m_irq->can_push(now)) return;  // woken again by on_space
+  bool acted = true;
   if (s_db.ready(now))
     apply_doorbell(s_db.pop(now), now);
   else if (s_event.ready(now))
     write_eqe(s_event.pop(now), now);
+  else
+    acted = false;
+  if (acted && on_acted) on_acted(now);
   uint64_t next = std::min(s_db.head_ready_cycle(), s_event.head_ready_cycle());
   if (next != UINT64_MAX) wakeup_.wake(std::max(next, now + 1));
 }

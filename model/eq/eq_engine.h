@@ -51,6 +51,9 @@ class EqEngine : public sc_core::sc_module {
   Stream<uint32_t>* m_irq = nullptr;  // MSI-X vector requests
 
   std::function<void(uint8_t reason, uint32_t eqn)> on_bad_doorbell;
+  // Observation (waveforms): told of each cycle on which the engine applied a doorbell or wrote
+  // an EQE, after it did.
+  std::function<void(uint64_t cycle)> on_acted;
 
   SC_HAS_PROCESS(EqEngine);
   EqEngine(const sc_core::sc_module_name& name, const SimClock& clock, const EqEngineConfig& cfg = {});
