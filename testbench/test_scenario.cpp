@@ -313,3 +313,44 @@ TEST_CASE("VCD signal choice: glob patterns, and a pattern that matches nothing 
   o.vcd_signals = {"host0.cq2.*"};
   CHECK(check_vcd_signals(o).rfind("--signals: 'host0.cq2.*' matches no signal", 0) == 0);
 }
+
+TEST_CASE("a --set reaches into lists: a group rate or a CQ override count, for sweeps") {
+  const std::string yaml = R"(
+cqs:
+  count: 2
+  overrides:
+    - {cq: 1, moderation: {count: 8}}
+workload:
+  groups:
+    - {name: a, qps: 1}
+    - {name: b, qps: 2, arrival: {process: poisson, rate: 10k/s}}
+)";
+  const TrafficOptions o =
+      parse_scenario(yaml, "t.yaml", {"workload.groups[1].arrival.rate=20k/s", "cqs.overrides[0].moderation.count=2"});
+  CHECK(o.groups[1].workload.rate_kmsg == 20);
+  CHECK(o.moderation_of(0, 1).mod.count == 2);
+  CHECK(error_of(yaml, {"workload.groups[2].qps=1"}) == "--set workload.groups[2].qps=1: 'groups' has no item 2 (it has 2)");
+  CHECK(error_of(yaml, {"cqs[0].count=1"}) == "--set cqs[0].count=1: 'cqs' has no item 0 (it is not a list)");
+  CHECK(error_of(yaml, {"workload.groups[0].qps=0"}) == "--set workload.groups[0].qps: '0' is outside 1 .. 1000");
+}
+
+TEST_CASE("the HCA and PCIe keys set the device's clock, transport timing and host link") {
+  const TrafficOptions o = parse_scenario(
+      "hca: {clock: 1GHz, doorbell_fifo: 4, prefetch: 16, fetch_burst: 8, ack_coalesce: 2, ack_delay: 32, max_inflight: 64}\n"
+      "pcie: {rate: 128Gbps, latency: 300ns, read_access: 100ns}\n",
+      "t.yaml");
+  CHECK(o.hca_clock_mhz == 1000);
+  CHECK(o.transport.doorbell_fifo_depth == 4);
+  CHECK(o.transport.prefetch_depth == 16);
+  CHECK(o.transport.fetch_burst == 8);
+  CHECK(o.transport.ack_coalesce == 2);
+  CHECK(o.transport.ack_delay_cycles == 32);
+  CHECK(o.transport.max_inflight_psns == 64);
+  CHECK(o.pcie.gbytes_per_s == 16);
+  CHECK(o.pcie.latency == sc_core::sc_time(300, sc_core::SC_NS));
+  CHECK(o.pcie.read_access == sc_core::sc_time(100, sc_core::SC_NS));
+  CHECK(error_of("hca: {clock: 500}\n") == "t.yaml:1: key 'hca.clock': '500' needs a unit (frequency: MHz, GHz)");
+  CHECK(error_of("hca: {prefetch: 2, fetch_burst: 4}\n") == "t.yaml:1: key 'hca.fetch_burst': must not exceed hca.prefetch");
+  CHECK(error_of("pcie: {bandwidth: 1Gbps}\n") ==
+        "t.yaml:1: key 'pcie.bandwidth': unknown key (expected one of: rate, latency, read_access)");
+}

@@ -177,6 +177,15 @@ std::string results_json(const TrafficOptions& o, const TrafficResult& r) {
   return s.str();
 }
 
+std::vector<std::string> result_columns(const TrafficOptions& o) {
+  TrafficResult shape;
+  for (int h = 0; h < 2; ++h)
+    for (int c = 0; c < o.cqs; ++c) shape.cqs.push_back(CqStats{h, c, 0, 0, false, 0, 0, {}});
+  std::vector<std::string> names = {"scenario", "seed"};
+  for (const auto& [k, v] : result_fields(o, shape)) names.push_back(k);
+  return names;
+}
+
 std::string results_csv(const TrafficOptions& o, const TrafficResult& r) {
   std::string header = "scenario,seed", row = o.name + "," + std::to_string(o.seed);
   for (const auto& [k, v] : result_fields(o, r)) {

@@ -164,6 +164,19 @@ void apply_set(YAML::Node root, const std::string& set, std::set<std::string>& f
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
   YAML::Node n = root;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    // "name[k]": item k of the list at name (a list item is never created by --set).
+    static const std::regex item(R"(^([A-Za-z_][A-Za-z0-9_]*)\[([0-9]+)\]$)");
+    std::smatch m;
+    if (std::regex_match(parts[i], m, item)) {
+      const std::string list = m[1];
+      const size_t k = std::stoul(m[2]);
+      if (!n[list].IsSequence() || k >= n[list].size())
+        throw ScenarioError("--set " + set + ": '" + list + "' has no item " + std::to_string(k) +
+                            (n[list].IsSequence() ? " (it has " + std::to_string(n[list].size()) + ")" : " (it is not a list)"));
+      n.reset(n[list][k]);
+      if (!n.IsMap()) throw ScenarioError("--set " + set + ": '" + parts[i] + "' is not a map of keys");
+      continue;
+    }
     if (n[parts[i]].IsDefined() && !n[parts[i]].IsMap())
       throw ScenarioError("--set " + set + ": '" + parts[i] + "' is not a map of keys");
     if (!n[parts[i]].IsDefined()) n[parts[i]] = YAML::Node(YAML::NodeType::Map);
@@ -379,9 +392,46 @@ void read_overrides(const Reader& r, const YAML::Node& list, TrafficOptions& o) 
   }
 }
 
+void read_pcie(const Reader& r, const YAML::Node& n, PcieLinkConfig& pcie) {
+  r.check_map(n, "pcie", {"rate", "latency", "read_access"});
+  if (n["rate"])
+    pcie.gbytes_per_s = r.value(n, "pcie", "rate", [](const std::string& v) {
+      const double g = parse_gbps(v);
+      if (g < 1 || g > 4096) throw std::invalid_argument("'" + v + "' is outside 1 Gbps .. 4096 Gbps");
+      return g / 8;
+    });
+  if (n["latency"]) pcie.latency = sc_core::sc_time(r.duration_us(n, "pcie", "latency", 0, 100), sc_core::SC_US);
+  if (n["read_access"])
+    pcie.read_access = sc_core::sc_time(r.duration_us(n, "pcie", "read_access", 0, 100), sc_core::SC_US);
+}
+
+void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
+  r.check_map(n, "hca", {"clock", "doorbell_fifo", "prefetch", "fetch_burst", "ack_coalesce", "ack_delay",
+                         "max_inflight"});
+  if (n["clock"])
+    o.hca_clock_mhz = r.value(n, "hca", "clock", [](const std::string& v) {
+      const double mhz = with_unit(v, {{"MHz", 1.0}, {"GHz", 1e3}}, "frequency: MHz, GHz");
+      if (mhz < 50 || mhz > 4000) throw std::invalid_argument("'" + v + "' is outside 50 MHz .. 4 GHz");
+      return mhz;
+    });
+  TransportConfig& t = o.transport;
+  auto count = [&](const char* name, uint32_t& field, double lo, double hi) {
+    if (n[name]) field = uint32_t(r.integer(n, "hca", name, lo, hi));
+  };
+  count("doorbell_fifo", t.doorbell_fifo_depth, 1, 4096);
+  count("prefetch", t.prefetch_depth, 1, 256);
+  count("fetch_burst", t.fetch_burst, 1, 64);
+  count("ack_coalesce", t.ack_coalesce, 1, 256);
+  count("ack_delay", t.ack_delay_cycles, 1, 1 << 20);
+  count("max_inflight", t.max_inflight_psns, 1, 1 << 22);
+  if (t.fetch_burst > t.prefetch_depth)
+    r.fail(n["fetch_burst"] ? n["fetch_burst"] : n, "hca.fetch_burst", "must not exceed hca.prefetch");
+}
+
 TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
   TrafficOptions o;
-  r.check_map(root, "", {"name", "description", "seed", "duration", "warmup", "link", "host", "cqs", "qps", "workload"});
+  r.check_map(root, "", {"name", "description", "seed", "duration", "warmup", "link", "pcie", "hca", "host", "cqs",
+                         "qps", "workload"});
   if (root["name"]) o.name = r.scalar(root["name"], "name");
   if (root["seed"]) o.seed = uint64_t(r.integer(root, "", "seed", 0, 2147483647));
   if (root["duration"]) o.duration_us = r.duration_us(root, "", "duration", 1, 1e7);
@@ -398,6 +448,8 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
     if (l["latency"]) o.link.latency = sc_core::sc_time(r.duration_us(l, "link", "latency", 0, 1e5), sc_core::SC_US);
     if (l["loss"]) o.link.loss_rate = r.number(l, "link", "loss", 0, 0.5);
   }
+  if (root["pcie"]) read_pcie(r, root["pcie"], o.pcie);
+  if (root["hca"]) read_hca(r, root["hca"], o);
   if (const YAML::Node h = root["host"]) {
     r.check_map(h, "host", {"vectors", "poll", "cpu"});
     if (h["vectors"]) o.vectors = r.integer(h, "host", "vectors", 1, 31);

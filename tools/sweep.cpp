@@ -158,10 +158,13 @@ std::string latency_column(const std::vector<std::string>& header, const std::ve
 }
 
 bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
-  std::ofstream csv(o.out + "/sweep.csv");
-  std::vector<std::string> header;
+  // Points may differ in their columns (a grid over cqs.count changes the per-CQ ones): the CSV
+  // has every column any point has, in order of first appearance, and a point leaves the ones it
+  // lacks empty.
+  std::vector<std::string> columns;
+  std::vector<std::map<std::string, std::string>> rows(points.size());
   std::vector<PlotPoint> plot;
-  std::string ycol;
+  std::string ycol = o.latency_column;
   bool ok = true;
   for (size_t i = 0; i < points.size(); ++i) {
     std::ifstream in(points[i].csv);
@@ -171,16 +174,28 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
       ok = false;
       continue;
     }
-    if (header.empty()) {
-      header = split(h, ',');
-      csv << "point,settings," << h << "\n";
+    const std::vector<std::string> header = split(h, ','), row = split(r, ',');
+    for (size_t c = 0; c < header.size() && c < row.size(); ++c) {
+      if (std::find(columns.begin(), columns.end(), header[c]) == columns.end()) columns.push_back(header[c]);
+      rows[i][header[c]] = row[c];
     }
-    csv << i << ",\"" << points[i].label << "\"," << r << "\n";
-    const std::vector<std::string> row = split(r, ',');
     if (ycol.empty()) ycol = latency_column(header, row);
     plot.push_back({field(header, row, "host0_interrupts_per_s") + field(header, row, "host1_interrupts_per_s"),
                     field(header, row, ycol), points[i].label, field(header, row, "ok") != 0});
   }
+  std::ofstream csv(o.out + "/sweep.csv");
+  csv << "point,settings";
+  for (const std::string& c : columns) csv << "," << c;
+  csv << "\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    csv << i << ",\"" << points[i].label << "\"";
+    for (const std::string& c : columns) {
+      auto it = rows[i].find(c);
+      csv << "," << (it == rows[i].end() ? "" : it->second);
+    }
+    csv << "\n";
+  }
+  csv.close();
   if (!ok) return false;
   // The Pareto frontier: no other point has both fewer interrupts and lower latency.
   std::vector<PlotPoint> front;
@@ -238,7 +253,14 @@ int run_sweep(const SweepOptions& o) {
   try {
     points = make_points(o);
     // Check every point before running any: nothing runs half-configured.
-    for (const Point& p : points) load_scenario(o.scenario, p.sets);
+    for (const Point& p : points) {
+      const TrafficOptions t = load_scenario(o.scenario, p.sets);
+      const std::vector<std::string> columns = result_columns(t);
+      if (!o.latency_column.empty() &&
+          std::find(columns.begin(), columns.end(), o.latency_column) == columns.end())
+        throw ScenarioError("--latency " + o.latency_column + ": not a result column of point " + p.label +
+                            " (latency columns look like SEND_hdl_p99_us, bulk_SEND_cqe_p50_us, host0_cq1_hdl_p99_us)");
+    }
   } catch (const ScenarioError& e) {
     std::fprintf(stderr, "vhca-sim sweep: %s\n", e.what());
     return 2;

@@ -18,6 +18,7 @@ struct SweepOptions {
   int jobs = 0;                    // 0: the number of cores
   bool emit_jobs = false;
   bool collect = false;
+  std::string latency_column;      // the plot's latency (a result column); empty: chosen from the results
 };
 
 // Returns the process exit code; errors (bad grid, bad scenario at any point) are reported

@@ -187,7 +187,7 @@ class TrafficRun {
         max_size_(o.max_size()),
         sys_(system_config(o)),
         h_{&sys_.node(0), &sys_.node(1)},
-        vcd_(o.vcd_signals) {
+        vcd_(!o.vcd_path.empty(), o.vcd_signals) {
     if (!o.trace_path.empty()) timeline_.enable();
     for (size_t g = 0; g < groups_.size(); ++g)
       for (int j = 0; j < groups_[g].qps; ++j) {
@@ -258,6 +258,9 @@ class TrafficRun {
     cfg.driver.num_comp_vectors = uint32_t(o.vectors);
     cfg.cpu = o.cpu;
     cfg.ib = o.link;
+    cfg.link = o.pcie;
+    cfg.hca.clock_mhz = o.hca_clock_mhz;
+    cfg.hca.transport = o.transport;  // the LID is the node's (System assigns it)
     cfg.ib.seed = o.seed;
     if (o.fault_flip_payload) cfg.ib.faults.push_back(LinkFault{LinkFault::Kind::flip_payload, 0, 100});
     if (o.rtl) {

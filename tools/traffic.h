@@ -17,7 +17,9 @@
 #include "firmware-shim/cq_pool.h"
 #include "firmware-shim/host_cpu.h"
 #include "model/cq/cq_types.h"
+#include "model/transport/transport_engine.h"
 #include "tlm/ib_link.h"
+#include "tlm/pcie_link.h"
 
 namespace vhca {
 
@@ -86,6 +88,9 @@ struct TrafficOptions {
   PollContext context = PollContext::softirq;
   HostCpuConfig cpu;
   IbLinkConfig link;
+  PcieLinkConfig pcie;          // each host's link to its HCA
+  double hca_clock_mhz = 500;   // both HCAs
+  TransportConfig transport;    // both HCAs' doorbell unit, WQE fetch and transport timing
   uint64_t seed = 1;
   bool rtl = false;                 // the Verilated RTL CQ writer in both HCAs
   bool fault_flip_payload = false;  // flip a payload bit of host 0's 100th packet (proves the data check)
@@ -152,5 +157,7 @@ void print_summary(const TrafficOptions& o, const TrafficResult& r);
 // Deterministic machine-readable results (no wall time): one JSON object, or a CSV header + row.
 std::string results_json(const TrafficOptions& o, const TrafficResult& r);
 std::string results_csv(const TrafficOptions& o, const TrafficResult& r);
+// The names of the result fields a run of `o` writes (JSON keys, CSV columns), known before it runs.
+std::vector<std::string> result_columns(const TrafficOptions& o);
 
 }  // namespace vhca

@@ -24,6 +24,7 @@ bool glob_match(const std::string& pattern, const std::string& name) {
 }
 
 int VcdWriter::declare(const std::string& name, int width) {
+  if (!on_) return -1;
   bool chosen = patterns_.empty();
   for (const std::string& p : patterns_) chosen = chosen || glob_match(p, name);
   if (!chosen) return -1;

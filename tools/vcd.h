@@ -17,11 +17,11 @@ bool glob_match(const std::string& pattern, const std::string& name);
 
 class VcdWriter {
  public:
-  // `patterns` choose the signals; empty: every declared signal.
-  explicit VcdWriter(std::vector<std::string> patterns = {}) : patterns_(std::move(patterns)) {}
+  // Off: nothing is declared or kept. On: `patterns` choose the signals; empty: every one.
+  VcdWriter(bool on, std::vector<std::string> patterns) : on_(on), patterns_(std::move(patterns)) {}
 
   // Declares a signal of `width` bits (1..64) whose value before its first change is 0; returns
-  // its id, or -1 if no pattern chooses it.
+  // its id, or -1 if the writer is off or no pattern chooses it.
   int declare(const std::string& name, int width);
   // The value of signal `id` from `at` on; id -1 is ignored, so callers need not test.
   void set(int id, uint64_t value, const sc_core::sc_time& at);
@@ -40,6 +40,7 @@ class VcdWriter {
     uint32_t id;
     uint64_t value;
   };
+  bool on_;
   std::vector<std::string> patterns_;
   std::vector<Signal> signals_;
   std::vector<Change> changes_;

@@ -52,7 +52,8 @@ struct Options {
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
                "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--log CATS]\n"
                "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
-               "                [--out DIR] [--emit-jobs] [--collect]   (KEY: count, period, mode, policy or a dotted key)\n"
+               "                [--out DIR] [--latency COLUMN] [--emit-jobs] [--collect]\n"
+               "                (KEY: count, period, mode, policy or a dotted key, list items as name[k])\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
                "                [--seed S] [--rtl] [--log CATEGORIES] [--quiet]\n"
@@ -223,6 +224,7 @@ int run_sweep_command(int argc, char** argv) {
     else if (w.a == "--out") o.out = w.value();
     else if (w.a == "--emit-jobs") o.emit_jobs = true;
     else if (w.a == "--collect") o.collect = true;
+    else if (w.a == "--latency") o.latency_column = w.value();
     else usage("sweep: unknown option " + w.a);
   }
   if (o.grids.empty()) usage("sweep: at least one --grid key=value,value,...");
