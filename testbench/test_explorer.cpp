@@ -104,6 +104,7 @@ cqs:
   moderation: {count: 32, period: 32us, mode: eqe}
   overrides:
     - {cq: 0, moderation: {count: 1, period: 0us}}
+    - {cq: 1, host: 1, vector: 0}
 qps: {depth: 32}
 workload:
   groups:
@@ -120,7 +121,11 @@ workload:
     CHECK(cq_stats(r, h, 0).mod_period_us == 0);
     CHECK(cq_stats(r, h, 1).mod_count == 32);
     CHECK(cq_stats(r, h, 1).mod_period_us == 32);
+    CHECK(cq_stats(r, h, 0).vector == 0);
   }
+  // The vector the driver created the CQ on: the default (1 of 2) on host 0, the override on host 1.
+  CHECK(cq_stats(r, 0, 1).vector == 1);
+  CHECK(cq_stats(r, 1, 1).vector == 0);
   const CqStats &fast = cq_stats(r, 0, 0), &slow = cq_stats(r, 0, 1);
   REQUIRE(fast.events > 0);
   REQUIRE(slow.events > 0);

@@ -234,9 +234,26 @@ cqs:
   CHECK(o.moderation_of(1, 2).mod.count == 32);
   CHECK(o.moderation_of(1, 2).adaptive);
   CHECK(o.moderation_of(0, 1).mod.count == 32);  // not overridden
+  // A vector override leaves the moderation alone; a host's own vector beats the both-hosts one.
+  const TrafficOptions v = parse_scenario(R"(
+host: {vectors: 3}
+cqs:
+  count: 2
+  moderation: {count: 8}
+  overrides:
+    - {cq: 1, moderation: {count: 2}}
+    - {cq: 1, host: 0, vector: 0}
+)",
+                                          "t.yaml");
+  CHECK(v.vector_of(0, 1) == 0);
+  CHECK(v.vector_of(1, 1) == 1);  // the default: cq mod vectors
+  CHECK(v.vector_of(0, 0) == 0);
+  CHECK(v.moderation_of(0, 1).mod.count == 2);  // from the both-hosts override
+  CHECK(v.moderation_of(1, 1).mod.count == 2);
   const std::string c = "cqs:\n  count: 2\n  overrides:\n";
   CHECK(error_of(c + "    - {cq: 2, moderation: {count: 1}}\n") == "t.yaml:4: key 'cqs.overrides[0].cq': '2' is outside 0 .. 1");
-  CHECK(error_of(c + "    - {cq: 0}\n") == "t.yaml:4: key 'cqs.overrides[0].moderation': an override needs the moderation it sets");
+  CHECK(error_of(c + "    - {cq: 0}\n") == "t.yaml:4: key 'cqs.overrides[0]': an override sets a moderation, a vector or both");
+  CHECK(error_of(c + "    - {cq: 0, vector: 2}\n") == "t.yaml:4: key 'cqs.overrides[0].vector': '2' is outside 0 .. 1");
   CHECK(error_of(c + "    - {cq: 0, moderation: {count: 1}}\n    - {cq: 0, moderation: {count: 2}}\n") ==
         "t.yaml:5: key 'cqs.overrides[1]': CQ 0 is overridden twice");
   CHECK(error_of(c + "    - {cq: 0, host: 2, moderation: {count: 1}}\n") ==

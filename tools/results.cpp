@@ -46,9 +46,12 @@ void print_summary(const TrafficOptions& o, const TrafficResult& r) {
               o.warmup_us, moderation_text(o.moderation).c_str(), poll_context_name(o.context),
               static_cast<unsigned long long>(o.seed));
   for (const QpGroup& g : o.effective_groups()) print_group(g, o.cqs);
-  for (const CqOverride& c : o.cq_overrides)
-    std::printf("  CQ %d on %s: moderation %s\n", c.cq, c.host < 0 ? "both hosts" : c.host == 0 ? "host0" : "host1",
-                moderation_text(c.moderation).c_str());
+  for (const CqOverride& c : o.cq_overrides) {
+    std::printf("  CQ %d on %s:", c.cq, c.host < 0 ? "both hosts" : c.host == 0 ? "host0" : "host1");
+    if (c.has_moderation) std::printf(" moderation %s", moderation_text(c.moderation).c_str());
+    if (c.vector >= 0) std::printf(" completion vector %d", c.vector);
+    std::printf("\n");
+  }
   auto count = [](const char* name, uint64_t v) {
     std::printf("  %-44s %12llu\n", name, static_cast<unsigned long long>(v));
   };
@@ -86,13 +89,13 @@ void print_summary(const TrafficOptions& o, const TrafficResult& r) {
                 static_cast<unsigned long long>(l.samples), l.cqe_p50, l.cqe_p99, l.cqe_p999, l.hdl_p50, l.hdl_p90,
                 l.hdl_p99, l.hdl_p999, l.hdl_max);
   std::printf("  per CQ (moderation at the end; latency of every completion it carried, us)\n");
-  std::printf("  %-10s %14s %10s %10s %10s %8s %8s %8s\n", "", "moderation", "CQEs", "events", "CQEs/event", "CQE p50",
-              "hdlr p50", "hdlr p99");
+  std::printf("  %-10s %6s %14s %10s %10s %10s %8s %8s %8s\n", "", "vector", "moderation", "CQEs", "events",
+              "CQEs/event", "CQE p50", "hdlr p50", "hdlr p99");
   for (const CqStats& c : r.cqs) {
     char name[32], mod[40];
     std::snprintf(name, sizeof name, "host%d CQ %d", c.host, c.cq);
     std::snprintf(mod, sizeof mod, "%u/%uus%s", c.mod_count, c.mod_period_us, c.adaptive ? " DIM" : "");
-    std::printf("  %-10s %14s %10llu %10llu %10.2f %8.3f %8.3f %8.3f\n", name, mod,
+    std::printf("  %-10s %6d %14s %10llu %10llu %10.2f %8.3f %8.3f %8.3f\n", name, c.vector, mod,
                 static_cast<unsigned long long>(c.cqes), static_cast<unsigned long long>(c.events),
                 c.events ? double(c.cqes) / double(c.events) : 0.0, c.latency.cqe_p50, c.latency.hdl_p50,
                 c.latency.hdl_p99);
@@ -148,6 +151,7 @@ Fields result_fields(const TrafficOptions& o, const TrafficResult& r) {
       for (const char* op : kOps) op_fields(g.name + "/" + op, g.name + "_" + op + "_");
   for (const CqStats& c : r.cqs) {
     const std::string p = "host" + std::to_string(c.host) + "_cq" + std::to_string(c.cq) + "_";
+    f.push_back({p + "vector", c.vector});
     f.push_back({p + "mod_count", c.mod_count});
     f.push_back({p + "mod_period_us", c.mod_period_us});
     f.push_back({p + "cqes", double(c.cqes)});
@@ -180,7 +184,7 @@ std::string results_json(const TrafficOptions& o, const TrafficResult& r) {
 std::vector<std::string> result_columns(const TrafficOptions& o) {
   TrafficResult shape;
   for (int h = 0; h < 2; ++h)
-    for (int c = 0; c < o.cqs; ++c) shape.cqs.push_back(CqStats{h, c, 0, 0, false, 0, 0, {}});
+    for (int c = 0; c < o.cqs; ++c) shape.cqs.push_back(CqStats{h, c, 0, 0, 0, false, 0, 0, {}});
   std::vector<std::string> names = {"scenario", "seed"};
   for (const auto& [k, v] : result_fields(o, shape)) names.push_back(k);
   return names;

@@ -378,14 +378,18 @@ void read_overrides(const Reader& r, const YAML::Node& list, TrafficOptions& o) 
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node n = list[i];
     const std::string k = key + "[" + std::to_string(i) + "]";
-    r.check_map(n, k, {"cq", "host", "moderation"});
+    r.check_map(n, k, {"cq", "host", "moderation", "vector"});
     CqOverride c;
     if (!n["cq"]) r.fail(n, k + ".cq", "which CQ (0 .. " + std::to_string(o.cqs - 1) + ")?");
     c.cq = r.integer(n, k, "cq", 0, o.cqs - 1);
     if (n["host"]) c.host = r.integer(n, k, "host", 0, 1);
-    if (!n["moderation"]) r.fail(n, k + ".moderation", "an override needs the moderation it sets");
+    if (!n["moderation"] && !n["vector"]) r.fail(n, k, "an override sets a moderation, a vector or both");
     c.moderation = o.moderation;
-    read_moderation(r, n["moderation"], k + ".moderation", c.moderation);
+    if (n["moderation"]) {
+      c.has_moderation = true;
+      read_moderation(r, n["moderation"], k + ".moderation", c.moderation);
+    }
+    if (n["vector"]) c.vector = r.integer(n, k, "vector", 0, o.vectors - 1);
     if (!seen.insert({c.host, c.cq}).second)
       r.fail(n, k, "CQ " + std::to_string(c.cq) + " is overridden twice" + (c.host < 0 ? "" : " on this host"));
     o.cq_overrides.push_back(c);

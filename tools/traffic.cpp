@@ -47,13 +47,26 @@ std::vector<QpGroup> TrafficOptions::effective_groups() const {
   return {all};
 }
 
+namespace {
+// The override of CQ `cq` on `host` that sets what `sets` asks for: one for this host beats one
+// for both; nullptr if none.
+template <typename Sets>
+const CqOverride* override_of(const std::vector<CqOverride>& all, int host, int cq, Sets sets) {
+  const CqOverride* found = nullptr;
+  for (const CqOverride& c : all)
+    if (c.cq == cq && sets(c) && (c.host == host || (c.host == -1 && !found))) found = &c;
+  return found;
+}
+}  // namespace
+
 ModerationChoice TrafficOptions::moderation_of(int host, int cq) const {
-  ModerationChoice m = moderation;
-  for (const CqOverride& c : cq_overrides)  // one for this host beats one for both
-    if (c.cq == cq && c.host == -1) m = c.moderation;
-  for (const CqOverride& c : cq_overrides)
-    if (c.cq == cq && c.host == host) m = c.moderation;
-  return m;
+  const CqOverride* c = override_of(cq_overrides, host, cq, [](const CqOverride& x) { return x.has_moderation; });
+  return c ? c->moderation : moderation;
+}
+
+int TrafficOptions::vector_of(int host, int cq) const {
+  const CqOverride* c = override_of(cq_overrides, host, cq, [](const CqOverride& x) { return x.vector >= 0; });
+  return c ? c->vector : cq % vectors;
 }
 
 uint32_t TrafficOptions::max_size() const {
@@ -286,7 +299,7 @@ class TrafficRun {
       pool_[h] = std::make_unique<CqPool>(h_[h]->driver);
       for (int i = 0; i < o_.cqs; ++i) {
         const ModerationChoice m = o_.moderation_of(h, i);
-        IbCq* cq = pool_[h]->alloc_cq(o_.cq_size, uint32_t(i % o_.vectors), o_.context, m.mod, m.adaptive);
+        IbCq* cq = pool_[h]->alloc_cq(o_.cq_size, uint32_t(o_.vector_of(h, i)), o_.context, m.mod, m.adaptive);
         if (!cq) throw std::runtime_error("alloc_cq: " + h_[h]->driver.last_error());
         cqs_[h].push_back(cq);
         cq_index_[h][cq->cq->cqn] = i;
@@ -696,6 +709,7 @@ class TrafficRun {
         CqStats s;
         s.host = h;
         s.cq = int(c);
+        s.vector = int(cqs_[h][c]->cq->comp_vector);
         s.mod_count = cfg.mod_count;
         s.mod_period_us = cfg.mod_period;
         s.adaptive = cqs_[h][c]->dim != nullptr;

@@ -64,18 +64,20 @@ struct ModerationChoice {
   bool adaptive = false;                      // DIM chooses count and period (mode still applies)
 };
 
-// One CQ's own moderation; host -1: that CQ on both hosts.
+// One CQ's own moderation and/or completion vector; host -1: that CQ on both hosts.
 struct CqOverride {
   int host = -1;
   int cq = 0;
+  bool has_moderation = false;
   ModerationChoice moderation;
+  int vector = -1;  // -1: the default, cq mod vectors
 };
 
 struct TrafficOptions {
   std::string name = "default";
   int qps = 16;                 // RC connections from host 0 to host 1 (the sum over the groups)
   int cqs = 4;                  // per host
-  int vectors = 2;              // completion vectors per host; CQ i uses vector i % vectors
+  int vectors = 2;              // completion vectors per host; CQ i uses vector i % vectors unless overridden
   Workload workload;            // every QP's, unless groups are given
   std::vector<QpGroup> groups;  // empty: one group of all QPs doing `workload`
   double duration_us = 5000;    // arrivals during this much simulated time
@@ -103,6 +105,8 @@ struct TrafficOptions {
   std::vector<QpGroup> effective_groups() const;
   // The moderation CQ `cq` of host `host` starts with.
   ModerationChoice moderation_of(int host, int cq) const;
+  // The completion vector CQ `cq` of host `host` is created on.
+  int vector_of(int host, int cq) const;
   uint32_t max_size() const;  // the largest message of any group
 };
 
@@ -126,7 +130,7 @@ struct HostStats {
 // One CQ over the measured window: its moderation (at the end, for DIM), what it wrote and
 // raised, and the latency of the completions it carried.
 struct CqStats {
-  int host = 0, cq = 0;
+  int host = 0, cq = 0, vector = 0;
   uint16_t mod_count = 0, mod_period_us = 0;
   bool adaptive = false;
   uint64_t cqes = 0, events = 0;
