@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "firmware-shim/dim.h"
 #include "tools/arrival_trace.h"
@@ -199,7 +200,7 @@ workload:
 
 TEST_CASE("QP group errors name the group's key") {
   const std::string g = "cqs: {count: 2}\nworkload:\n  groups:\n";
-  CHECK(error_of(g + "    - {qps: 2, cqs: [2]}\n") == "t.yaml:4: key 'workload.groups[0].cqs': '2' is not a CQ index 0 .. 1");
+  CHECK(error_of(g + "    - {qps: 2, cqs: [2]}\n") == "t.yaml:4: key 'workload.groups[0].cqs[0]': '2' is not a CQ index 0 .. 1");
   CHECK(error_of(g + "    - {cqs: [0]}\n") == "t.yaml:4: key 'workload.groups[0].qps': a group needs its number of QPs");
   CHECK(error_of(g + "    - {name: a, qps: 1}\n    - {name: a, qps: 1}\n") ==
         "t.yaml:5: key 'workload.groups[1].name': 'a' names two groups");
@@ -370,4 +371,72 @@ TEST_CASE("the HCA and PCIe keys set the device's clock, transport timing and ho
   CHECK(error_of("hca: {prefetch: 2, fetch_burst: 4}\n") == "t.yaml:1: key 'hca.fetch_burst': must not exceed hca.prefetch");
   CHECK(error_of("pcie: {bandwidth: 1Gbps}\n") ==
         "t.yaml:1: key 'pcie.bandwidth': unknown key (expected one of: rate, latency, read_access)");
+}
+
+TEST_CASE("a group inherits the arrival process with its parameters unless it names another") {
+  const TrafficOptions o = parse_scenario(R"(
+workload:
+  arrival: {process: onoff, rate: 1M/s, on: 10us, off: 20us}
+  groups:
+    - {name: a, qps: 1, arrival: {rate: 200k/s}}
+    - {name: b, qps: 1, arrival: {process: constant}}
+)",
+                                          "t.yaml");
+  CHECK(o.groups[0].workload.arrival == Arrival::onoff);
+  CHECK(o.groups[0].workload.rate_kmsg == 200);
+  CHECK(o.groups[0].workload.on_us == 10);
+  CHECK(o.groups[1].workload.arrival == Arrival::constant);
+  CHECK(o.groups[1].workload.rate_kmsg == 1000);
+  // A ping-pong group under a mix with writes says where the writes come from.
+  CHECK(error_of("workload:\n  mix: {write: 1}\n  groups:\n    - {qps: 1, arrival: {process: pingpong}}\n") ==
+        "t.yaml:4: key 'workload.groups[0].arrival.process': a ping-pong exchanges SENDs only, but the inherited mix "
+        "has writes or reads: give a mix of {send: 1}");
+  // A default name that collides is reported, not a crash on the missing key.
+  CHECK(error_of("workload:\n  groups:\n    - {name: g1, qps: 1}\n    - {qps: 1}\n") ==
+        "t.yaml:4: key 'workload.groups[1].name': 'g1' names two groups");
+  // One named group is still reported by name.
+  const std::vector<std::string> cols =
+      result_columns(parse_scenario("workload: {groups: [{name: solo, qps: 2}]}\n", "t.yaml"));
+  CHECK(std::find(cols.begin(), cols.end(), "solo_SEND_hdl_p99_us") != cols.end());
+  CHECK(std::find(cols.begin(), cols.end(), "host1_cq3_hdl_p99_us") != cols.end());
+}
+
+TEST_CASE("a --set may end on a list item, and a shallow prefetch alone shrinks the fetch burst") {
+  const TrafficOptions o = parse_scenario("cqs: {count: 3}\nworkload: {groups: [{qps: 2, cqs: [0, 1]}]}\n", "t.yaml",
+                                          {"workload.groups[0].cqs[1]=2"});
+  CHECK(o.groups[0].cqs == std::vector<int>{0, 2});
+  CHECK(error_of("cqs: {count: 3}\nworkload: {groups: [{qps: 2, cqs: [0, 1]}]}\n", {"workload.groups[0].cqs[1]=5"}) ==
+        "--set workload.groups[0].cqs[1]: '5' is not a CQ index 0 .. 2");
+  CHECK(error_of("workload: {groups: [{qps: 2, cqs: [0]}]}\n", {"workload.groups[0].cqs[1]=0"}) ==
+        "--set workload.groups[0].cqs[1]=0: 'cqs' has no item 1 (it has 1)");
+  const TrafficOptions p = parse_scenario("hca: {prefetch: 2}\n", "t.yaml");
+  CHECK(p.transport.prefetch_depth == 2);
+  CHECK(p.transport.fetch_burst == 2);
+}
+
+TEST_CASE("the VCD writer keeps changes only, in time order, and shows a pulse that starts and ends at once") {
+  VcdWriter off(false, {});
+  CHECK(off.declare("a.b", 1) == -1);
+  VcdWriter w(true, {"top.*"});
+  const int pulse = w.declare("top.irq", 1), count = w.declare("top.cq.pi", 24);
+  CHECK(w.declare("other.x", 1) == -1);
+  const sc_core::sc_time ns(1, sc_core::SC_NS);
+  w.set(count, 5, 3 * ns);
+  w.set(count, 5, 4 * ns);  // unchanged: dropped
+  w.set(pulse, 1, 2 * ns);  // reported late (a handler's start is known at its end)
+  w.set(pulse, 0, 2 * ns);  // ... and it took no time
+  w.set(pulse, 1, 6 * ns);
+  w.set(pulse, 0, 8 * ns);
+  w.set(pulse, 1, 8 * ns);  // back to back: the next one starts as this one ends
+  w.set(pulse, 0, 9 * ns);
+  REQUIRE(w.write("writer.vcd"));
+  std::ifstream in("writer.vcd");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string body = text.str().substr(text.str().find("$enddefinitions"));
+  CHECK(body ==
+        "$enddefinitions $end\n#0\n$dumpvars\n0!\nb0 \"\n$end\n"
+        "#2000\n1!\n#2001\n0!\n#3000\nb101 \"\n#6000\n1!\n#8000\n0!\n#8001\n1!\n#9000\n0!\n");
+  CHECK(text.str().find("$scope module top $end\n$scope module cq $end\n$var wire 24 \" pi $end\n$upscope $end\n"
+                        "$var wire 1 ! irq $end\n$upscope $end\n") != std::string::npos);
 }

@@ -145,9 +145,7 @@ Fields result_fields(const TrafficOptions& o, const TrafficResult& r) {
   };
   static const char* const kOps[] = {"SEND", "RDMA_WRITE", "RDMA_READ", "RECV", "PONG", "PINGPONG"};
   for (const char* op : kOps) op_fields(op, std::string(op) + "_");
-  const std::vector<QpGroup> groups = o.effective_groups();
-  if (groups.size() > 1)
-    for (const QpGroup& g : groups)
+  for (const QpGroup& g : o.groups)  // named groups only (none: the totals above are the one group's)
       for (const char* op : kOps) op_fields(g.name + "/" + op, g.name + "_" + op + "_");
   for (const CqStats& c : r.cqs) {
     const std::string p = "host" + std::to_string(c.host) + "_cq" + std::to_string(c.cq) + "_";

@@ -66,7 +66,7 @@ class Reader {
     std::ostringstream s;
     if (from_set_.count(key))
       s << "--set " << key << ": " << why;
-    else if (n.Mark().line >= 0)
+    else if (n.IsDefined() && n.Mark().line >= 0)  // a missing key's node has no mark
       s << source_ << ":" << n.Mark().line + 1 << ": key '" << key << "': " << why;
     else
       s << source_ << ": key '" << key << "': " << why;
@@ -154,7 +154,21 @@ class Reader {
   std::set<std::string> from_set_;
 };
 
-// Applies "a.b.c=value" to the tree, creating maps on the way.
+// "name[k]" names item k of the list at name; returns that item of `n` (which must exist: --set
+// never creates a list item), or an undefined node if `part` is a plain key.
+YAML::Node list_item(const YAML::Node& n, const std::string& part, const std::string& set) {
+  static const std::regex item(R"(^([A-Za-z_][A-Za-z0-9_]*)\[([0-9]+)\]$)");
+  std::smatch m;
+  if (!std::regex_match(part, m, item)) return YAML::Node(YAML::NodeType::Undefined);
+  const std::string list = m[1];
+  const size_t k = std::stoul(m[2]);
+  if (!n[list].IsSequence() || k >= n[list].size())
+    throw ScenarioError("--set " + set + ": '" + list + "' has no item " + std::to_string(k) +
+                        (n[list].IsSequence() ? " (it has " + std::to_string(n[list].size()) + ")" : " (it is not a list)"));
+  return n[list][k];
+}
+
+// Applies "a.b.c=value" (parts may be list items, "groups[1]") to the tree, creating maps on the way.
 void apply_set(YAML::Node root, const std::string& set, std::set<std::string>& from_set) {
   const size_t eq = set.find('=');
   if (eq == std::string::npos || eq == 0) throw ScenarioError("--set " + set + ": expected key=value");
@@ -164,17 +178,9 @@ void apply_set(YAML::Node root, const std::string& set, std::set<std::string>& f
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
   YAML::Node n = root;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    // "name[k]": item k of the list at name (a list item is never created by --set).
-    static const std::regex item(R"(^([A-Za-z_][A-Za-z0-9_]*)\[([0-9]+)\]$)");
-    std::smatch m;
-    if (std::regex_match(parts[i], m, item)) {
-      const std::string list = m[1];
-      const size_t k = std::stoul(m[2]);
-      if (!n[list].IsSequence() || k >= n[list].size())
-        throw ScenarioError("--set " + set + ": '" + list + "' has no item " + std::to_string(k) +
-                            (n[list].IsSequence() ? " (it has " + std::to_string(n[list].size()) + ")" : " (it is not a list)"));
-      n.reset(n[list][k]);
-      if (!n.IsMap()) throw ScenarioError("--set " + set + ": '" + parts[i] + "' is not a map of keys");
+    if (YAML::Node item = list_item(n, parts[i], set); item.IsDefined()) {
+      if (!item.IsMap()) throw ScenarioError("--set " + set + ": '" + parts[i] + "' is not a map of keys");
+      n.reset(item);
       continue;
     }
     if (n[parts[i]].IsDefined() && !n[parts[i]].IsMap())
@@ -182,7 +188,10 @@ void apply_set(YAML::Node root, const std::string& set, std::set<std::string>& f
     if (!n[parts[i]].IsDefined()) n[parts[i]] = YAML::Node(YAML::NodeType::Map);
     n.reset(n[parts[i]]);
   }
-  n[parts.back()] = value;
+  if (YAML::Node item = list_item(n, parts.back(), set); item.IsDefined())
+    item = value;  // a node handle: assigning sets the item in the tree
+  else
+    n[parts.back()] = value;
   from_set.insert(key);
 }
 
@@ -265,7 +274,8 @@ void read_sizes(const Reader& r, const YAML::Node& parent, const std::string& pr
 
 void read_arrival(const Reader& r, const YAML::Node& a, const std::string& k, Workload& w) {
   r.check_map(a, k, {"process", "rate", "on", "off", "outstanding", "file"});
-  const std::string p = a["process"] ? r.scalar(a["process"], k + ".process") : "poisson";
+  // Without a process the inherited one stays (the top level inherits poisson).
+  const std::string p = a["process"] ? r.scalar(a["process"], k + ".process") : arrival_name(w.arrival);
   if (p == "poisson") w.arrival = Arrival::poisson;
   else if (p == "constant") w.arrival = Arrival::constant;
   else if (p == "onoff") w.arrival = Arrival::onoff;
@@ -291,13 +301,15 @@ void read_arrival(const Reader& r, const YAML::Node& a, const std::string& k, Wo
   if (a["off"]) w.off_us = r.duration_us(a, k, "off", 0, 1e7);
   if (a["outstanding"]) w.outstanding = r.integer(a, k, "outstanding", 1, 4096);
   if (trace) {
-    if (!a["file"]) r.fail(a, k + ".file", "a trace needs the file of recorded arrivals");
-    const std::string file = r.scalar(a["file"], k + ".file");
-    w.trace_file = file;
-    try {
-      w.trace = load_arrival_trace(r.relative(file));
-    } catch (const ScenarioError& e) {
-      r.fail(a["file"], k + ".file", e.what());
+    if (!a["file"] && w.trace_file.empty()) r.fail(a, k + ".file", "a trace needs the file of recorded arrivals");
+    if (a["file"]) {  // else the inherited trace
+      const std::string file = r.scalar(a["file"], k + ".file");
+      w.trace_file = file;
+      try {
+        w.trace = load_arrival_trace(r.relative(file));
+      } catch (const ScenarioError& e) {
+        r.fail(a["file"], k + ".file", e.what());
+      }
     }
   } else {
     w.trace_file.clear();
@@ -310,8 +322,11 @@ void read_workload_keys(const Reader& r, const YAML::Node& n, const std::string&
   if (n["mix"]) read_mix(r, n["mix"], key + ".mix", w);
   if (n["size"]) read_sizes(r, n, key, w);
   if (n["arrival"]) read_arrival(r, n["arrival"], key + ".arrival", w);
-  if (w.arrival == Arrival::pingpong && (w.write_fraction > 0 || w.read_fraction > 0))
-    r.fail(n["mix"] ? n["mix"] : n, key + ".mix", "a ping-pong exchanges SENDs only: write and read must be 0");
+  if (w.arrival == Arrival::pingpong && (w.write_fraction > 0 || w.read_fraction > 0)) {
+    if (n["mix"]) r.fail(n["mix"], key + ".mix", "a ping-pong exchanges SENDs only: write and read must be 0");
+    r.fail(n["arrival"] ? n["arrival"] : n, key + ".arrival.process",
+           "a ping-pong exchanges SENDs only, but the inherited mix has writes or reads: give a mix of {send: 1}");
+  }
 }
 
 void check_workload(const Reader& r, const YAML::Node& n, const std::string& key, const Workload& w, int qps,
@@ -337,17 +352,19 @@ void read_groups(const Reader& r, const YAML::Node& list, TrafficOptions& o) {
     static const std::regex ident(R"(^[A-Za-z][A-Za-z0-9_-]*$)");
     if (!std::regex_match(group.name, ident))
       r.fail(g["name"], k + ".name", "'" + group.name + "' must be letters, digits, '_' or '-', starting with a letter");
-    if (!names.insert(group.name).second) r.fail(g["name"], k + ".name", "'" + group.name + "' names two groups");
+    if (!names.insert(group.name).second)
+      r.fail(g["name"] ? g["name"] : g, k + ".name", "'" + group.name + "' names two groups");
     if (!g["qps"]) r.fail(g, k + ".qps", "a group needs its number of QPs");
     group.qps = r.integer(g, k, "qps", 1, 1000);
     if (const YAML::Node cqs = g["cqs"]) {
       if (!cqs.IsSequence() || cqs.size() == 0) r.fail(cqs, k + ".cqs", "must be a list of CQ indices");
       for (size_t j = 0; j < cqs.size(); ++j) {
-        const std::string idx = r.scalar(cqs[j], k + ".cqs");
+        const std::string idx = r.scalar(cqs[j], k + ".cqs[" + std::to_string(j) + "]");
         char* end = nullptr;
         const long c = std::strtol(idx.c_str(), &end, 10);
         if (end == idx.c_str() || *end || c < 0 || c >= o.cqs)
-          r.fail(cqs[j], k + ".cqs", "'" + idx + "' is not a CQ index 0 .. " + std::to_string(o.cqs - 1));
+          r.fail(cqs[j], k + ".cqs[" + std::to_string(j) + "]",
+                 "'" + idx + "' is not a CQ index 0 .. " + std::to_string(o.cqs - 1));
         group.cqs.push_back(int(c));
       }
     }
@@ -373,7 +390,7 @@ void read_workload(const Reader& r, const YAML::Node& w, TrafficOptions& o, bool
 
 void read_overrides(const Reader& r, const YAML::Node& list, TrafficOptions& o) {
   const std::string key = "cqs.overrides";
-  if (!list.IsSequence()) r.fail(list, key, "must be a list of {cq, host, moderation}");
+  if (!list.IsSequence()) r.fail(list, key, "must be a list of {cq, host, moderation, vector}");
   std::set<std::pair<int, int>> seen;
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node n = list[i];
@@ -428,8 +445,10 @@ void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
   count("ack_coalesce", t.ack_coalesce, 1, 256);
   count("ack_delay", t.ack_delay_cycles, 1, 1 << 20);
   count("max_inflight", t.max_inflight_psns, 1, 1 << 22);
-  if (t.fetch_burst > t.prefetch_depth)
-    r.fail(n["fetch_burst"] ? n["fetch_burst"] : n, "hca.fetch_burst", "must not exceed hca.prefetch");
+  if (t.fetch_burst > t.prefetch_depth) {
+    if (n["fetch_burst"]) r.fail(n["fetch_burst"], "hca.fetch_burst", "must not exceed hca.prefetch");
+    t.fetch_burst = t.prefetch_depth;  // a shallow prefetch alone: bursts shrink with it
+  }
 }
 
 TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {

@@ -248,8 +248,8 @@ class TrafficRun {
     if (!o_.vcd_path.empty()) written(vcd_.write(o_.vcd_path), o_.vcd_path);
     if (!o_.record_path.empty()) {
       FILE* f = std::fopen(o_.record_path.c_str(), "w");
-      const std::string text = arrival_trace_text(record_);
-      written(f && std::fputs(text.c_str(), f) >= 0 && std::fclose(f) == 0, o_.record_path);
+      const bool put = f && std::fputs(arrival_trace_text(record_).c_str(), f) >= 0;
+      written(f && std::fclose(f) == 0 && put, o_.record_path);
     }
     return r;
   }
@@ -457,7 +457,7 @@ class TrafficRun {
   void sample_latency(int h, int q, const char* op, const sc_time& posted, const sc_time& visible) {
     if (!measuring(posted)) return;
     samples_[op].add(posted, visible);
-    if (groups_.size() > 1) samples_[groups_[size_t(group_of_[size_t(q)])].name + "/" + op].add(posted, visible);
+    if (!o_.groups.empty()) samples_[groups_[size_t(group_of_[size_t(q)])].name + "/" + op].add(posted, visible);
     cq_samples_[h][cq_of_[size_t(q)]].add(posted, visible);
   }
 

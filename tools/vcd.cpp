@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 
 namespace vhca {
 
@@ -93,6 +92,23 @@ std::vector<std::string> split(const std::string& name) {
 
 }  // namespace
 
+// The changes to write, in time order: per signal, repeats of its value dropped, and a value
+// reported at the same time as an earlier different one moved one resolution unit later, so
+// that a pulse that begins and ends (or ends and begins again) on one instant still shows.
+std::vector<VcdWriter::Change> VcdWriter::settle(std::vector<Change> c) const {
+  std::stable_sort(c.begin(), c.end(), [](const Change& a, const Change& b) { return a.id != b.id ? a.id < b.id : a.at < b.at; });
+  std::vector<Change> out;
+  for (const Change& ch : c) {
+    const bool same_signal = !out.empty() && out.back().id == ch.id;
+    if (ch.value == (same_signal ? out.back().value : 0)) continue;  // 0 before the first change, as $dumpvars says
+    Change k = ch;
+    if (same_signal && k.at <= out.back().at) k.at = out.back().at + 1;
+    out.push_back(k);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Change& a, const Change& b) { return a.at < b.at; });
+  return out;
+}
+
 bool VcdWriter::write(const std::string& path) const {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return false;
@@ -113,25 +129,13 @@ bool VcdWriter::write(const std::string& path) const {
   }
   enter_scope(f, open, {});
   std::fprintf(f, "$enddefinitions $end\n#0\n$dumpvars\n");
+  uint64_t stamp = 0;
   for (size_t i = 0; i < signals_.size(); ++i) write_value(f, vcd_code(i), 0, signals_[i].width);
   std::fprintf(f, "$end\n");
-  std::vector<Change> sorted = changes_;
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Change& a, const Change& b) { return a.at < b.at; });
-  // The last value reported for each signal at each time is the one that holds.
-  std::vector<uint64_t> current(signals_.size(), 0);
-  for (size_t i = 0; i < sorted.size();) {
-    size_t j = i;
-    std::map<uint32_t, uint64_t> at_this_time;
-    for (; j < sorted.size() && sorted[j].at == sorted[i].at; ++j) at_this_time[sorted[j].id] = sorted[j].value;
-    bool stamped = false;
-    for (const auto& [id, v] : at_this_time) {
-      if (current[id] == v) continue;
-      if (!stamped) std::fprintf(f, "#%llu\n", static_cast<unsigned long long>(sorted[i].at));
-      stamped = true;
-      current[id] = v;
-      write_value(f, vcd_code(id), v, signals_[id].width);
-    }
-    i = j;
+  for (const Change& c : settle(changes_)) {
+    if (c.at != stamp) std::fprintf(f, "#%llu\n", static_cast<unsigned long long>(c.at));
+    stamp = c.at;
+    write_value(f, vcd_code(c.id), c.value, signals_[c.id].width);
   }
   return std::fclose(f) == 0;
 }

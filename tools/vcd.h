@@ -40,6 +40,7 @@ class VcdWriter {
     uint32_t id;
     uint64_t value;
   };
+  std::vector<Change> settle(std::vector<Change> c) const;
   bool on_;
   std::vector<std::string> patterns_;
   std::vector<Signal> signals_;
