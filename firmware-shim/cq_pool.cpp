@@ -129,19 +129,26 @@ void CqPool::dim_event(IbCq& ib) {
   const uint64_t completions = ib.completions - ib.dim_seen;
   ib.dim_seen = ib.completions;
   if (!ib.dim->on_event(completions, sc_core::sc_time_stamp().to_seconds() * 1e9)) return;
+  ib.dim_applying = true;
+  ++dim_workers_;
+  if (on_dim_change) on_dim_change(ib);
   sc_core::sc_spawn(
       [this, &ib] {
         const DimProfile& p = ib.dim->profile();
         if (verbs::modify_cq(*ib.cq, CqModeration{p.count, p.period_us, ib.dim_mode}) != 0)
           log::error("CQ {}: DIM could not apply ({} us, {}): {}", ib.cq->cqn, p.period_us, p.count, dev_.last_error());
         ib.dim->applied();
+        ib.dim_applying = false;
+        --dim_workers_;
+        ib.dim_idle.notify(sc_core::SC_ZERO_TIME);
       },
       sc_core::sc_gen_unique_name("dim"));
 }
 
 int CqPool::free_cq(IbCq* ib) {
   if (ib->poller) ib->poller->detach(*ib);
-  verbs::set_comp_handler(*ib->cq, nullptr);
+  verbs::set_comp_handler(*ib->cq, nullptr);  // no new events, so no new DIM decisions
+  while (ib->dim_applying) sc_core::wait(ib->dim_idle);  // the worker holds ib until its MODIFY_CQ is done
   int rc = verbs::destroy_cq(ib->cq);
   if (rc == 0) delete ib;
   return rc;

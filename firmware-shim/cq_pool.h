@@ -37,6 +37,8 @@ struct IbCq {
   std::unique_ptr<CqDim> dim;
   PeriodMode dim_mode = PeriodMode::eqe;
   uint64_t dim_seen = 0;  // completions at the last event
+  bool dim_applying = false;  // a MODIFY_CQ with DIM's new profile is in flight (free_cq waits for it)
+  sc_core::sc_event dim_idle;
 };
 
 struct CqPoolConfig {
@@ -85,6 +87,10 @@ class CqPool {
   void track(CqeDone& d) { live_.insert(&d); }
   void untrack(CqeDone& d) { live_.erase(&d); }
   uint64_t unknown_wr_ids() const { return unknown_wr_ids_; }
+  // DIM workers applying a new profile right now (each holds its CQ until its MODIFY_CQ is done).
+  int dim_workers() const { return dim_workers_; }
+  // Observation: DIM chose a new profile for `cq`; its worker starts in this delta cycle.
+  std::function<void(IbCq& cq)> on_dim_change;
   // Observation: one polling turn of `cq` took from `begin` to now and returned `n` CQEs.
   std::function<void(IbCq& cq, const sc_core::sc_time& begin, int n)> on_poll_done;
 
@@ -98,6 +104,7 @@ class CqPool {
   std::map<std::pair<int, uint32_t>, std::unique_ptr<Poller>> shared_pollers_;
   std::vector<std::unique_ptr<Poller>> own_pollers_;
   std::set<CqeDone*> live_;
+  int dim_workers_ = 0;
   uint64_t unknown_wr_ids_ = 0;
 };
 

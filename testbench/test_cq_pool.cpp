@@ -126,3 +126,48 @@ TEST_CASE("[S23] a completion whose wr_id names no registered callback is report
     CHECK(pool.unknown_wr_ids() == 1);
   });
 }
+
+TEST_CASE("[S23] freeing an adaptive CQ while DIM applies a new profile waits for the MODIFY_CQ") {
+  sys().run([] {
+    boot();
+    CqPool pool(sys().driver);
+    IbCq* cq = pool.alloc_cq(1024, 0, PollContext::softirq, CqModeration{1, 1, PeriodMode::eqe}, true);
+    REQUIRE(cq != nullptr);
+    REQUIRE(cq->dim);
+    // The worst moment: the application frees the CQ in the very delta cycle DIM decides, so
+    // its DESTROY_CQ would reach the firmware before the worker's MODIFY_CQ.
+    bool freed = false;
+    int workers_after_free = -1, rc = -1;
+    uint64_t errors = 0;
+    pool.on_dim_change = [&](IbCq& c) {
+      REQUIRE(&c == cq);
+      errors = log::error_count();
+      sc_core::sc_spawn([&] {
+        rc = pool.free_cq(cq);
+        workers_after_free = pool.dim_workers();
+        freed = true;
+      });
+      pool.on_dim_change = nullptr;
+    };
+    Requests req(pool, 70 + 200 * 4);
+    wait_us(1);
+    // First one completion per event, every 2 us; then four per event, every 4 us: twice the
+    // completions per millisecond, so after its two 64-event windows DIM steps to the next
+    // profile. Completions are injected as time goes and stop once the CQ is being freed.
+    int next = 0;
+    for (int i = 0; i < 70; ++i) {
+      sys().hca.inject(recv_record(cq->cq->cqn, req.wr_id(next++)), soon());
+      wait_us(2);
+    }
+    for (int i = 0; i < 200 && pool.on_dim_change != nullptr; ++i) {
+      for (int j = 0; j < 4; ++j) sys().hca.inject(recv_record(cq->cq->cqn, req.wr_id(next++)), soon() + uint64_t(j));
+      wait_us(4);
+    }
+    REQUIRE_FALSE(pool.on_dim_change);  // DIM decided, and the free began in that delta
+    wait_us(50);
+    REQUIRE(freed);
+    CHECK(rc == 0);
+    CHECK(workers_after_free == 0);       // free_cq waited for the worker holding the CQ
+    CHECK(log::error_count() == errors);  // the MODIFY_CQ reached a live CQ
+  });
+}
