@@ -132,3 +132,28 @@ TEST_CASE("a DMA read does not pass an earlier posted write to the same address"
     CHECK(sys().hca.dma.read_errors() == 1);
   });
 }
+
+TEST_CASE("the register file finds registers by name and array index, and binds behaviour to declared names only") {
+  static const std::vector<RegSpec> specs = {
+      {"PLAIN", 0x0, 4, 1, 0, 7, Access::rw, "a plain register"},
+      {"ARR", 0x100, 8, 4, 0x10, 0, Access::rw, "an array of four"},
+  };
+  RegisterFile regs(specs);
+  CHECK(regs.value("PLAIN") == 7);
+  CHECK(regs.at("ARR", 3).offset == 0x130);
+  CHECK(regs.at("ARR", 3).name == "ARR[3]");
+  CHECK_THROWS_WITH(regs.at("ARR", 4), "no register ARR[4]");
+  CHECK_THROWS_WITH(regs.at("NOPE"), "no register NOPE");
+  CHECK_THROWS_WITH(regs.on_write("NOPE", [](Register&, uint64_t) {}), "no register NOPE");
+  // A hook bound to an array serves every member, each with its own register.
+  std::vector<uint32_t> written;
+  regs.on_write("ARR", [&](Register& r, uint64_t v) {
+    written.push_back(r.index);
+    r.value = v + 1;
+  });
+  uint64_t v = 41;
+  CHECK(regs.access(true, 0x120, reinterpret_cast<uint8_t*>(&v), 8) == tlm::TLM_OK_RESPONSE);
+  CHECK(written == std::vector<uint32_t>{2});
+  CHECK(regs.value("ARR", 2) == 42);
+  CHECK(regs.value("ARR", 1) == 0);
+}

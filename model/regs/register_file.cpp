@@ -14,22 +14,39 @@ RegisterFile::RegisterFile(const std::vector<RegSpec>& specs) {
       uint32_t off = s.offset + i * s.stride;
       if (by_offset_.count(off)) throw std::logic_error("register table: two registers at " + std::to_string(off));
       by_offset_[off] = regs_.size();
+      if (i == 0 && !first_.emplace(s.name, regs_.size()).second)
+        throw std::logic_error(std::string("register table: two registers named ") + s.name);
       regs_.push_back(Register{name, &s, off, i, s.reset});
     }
   }
+  hooks_.resize(regs_.size());
 }
 
-void RegisterFile::on_write(const char* name, WriteHook hook) { hooks_[name].write = std::move(hook); }
-void RegisterFile::on_read(const char* name, ReadHook hook) { hooks_[name].read = std::move(hook); }
+size_t RegisterFile::first_of(const char* name) const {
+  auto it = first_.find(name);
+  if (it == first_.end()) throw std::out_of_range(std::string("no register ") + name);
+  return it->second;
+}
+
+void RegisterFile::on_write(const char* name, WriteHook hook) {
+  const size_t first = first_of(name);
+  for (uint32_t i = 0; i < regs_[first].spec->count; ++i) hooks_[first + i].write = hook;
+}
+
+void RegisterFile::on_read(const char* name, ReadHook hook) {
+  const size_t first = first_of(name);
+  for (uint32_t i = 0; i < regs_[first].spec->count; ++i) hooks_[first + i].read = hook;
+}
 
 void RegisterFile::reset() {
   for (Register& r : regs_) r.value = r.spec->reset;
 }
 
 const Register& RegisterFile::at(const char* name, uint32_t index) const {
-  for (const Register& r : regs_)
-    if (std::strcmp(r.spec->name, name) == 0 && r.index == index) return r;
-  throw std::out_of_range(std::string("no register ") + name);
+  const size_t first = first_of(name);
+  if (index >= regs_[first].spec->count)
+    throw std::out_of_range(std::string("no register ") + name + "[" + std::to_string(index) + "]");
+  return regs_[first + index];
 }
 
 Register& RegisterFile::at(const char* name, uint32_t index) {
@@ -47,19 +64,19 @@ tlm::tlm_response_status RegisterFile::access(bool is_write, uint64_t offset, ui
   if (offset > UINT32_MAX || it == by_offset_.end()) return fail("no register at this offset", offset, len);
   Register& r = regs_[it->second];
   if (len != r.spec->width) return fail(("access size does not match " + r.name).c_str(), offset, len);
-  auto hooks = hooks_.find(r.spec->name);
+  const Hooks& hooks = hooks_[it->second];
   if (is_write) {
     if (r.spec->access == Access::ro) return fail(("write to read-only " + r.name).c_str(), offset, len);
     uint64_t v = 0;
     std::memcpy(&v, data, len);  // little-endian host and bus
     log::write(log::Cat::mmio, "write {} = {:#x}", r.name, v);
-    if (hooks != hooks_.end() && hooks->second.write)
-      hooks->second.write(r, v);
+    if (hooks.write)
+      hooks.write(r, v);
     else
       r.value = v;
   } else {
     if (r.spec->access == Access::wo) return fail(("read of write-only " + r.name).c_str(), offset, len);
-    uint64_t v = hooks != hooks_.end() && hooks->second.read ? hooks->second.read(r) : r.value;
+    uint64_t v = hooks.read ? hooks.read(r) : r.value;
     std::memcpy(data, &v, len);
     log::write(log::Cat::mmio, "read {} = {:#x}", r.name, v);
   }

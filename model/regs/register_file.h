@@ -7,7 +7,9 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tlm>
+#include <unordered_map>
 #include <vector>
 
 #include "model/regs/tables.h"
@@ -28,7 +30,8 @@ class RegisterFile {
   using ReadHook = std::function<uint64_t(const Register&)>;
 
   explicit RegisterFile(const std::vector<RegSpec>& specs);
-  // Behaviour is bound by name; for an array every member gets the hook.
+  // Behaviour is bound by name; for an array every member gets the hook. An undeclared name is a
+  // logic error (a typo must not leave a register without its behaviour).
   void on_write(const char* name, WriteHook hook);
   void on_read(const char* name, ReadHook hook);
   void reset();
@@ -49,9 +52,14 @@ class RegisterFile {
   };
   tlm::tlm_response_status fail(const char* what, uint64_t offset, unsigned len);
 
+  size_t first_of(const char* name) const;
+
   std::vector<Register> regs_;
+  std::vector<Hooks> hooks_;  // per register, parallel to regs_
   std::map<uint32_t, size_t> by_offset_;
-  std::map<std::string, Hooks> hooks_;  // by spec name
+  // Spec name -> its first register (an array's members follow in index order): accesses by name
+  // are a hash lookup, not a scan of the table.
+  std::unordered_map<std::string_view, size_t> first_;
   uint64_t errors_ = 0;
 };
 
