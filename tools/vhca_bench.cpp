@@ -6,7 +6,9 @@
 //    fetch, payload read, packet, link, responder write, ACK, CQE — with the SQ kept full and
 //    the CQ polled directly.
 // Prints both costs per item and their ratio. Not a test: absolute times drift on shared machines.
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <systemc>
@@ -44,13 +46,21 @@ int sc_main(int argc, char* argv[]) {
   vhca::System sys;
 
   double floor_s = 0, model_s = 0, message_s = 0;
+  double floor_runs[3] = {};
   uint64_t written = 0, messages = 0;
   sys.run([&] {
-    floor.target = n;
+    // The floor is the median of three runs: one run alone swung by 2x on this 2-core machine.
+    for (double& run : floor_runs) {
+      floor.count = 0;
+      floor.target = n;
+      const auto start = std::chrono::steady_clock::now();
+      floor.ev.notify(sc_core::SC_ZERO_TIME);
+      sc_core::wait(sc_core::sc_time(2.0 * double(n) + 10, sc_core::SC_NS));
+      run = seconds_since(start);
+    }
+    std::sort(std::begin(floor_runs), std::end(floor_runs));
+    floor_s = floor_runs[1];
     auto t0 = std::chrono::steady_clock::now();
-    floor.ev.notify(sc_core::SC_ZERO_TIME);
-    sc_core::wait(sc_core::sc_time(2.0 * double(n) + 10, sc_core::SC_NS));
-    floor_s = seconds_since(t0);
 
     if (!sys.driver.boot().ok()) return;
     vhca::Cq* cq = nullptr;
@@ -100,8 +110,9 @@ int sc_main(int argc, char* argv[]) {
   }, sc_core::sc_time(100, sc_core::SC_SEC));
 
   const double floor_ns = floor_s / double(n) * 1e9, model_ns = model_s / double(written ? written : 1) * 1e9;
-  std::printf("kernel floor (timed SC_METHOD activation): %8.1f ns each (%llu activations)\n", floor_ns,
-              static_cast<unsigned long long>(n));
+  std::printf("kernel floor (timed SC_METHOD activation): %8.1f ns each (median of 3 x %llu activations: %.1f .. %.1f)\n",
+              floor_ns, static_cast<unsigned long long>(n), floor_runs[0] / double(n) * 1e9,
+              floor_runs[2] / double(n) * 1e9);
   std::printf("CQE path (writer+DMA+link+memory):         %8.1f ns per CQE (%llu CQEs, %.2f M CQE/s)\n", model_ns,
               static_cast<unsigned long long>(written), written / model_s / 1e6);
   std::printf("ratio CQE path / kernel floor:             %8.2f\n", model_ns / floor_ns);
