@@ -304,7 +304,7 @@ void TransportEngine::finish_pending() {
       if (w.index == job->wqe_index) w.done = true;
     complete_ready(job->qpn);
   } else {
-    arm_retransmit_timer(rt, q, false);
+    arm_retransmit_timer(job->qpn, rt, q, false);
   }
 }
 
@@ -379,10 +379,19 @@ bool TransportEngine::build_request(uint32_t qpn, const QpContext& q, QpRuntime&
 // ---------------------------------------------------------------------------------------------
 // Timers: the retransmit timer, RNR waits and the responder's ACK coalescing delay.
 
-void TransportEngine::arm_retransmit_timer(QpRuntime& rt, const QpContext& q, bool restart) {
+void TransportEngine::arm_retransmit_timer(uint32_t qpn, QpRuntime& rt, const QpContext& q, bool restart) {
   const double ns = ack_timeout_ns(q.timeout);
   if (ns == 0.0) return;
-  if (restart || rt.timer_deadline == 0) rt.timer_deadline = clock_.now() + clock_.cycles_from_ns(ns);
+  if (restart || rt.timer_deadline == 0) set_timer(qpn, TimerKind::retransmit, clock_.now() + clock_.cycles_from_ns(ns));
+}
+
+uint64_t& TransportEngine::timer_field(QpRuntime& rt, TimerKind k) {
+  return k == TimerKind::ack ? rt.ack_deadline : k == TimerKind::rnr ? rt.rnr_until : rt.timer_deadline;
+}
+
+void TransportEngine::set_timer(uint32_t qpn, TimerKind k, uint64_t at) {
+  timer_field(rt_[qpn], k) = at;
+  deadlines_.push(Deadline{at, qpn, k});
 }
 
 bool TransportEngine::outstanding(const QpRuntime& rt) const {
@@ -392,48 +401,57 @@ bool TransportEngine::outstanding(const QpRuntime& rt) const {
 }
 
 void TransportEngine::check_timers(uint64_t now) {
-  for (uint32_t qpn : live_) {
+  // The timers due now, in the order the QPs left INIT and, per QP, ACK, RNR, retransmit.
+  std::vector<Deadline> due;
+  while (!deadlines_.empty() && deadlines_.top().at <= now) {
+    const Deadline d = deadlines_.top();
+    deadlines_.pop();
+    if (timer_field(rt_[d.qpn], d.kind) == d.at) due.push_back(d);  // else stale
+  }
+  std::sort(due.begin(), due.end(), [this](const Deadline& a, const Deadline& b) {
+    const uint64_t sa = rt_[a.qpn].live_seq, sb = rt_[b.qpn].live_seq;
+    return sa != sb ? sa < sb : a.kind < b.kind;
+  });
+  for (const Deadline& d : due) {
+    const uint32_t qpn = d.qpn;
     QpRuntime& rt = rt_[qpn];
-    if (rt.ack_deadline && now >= rt.ack_deadline) {
-      rt.ack_deadline = 0;
+    if (timer_field(rt, d.kind) != d.at) continue;  // stopped by a timer handled before it
+    timer_field(rt, d.kind) = 0;
+    if (d.kind == TimerKind::ack) {
       if (rt.ack_due && !rt.ack_queued) {
         rt.ack_queued = true;
         ack_queue_.push_back(qpn);
       }
-    }
-    if (rt.rnr_until && now >= rt.rnr_until) {
-      rt.rnr_until = 0;
+    } else if (d.kind == TimerKind::rnr) {
       want_tx(qpn);
-    }
-    if (rt.timer_deadline && now >= rt.timer_deadline) {
-      rt.timer_deadline = 0;
-      if (!outstanding(rt) || !tables_.qp_exists(qpn) || tables_.qps[qpn].state == QpState::err) continue;
-      ++stats_.timeouts;
-      uint32_t psn = rt.una_psn;
-      for (const SendWqe& w : rt.sq)
-        if (w.started && !w.done) {
-          psn = w.is_read_or_atomic() || psn_diff(rt.una_psn, w.first_psn) < 0 ? w.first_psn : rt.una_psn;
-          break;
-        }
-      log::write(log::Cat::wq, "QP {:#x}: retransmit timeout at psn {:#x} ({} retries left)", qpn, psn, rt.retry_left);
-      if (rt.retry_left == 0) {
-        fail_wqe_at(qpn, psn, syndrome::kRetryExceeded);
-        continue;
-      }
-      --rt.retry_left;
-      go_back(qpn, psn);  // the retransmission starts the timer again
+    } else {
+      retransmit_timeout(qpn, rt);
     }
   }
 }
 
-uint64_t TransportEngine::next_timer(uint64_t now) const {
-  uint64_t next = UINT64_MAX;
-  for (uint32_t qpn : live_) {
-    const QpRuntime& rt = rt_[qpn];
-    for (uint64_t d : {rt.ack_deadline, rt.rnr_until, rt.timer_deadline})
-      if (d) next = std::min(next, std::max(d, now + 1));
+void TransportEngine::retransmit_timeout(uint32_t qpn, QpRuntime& rt) {
+  if (!outstanding(rt) || !tables_.qp_exists(qpn) || tables_.qps[qpn].state == QpState::err) return;
+  ++stats_.timeouts;
+  uint32_t psn = rt.una_psn;
+  for (const SendWqe& w : rt.sq)
+    if (w.started && !w.done) {
+      psn = w.is_read_or_atomic() || psn_diff(rt.una_psn, w.first_psn) < 0 ? w.first_psn : rt.una_psn;
+      break;
+    }
+  log::write(log::Cat::wq, "QP {:#x}: retransmit timeout at psn {:#x} ({} retries left)", qpn, psn, rt.retry_left);
+  if (rt.retry_left == 0) {
+    fail_wqe_at(qpn, psn, syndrome::kRetryExceeded);
+    return;
   }
-  return next;
+  --rt.retry_left;
+  go_back(qpn, psn);  // the retransmission starts the timer again
+}
+
+uint64_t TransportEngine::next_timer(uint64_t now) {
+  while (!deadlines_.empty() && timer_field(rt_[deadlines_.top().qpn], deadlines_.top().kind) != deadlines_.top().at)
+    deadlines_.pop();  // stale
+  return deadlines_.empty() ? UINT64_MAX : std::max(deadlines_.top().at, now + 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -473,7 +491,7 @@ void TransportEngine::requester_receive(IbPacket& p) {
       }
       if (q.rnr_retry != 7) --rt.rnr_left;  // 7: retry for ever
       ++stats_.rnr_retries;
-      rt.rnr_until = clock_.now() + clock_.cycles_from_ns(rnr_timer_us(p.ack_code) * 1000.0);
+      set_timer(qpn, TimerKind::rnr, clock_.now() + clock_.cycles_from_ns(rnr_timer_us(p.ack_code) * 1000.0));
       go_back(qpn, p.psn);
     } else {
       ack_through(qpn, psn_add(p.psn, -1));
@@ -529,7 +547,7 @@ void TransportEngine::requester_receive(IbPacket& p) {
     if (++w.resp_pkts == w.npkts) w.done = true;
   }
   rt.retry_left = q.retry_cnt;
-  arm_retransmit_timer(rt, q, true);
+  arm_retransmit_timer(qpn, rt, q, true);
   complete_ready(qpn);
   want_tx(qpn);
 }
@@ -557,7 +575,7 @@ void TransportEngine::ack_through(uint32_t qpn, uint32_t psn) {
   rt.retry_left = q.retry_cnt;
   rt.rnr_left = q.rnr_retry;
   if (outstanding(rt))
-    arm_retransmit_timer(rt, q, true);
+    arm_retransmit_timer(qpn, rt, q, true);
   else
     rt.timer_deadline = 0;
   complete_ready(qpn);

@@ -69,7 +69,7 @@ void TransportEngine::request_ack(uint32_t qpn, QpRuntime& rt, uint32_t psn) {
       ack_queue_.push_back(qpn);
     }
   } else {
-    rt.ack_deadline = clock_.now() + cfg_.ack_delay_cycles;
+    set_timer(qpn, TimerKind::ack, clock_.now() + cfg_.ack_delay_cycles);
   }
   kick_tx();
 }

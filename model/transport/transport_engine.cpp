@@ -453,12 +453,11 @@ void TransportEngine::qp_state_changed(uint32_t qpn, QpState from, QpState to) {
     const uint32_t gen = rt.gen + 1;
     rt = QpRuntime{};
     rt.gen = gen;
-    live_.erase(std::remove(live_.begin(), live_.end(), qpn), live_.end());
-    return;
+    return;  // its timers' deadlines went stale with the fields
   }
   if (to == QpState::rtr && from == QpState::init) {
     rt.epsn = q.rq_psn;
-    if (std::find(live_.begin(), live_.end(), qpn) == live_.end()) live_.push_back(qpn);
+    if (rt.live_seq == 0) rt.live_seq = ++live_count_;
   }
   if (to == QpState::rts && from == QpState::rtr) {
     rt.next_psn = rt.una_psn = q.sq_psn;
@@ -514,7 +513,7 @@ void TransportEngine::reset() {
   flush_queue_.clear();
   fatal_events_.clear();
   rx_fifo_.clear();
-  live_.clear();
+  deadlines_ = {};
   s_doorbell.clear();
   doorbell_free_ = 0;
 }

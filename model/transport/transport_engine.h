@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <queue>
 #include <functional>
 #include <memory>
 #include <systemc>
@@ -173,6 +174,7 @@ class TransportEngine : public sc_core::sc_module {
     // Errors and draining.
     bool flush_pending = false;
     bool drain_pending = false;  // SQD: the SQ drained event is still to be sent
+    uint64_t live_seq = 0;       // order in which the QP left INIT (0: not yet): timers fire in it
   };
   // A READ response or atomic ACK the responder owes.
   struct ResponseJob {
@@ -236,10 +238,25 @@ class TransportEngine : public sc_core::sc_module {
   bool can_send(uint32_t qpn);
   void start_wqe(const QpContext& q, QpRuntime& rt, SendWqe& w);
   bool build_request(uint32_t qpn, const QpContext& q, QpRuntime& rt, const SendWqe& w, PendingTx& out);
-  void arm_retransmit_timer(QpRuntime& rt, const QpContext& q, bool restart);
+  void arm_retransmit_timer(uint32_t qpn, QpRuntime& rt, const QpContext& q, bool restart);
+  // The deadlines of the QPs' timers, earliest first. A deadline is pushed whenever a timer is set
+  // and is stale once the QP's field no longer holds it (stopped, restarted, or the QP reset), so
+  // the transmit thread pays for timers that expire, not for every QP on every turn.
+  enum class TimerKind : uint8_t { ack, rnr, retransmit };  // the order they fire in, per QP
+  struct Deadline {
+    uint64_t at;
+    uint32_t qpn;
+    TimerKind kind;
+    bool operator>(const Deadline& o) const {
+      return at != o.at ? at > o.at : qpn != o.qpn ? qpn > o.qpn : kind > o.kind;
+    }
+  };
+  static uint64_t& timer_field(QpRuntime& rt, TimerKind k);
+  void set_timer(uint32_t qpn, TimerKind k, uint64_t at);
   bool outstanding(const QpRuntime& rt) const;
   void check_timers(uint64_t now);
-  uint64_t next_timer(uint64_t now) const;
+  void retransmit_timeout(uint32_t qpn, QpRuntime& rt);
+  uint64_t next_timer(uint64_t now);
   long wqe_at(const QpRuntime& rt, uint32_t psn) const;
   void requester_receive(IbPacket& p);
   void ack_through(uint32_t qpn, uint32_t psn);
@@ -282,7 +299,8 @@ class TransportEngine : public sc_core::sc_module {
   std::deque<uint32_t> flush_queue_;
   std::deque<DeviceEvent> fatal_events_;
   std::deque<IbPacket> rx_fifo_;
-  std::vector<uint32_t> live_;       // QPs past INIT: the ones with timers
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines_;
+  uint64_t live_count_ = 0;          // QPs that have left INIT so far (their live_seq)
   sc_core::sc_time wire_free_at_;
   TransportStats stats_;
 };
