@@ -131,7 +131,9 @@ module cq_writer #(
     output reg  [23:0]  q_pi,
     output reg  [23:0]  q_ci,
     output reg  [1:0]   q_arm_sn,
-    output reg  [23:0]  q_last_notified
+    output reg  [23:0]  q_last_notified,
+    output reg  [15:0]  q_pending,           // qualifying CQEs since the last event
+    output reg  [63:0]  q_deadline           // moderation timer deadline, 0 if none running
 );
   localparam integer CQN_W = (NUM_CQS > 1) ? $clog2(NUM_CQS) : 1;
   localparam [31:0]  NUM_CQS_32 = NUM_CQS;
@@ -218,6 +220,8 @@ module cq_writer #(
     q_ci = t_ci[qi];
     q_arm_sn = t_arm_sn[qi];
     q_last_notified = t_last_notified[qi];
+    q_pending = t_pending[qi];
+    q_deadline = t_deadline[qi];
   end
 
   // ---------------------------------------------------------------- action select

@@ -52,6 +52,8 @@ void RtlCqWriter::reset() {
   top_->eval();
   clear_inputs();
   stats_ = {};
+  cq_cqes_.assign(cfg_.num_cqs, 0);
+  cq_events_.assign(cfg_.num_cqs, 0);
   cqes_seen_ = events_seen_ = 0;
   delayed_event_pending_ = false;
 }
@@ -157,10 +159,12 @@ void RtlCqWriter::collect_outputs(uint64_t now) {
       w.data[i] = uint8_t(t.m_dma_data[lo / 32] >> (lo % 32));
     }
     if (++cqes_seen_ == faults_.flip_owner_at_cqe) w.data[63] ^= 1;
+    if (w.id < cq_cqes_.size()) ++cq_cqes_[w.id];
     m_dma->push(w, now);
   }
   if (t.m_event_valid) {
     DeviceEvent ev{t.m_event_type, t.m_event_eqn, t.m_event_cqn, t.m_event_syndrome, t.m_event_data};
+    if (ev.type == eqe::kCompletion && ev.cqn < cq_events_.size()) ++cq_events_[ev.cqn];
     if (++events_seen_ == faults_.delay_event_at) {
       delayed_event_ = ev;
       delayed_event_pending_ = true;
@@ -183,7 +187,10 @@ bool RtlCqWriter::act(uint64_t now) {
   collect_outputs(now);
   const bool ctl_done = t.o_ctl_done;
   CqControl ctl;
-  if (t.s_ctl_valid && t.s_ctl_ready) ctl = s_ctl.pop(now);
+  if (t.s_ctl_valid && t.s_ctl_ready) {
+    ctl = s_ctl.pop(now);
+    if (ctl.op == CqControl::Op::create && ctl.cqn < cq_cqes_.size()) cq_cqes_[ctl.cqn] = cq_events_[ctl.cqn] = 0;
+  }
   if (t.s_aerr_valid && t.s_aerr_ready) s_access_error.pop(now);
   if (t.s_ci_valid && t.s_ci_ready) s_ci.pop(now);
   if (t.s_arm_valid && t.s_arm_ready) s_arm.pop(now);
@@ -221,6 +228,9 @@ const CqContext& RtlCqWriter::context(uint32_t cqn) const {
   c.ci = t.q_ci;
   c.arm_sn = t.q_arm_sn;
   c.last_notified = t.q_last_notified;
+  c.mod_pending = t.q_pending;
+  c.timer_deadline = t.q_deadline;
+  if (cqn < cq_cqes_.size()) c.cqes = cq_cqes_[cqn], c.events = cq_events_[cqn];
   return c;
 }
 

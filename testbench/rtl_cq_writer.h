@@ -50,6 +50,9 @@ class RtlCqWriter : public CqWriterEngine {
   uint64_t trace_from_ = 0, trace_to_ = 0;
   RtlFaults faults_;
   uint64_t cqes_seen_ = 0, events_seen_ = 0;
+  // CQEs written and completion events raised per CQ, counted at the RTL's outputs (the RTL
+  // keeps no such counters; the C++ model's CqContext does).
+  std::vector<uint64_t> cq_cqes_, cq_events_;
   bool delayed_event_pending_ = false;
   DeviceEvent delayed_event_;
   mutable CqContext shadow_;

@@ -440,3 +440,12 @@ TEST_CASE("the VCD writer keeps changes only, in time order, and shows a pulse t
   CHECK(text.str().find("$scope module top $end\n$scope module cq $end\n$var wire 24 \" pi $end\n$upscope $end\n"
                         "$var wire 1 ! irq $end\n$upscope $end\n") != std::string::npos);
 }
+
+TEST_CASE("hca.cq_writer chooses the C++ model or the Verilated RTL, which needs the 500 MHz clock") {
+  CHECK_FALSE(parse_scenario("", "t.yaml").rtl);
+  CHECK(parse_scenario("hca: {cq_writer: rtl}\n", "t.yaml").rtl);
+  CHECK(error_of("hca: {cq_writer: vhdl}\n") == "t.yaml:1: key 'hca.cq_writer': 'vhdl' is neither model nor rtl");
+  CHECK(error_of("hca: {cq_writer: rtl, clock: 1GHz}\n") ==
+        "t.yaml:1: key 'hca.cq_writer': the Verilated RTL is built for 500 cycles per us: with rtl, hca.clock must be "
+        "500MHz");
+}

@@ -427,14 +427,23 @@ void read_pcie(const Reader& r, const YAML::Node& n, PcieLinkConfig& pcie) {
 }
 
 void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
-  r.check_map(n, "hca", {"clock", "doorbell_fifo", "prefetch", "fetch_burst", "ack_coalesce", "ack_delay",
-                         "max_inflight"});
+  r.check_map(n, "hca", {"clock", "cq_writer", "doorbell_fifo", "prefetch", "fetch_burst", "ack_coalesce",
+                         "ack_delay", "max_inflight"});
+  if (n["cq_writer"]) {
+    const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
+    if (v == "model") o.rtl = false;
+    else if (v == "rtl") o.rtl = true;
+    else r.fail(n["cq_writer"], "hca.cq_writer", "'" + v + "' is neither model nor rtl");
+  }
   if (n["clock"])
     o.hca_clock_mhz = r.value(n, "hca", "clock", [](const std::string& v) {
       const double mhz = with_unit(v, {{"MHz", 1.0}, {"GHz", 1e3}}, "frequency: MHz, GHz");
       if (mhz < 50 || mhz > 4000) throw std::invalid_argument("'" + v + "' is outside 50 MHz .. 4 GHz");
       return mhz;
     });
+  if (o.rtl && o.hca_clock_mhz != 500)
+    r.fail(n["cq_writer"], "hca.cq_writer",
+           "the Verilated RTL is built for 500 cycles per us: with rtl, hca.clock must be 500MHz");
   TransportConfig& t = o.transport;
   auto count = [&](const char* name, uint32_t& field, double lo, double hi) {
     if (n[name]) field = uint32_t(r.integer(n, "hca", name, lo, hi));
