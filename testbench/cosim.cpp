@@ -38,13 +38,13 @@ std::string CosimInput::describe() const {
 
 std::string CosimReport::summary() const {
   std::string s = fmt::format(
-      "cycles {}  CQEs {}  outputs compared {}  mismatches {}\n"
+      "cycles {}  CQEs {}  outputs compared {}  CQ contexts compared {}  mismatches {}\n"
       "coverage: CQEs {}  events {} (by count {}, by period {}, immediate {}, at arm {})  arms {} (upgraded {}, "
       "absorbed {}, stale {})\n"
       "          arm kinds: NEXT {}  SOLICITED {}\n"
       "          CI refreshes {}  overflows {}  owner wraps {}  dropped {}  bad records {}  timer expiries {}  "
       "output stall cycles {}\n",
-      cycles, cqes, compared, mismatches, coverage.cqes, coverage.events, coverage.events_by_count,
+      cycles, cqes, compared, contexts_compared, mismatches, coverage.cqes, coverage.events, coverage.events_by_count,
       coverage.events_by_period, coverage.events_immediate, coverage.events_at_arm, coverage.arms,
       coverage.arms_upgraded, coverage.arms_ignored_pending, coverage.arms_stale, arms_next, arms_solicited,
       coverage.ci_refreshes,
@@ -484,6 +484,32 @@ class Lockstep {
     if (m.bad_doorbells != r.bad_doorbells) return mismatch(c, "bad-doorbell reports differ");
     if (m.controls_done != r.controls_done) return mismatch(c, "control completions differ");
     report_.compared += m.bad_doorbells.size() + m.controls_done.size();
+    compare_context(c, uint32_t(c % opt_.num_cqs));
+  }
+
+  // Hidden state: one CQ context a cycle, round robin, read through the RTL's query port, so that
+  // a divergence shows before it reaches an output (a moderation counter off by one may take
+  // thousands of cycles to change an event).
+  void compare_context(uint64_t c, uint32_t cqn) {
+    const CqContext a = model_->engine->context(cqn), b = rtl_->engine->context(cqn);
+    ++report_.contexts_compared;
+    if (a.valid != b.valid) return mismatch(c, fmt::format("CQ {} context.valid expected {} actual {}", cqn, a.valid, b.valid));
+    if (!a.valid) return;
+    auto field = [&](const char* name, uint64_t x, uint64_t y) {
+      if (x != y && !report_.mismatches)
+        mismatch(c, fmt::format("CQ {} context.{} expected {:#x} actual {:#x}", cqn, name, x, y));
+    };
+    field("state", uint64_t(a.state), uint64_t(b.state));
+    field("pi", a.pi, b.pi);
+    field("ci", a.ci, b.ci);
+    field("arm_sn", a.arm_sn, b.arm_sn);
+    field("last_notified", a.last_notified, b.last_notified);
+    field("mod_pending", a.mod_pending, b.mod_pending);
+    field("timer_deadline", a.timer_deadline, b.timer_deadline);
+    field("mod_count", a.cfg.mod_count, b.cfg.mod_count);
+    field("mod_period", a.cfg.mod_period, b.cfg.mod_period);
+    field("log_size", a.cfg.log_size, b.cfg.log_size);
+    field("eqn", a.cfg.eqn, b.cfg.eqn);
   }
 
   void observe(Side& ref, uint64_t c) {

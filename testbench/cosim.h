@@ -51,6 +51,7 @@ struct CosimReport {
   uint64_t cycles = 0;
   uint64_t cqes = 0;             // CQEs written
   uint64_t compared = 0;         // output transactions compared
+  uint64_t contexts_compared = 0;  // CQ contexts compared (one a cycle, round robin)
   uint64_t mismatches = 0;
   uint64_t first_mismatch_cycle = 0;
   std::string first_mismatch;    // the full report of the first mismatch

@@ -178,6 +178,7 @@ void RtlCqWriter::collect_outputs(uint64_t now) {
 }
 
 bool RtlCqWriter::act(uint64_t now) {
+  last_cycle_ = now;
   drive_inputs(now);
   top_->clk = 0;
   eval(now, 0);
@@ -229,6 +230,7 @@ const CqContext& RtlCqWriter::context(uint32_t cqn) const {
   c.arm_sn = t.q_arm_sn;
   c.last_notified = t.q_last_notified;
   c.mod_pending = t.q_pending;
+  if (faults_.misread_pending_from && last_cycle_ >= faults_.misread_pending_from && c.mod_pending) ++c.mod_pending;
   c.timer_deadline = t.q_deadline;
   if (cqn < cq_cqes_.size()) c.cqes = cq_cqes_[cqn], c.events = cq_events_[cqn];
   return c;

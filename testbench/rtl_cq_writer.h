@@ -19,6 +19,9 @@ namespace vhca {
 struct RtlFaults {
   uint64_t flip_owner_at_cqe = 0;    // flip the owner bit of the Nth CQE (1-based; 0 = never)
   uint64_t delay_event_at = 0;       // deliver the Nth event one cycle late (1-based; 0 = never)
+  // From this cycle on (0 = never), the query port's moderation counter reads one high wherever
+  // it is not 0: a hidden-state divergence that reaches no output, for the context check.
+  uint64_t misread_pending_from = 0;
 };
 
 class RtlCqWriter : public CqWriterEngine {
@@ -57,6 +60,7 @@ class RtlCqWriter : public CqWriterEngine {
   DeviceEvent delayed_event_;
   mutable CqContext shadow_;
   uint64_t evals_ = 0;
+  uint64_t last_cycle_ = 0;
 };
 
 }  // namespace vhca

@@ -106,3 +106,15 @@ TEST_CASE("the checker catches an RTL fault: an event one cycle late, and writes
   CHECK(std::ftell(f) > 1000);
   std::fclose(f);
 }
+
+TEST_CASE("the checker compares hidden state: a moderation counter that reaches no output yet is caught") {
+  CosimOptions o;
+  o.cqes = 5000;
+  o.faults.misread_pending_from = 2000;
+  CosimReport r = run_cosim(o);
+  REQUIRE(r.mismatches == 1);
+  CHECK(r.first_mismatch.find("context.mod_pending expected") != std::string::npos);
+  CHECK(r.first_mismatch_cycle >= 2000);
+  CHECK(r.first_mismatch_cycle < 2000 + 64 * 8);  // one CQ a cycle: found within a few sweeps
+  CHECK(r.contexts_compared >= 2000);
+}
