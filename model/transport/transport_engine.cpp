@@ -148,24 +148,14 @@ bool TransportEngine::fetch_sq(uint32_t qpn) {
   const QpContext& q = tables_.qps[qpn];
   QpRuntime& rt = rt_[qpn];
   if (q.state != QpState::rts && q.state != QpState::sqd) return false;
-  const uint32_t depth = 1u << q.log_sq_size;
   const uint32_t ahead = uint32_t(rt.sq.size() - std::min(rt.cursor, rt.sq.size()));
-  const uint16_t pending = uint16_t(rt.sq_pi - rt.sq_fetched);
-  if (pending == 0 || ahead >= cfg_.prefetch_depth) return false;
-  const uint32_t slot = rt.sq_fetched & (depth - 1);
-  const uint32_t n = std::min({uint32_t(pending), cfg_.fetch_burst, cfg_.prefetch_depth - ahead, depth - slot});
-  std::vector<uint8_t> buf(size_t(n) * sqwqe::kSize);
-  const uint32_t gen = rt.gen;
+  if (rt.sq_pi == rt.sq_fetched || ahead >= cfg_.prefetch_depth) return false;
   const uint16_t first = rt.sq_fetched;
   ++stats_.wqe_fetches;
-  const bool ok = dma_.read_now(q.sq_base + uint64_t(slot) * sqwqe::kSize, buf.data(), uint32_t(buf.size()), false);
-  if (rt.gen != gen || first != rt.sq_fetched) return false;  // reset, destroyed or flushed meanwhile
-  for (uint32_t i = 0; i < n; ++i) {
-    SendWqe w = decode_send(buf.data() + size_t(i) * sqwqe::kSize, uint16_t(first + i), q.type);
-    if (!ok) w.decode_error = syndrome::kLocalQpOp;
-    rt.sq.push_back(std::move(w));
-  }
-  rt.sq_fetched = uint16_t(first + n);
+  std::vector<SendWqe> burst;
+  if (!read_sq_burst(qpn, cfg_.prefetch_depth - ahead, burst)) return false;
+  const uint32_t n = uint32_t(burst.size());
+  for (SendWqe& w : burst) rt.sq.push_back(std::move(w));
   stats_.wqes_fetched += n;
   log::write(log::Cat::wq, "QP {:#x}: fetched SQ WQEs {}..{}", qpn, first, uint16_t(first + n - 1));
   if (tables_.qps[qpn].state == QpState::err || tables_.qps[qpn].state == QpState::sqe) {
@@ -175,6 +165,26 @@ bool TransportEngine::fetch_sq(uint32_t qpn) {
   }
   want_tx(qpn);
   return rt.sq_fetched != rt.sq_pi;
+}
+
+bool TransportEngine::read_sq_burst(uint32_t qpn, uint32_t limit, std::vector<SendWqe>& out) {
+  const QpContext& q = tables_.qps[qpn];
+  QpRuntime& rt = rt_[qpn];
+  const uint32_t depth = 1u << q.log_sq_size;
+  const uint32_t slot = rt.sq_fetched & (depth - 1);
+  const uint32_t n = std::min({uint32_t(uint16_t(rt.sq_pi - rt.sq_fetched)), cfg_.fetch_burst, limit, depth - slot});
+  std::vector<uint8_t> buf(size_t(n) * sqwqe::kSize);
+  const uint32_t gen = rt.gen;
+  const uint16_t first = rt.sq_fetched;
+  const bool ok = dma_.read_now(q.sq_base + uint64_t(slot) * sqwqe::kSize, buf.data(), uint32_t(buf.size()), false);
+  if (rt.gen != gen || first != rt.sq_fetched) return false;  // reset, destroyed or flushed meanwhile
+  out.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    out.push_back(decode_send(buf.data() + size_t(i) * sqwqe::kSize, uint16_t(first + i), q.type));
+    if (!ok) out.back().decode_error = syndrome::kLocalQpOp;
+  }
+  rt.sq_fetched = uint16_t(first + n);
+  return true;
 }
 
 bool TransportEngine::fetch_rq(uint32_t qpn) {
@@ -418,18 +428,10 @@ void TransportEngine::flush(uint32_t qpn) {
     emit_completion(send_completion(q, qpn, w, w.status ? w.status : syndrome::kWrFlush));
   }
   rt.cursor = rt.cursor_pkt = 0;
-  while (rt.sq_fetched != rt.sq_pi) {
-    const uint32_t depth = 1u << q.log_sq_size;
-    const uint32_t slot = rt.sq_fetched & (depth - 1);
-    const uint32_t n = std::min({uint32_t(uint16_t(rt.sq_pi - rt.sq_fetched)), cfg_.fetch_burst, depth - slot});
-    std::vector<uint8_t> buf(size_t(n) * sqwqe::kSize);
-    const uint16_t first = rt.sq_fetched;
-    dma_.read_now(q.sq_base + uint64_t(slot) * sqwqe::kSize, buf.data(), uint32_t(buf.size()), false);
-    if (rt.gen != gen || first != rt.sq_fetched) return;
-    for (uint32_t i = 0; i < n; ++i)
-      emit_completion(send_completion(q, qpn, decode_send(buf.data() + i * sqwqe::kSize, uint16_t(first + i), q.type),
-                                      syndrome::kWrFlush));
-    rt.sq_fetched = uint16_t(first + n);
+  std::vector<SendWqe> burst;
+  while (rt.sq_fetched != rt.sq_pi) {  // the WQEs posted and never fetched flush too
+    if (rt.gen != gen || !read_sq_burst(qpn, UINT32_MAX, burst)) return;
+    for (const SendWqe& w : burst) emit_completion(send_completion(q, qpn, w, syndrome::kWrFlush));
   }
   if (state == QpState::sqe) return;
   rt.in_send = false;

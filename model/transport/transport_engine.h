@@ -238,6 +238,10 @@ class TransportEngine : public sc_core::sc_module {
   bool can_send(uint32_t qpn);
   void start_wqe(const QpContext& q, QpRuntime& rt, SendWqe& w);
   bool build_request(uint32_t qpn, const QpContext& q, QpRuntime& rt, const SendWqe& w, PendingTx& out);
+  // Reads the next burst of SQ WQEs from the fetch cursor (at most fetch_burst and `limit`, never
+  // past the ring's end) and advances the cursor; false if the QP was reset, destroyed or flushed
+  // while the read was in flight. A failed read marks the WQEs with a local QP operation error.
+  bool read_sq_burst(uint32_t qpn, uint32_t limit, std::vector<SendWqe>& out);
   void arm_retransmit_timer(uint32_t qpn, QpRuntime& rt, const QpContext& q, bool restart);
   // The deadlines of the QPs' timers, earliest first. A deadline is pushed whenever a timer is set
   // and is stale once the QP's field no longer holds it (stopped, restarted, or the QP reset), so
