@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "model/common/bytes.h"
 #include "testbench/fabric.h"
 #include "testbench/rtl_cq_writer.h"
 #include "testbench/system.h"
@@ -115,13 +116,6 @@ namespace {
 
 namespace fb = fabric;
 using sc_core::sc_time;
-
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  const size_t i = size_t(std::ceil(p * double(v.size()))) - 1;
-  std::nth_element(v.begin(), v.begin() + long(i), v.end());
-  return v[i];
-}
 
 // The bytes of message `seq` on QP `qp`: every message differs, so a misplaced one shows. Eight
 // bytes per xorshift step (in host order: generation and check agree), so that the check costs
@@ -378,7 +372,7 @@ class TrafficRun {
         vcd_.set(w.id[kPolling], 0);
         w.ci = cq.cq->ci;
         vcd_.set(w.id[kCi], w.ci);
-        vcd_.set(w.id[kOccupancy], (w.pi - w.ci) & 0xFFFFFF);
+        vcd_.set(w.id[kOccupancy], index_distance(w.ci, w.pi));
       }
       if (timeline_.enabled()) timeline_.span(h, cq_track(h, cq.cq->cqn), "poll", begin, cqes);
     };
@@ -421,7 +415,7 @@ class TrafficRun {
       const CqContext& c = h_[h]->hca.cq.context(w.cqn);
       w.pi = c.pi;
       vcd_.set(w.id[kPi], c.pi);
-      vcd_.set(w.id[kOccupancy], (w.pi - w.ci) & 0xFFFFFF);
+      vcd_.set(w.id[kOccupancy], index_distance(w.ci, w.pi));
       vcd_.set(w.id[kState], uint64_t(c.state));
       vcd_.set(w.id[kModPending], c.mod_pending);
       vcd_.set(w.id[kTimer], c.timer_deadline != 0);
@@ -450,7 +444,7 @@ class TrafficRun {
 
   void sample_occupancy(int h, IbCq& cq) {
     const uint32_t pi = h_[h]->hca.cq.context(cq.cq->cqn).pi;
-    const uint32_t occupancy = (pi - cq.cq->ci) & 0xFFFFFF;
+    const uint32_t occupancy = index_distance(cq.cq->ci, pi);
     occupancy_sum_[h] += occupancy;
     ++occupancy_samples_[h];
     occupancy_max_[h] = std::max(occupancy_max_[h], occupancy);
@@ -765,5 +759,12 @@ class TrafficRun {
 }  // namespace
 
 TrafficResult run_traffic(const TrafficOptions& o) { return TrafficRun(o).run(); }
+
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const size_t i = size_t(std::ceil(p * double(v.size()))) - 1;
+  std::nth_element(v.begin(), v.begin() + long(i), v.end());
+  return v[i];
+}
 
 }  // namespace vhca

@@ -196,13 +196,6 @@ int run_cosim_command(int argc, char** argv) {
   return model.cycles == lock.cycles && rtl.cycles == lock.cycles ? 0 : 1;
 }
 
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  size_t i = size_t(std::ceil(p * double(v.size()))) - 1;
-  std::nth_element(v.begin(), v.begin() + long(i), v.end());
-  return v[i];
-}
-
 }  // namespace
 
 int run_inject(int argc, char** argv);
@@ -397,7 +390,7 @@ int run_inject(int argc, char** argv) {
   const uint64_t eqes = sys.driver.eqes_handled();
   const double sim_s = (sim_end - sim_start).to_seconds();
   std::vector<double> lat = latency_ns;
-  const double p50 = percentile(lat, 0.50), p99 = percentile(lat, 0.99), pmax = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
+  const double p50 = vhca::percentile(lat, 0.50), p99 = vhca::percentile(lat, 0.99), pmax = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
   const auto& st = sys.hca.cq.stats();
   if (completed != injected || misordered != 0 || st.overflows != 0) ok = false;
 
