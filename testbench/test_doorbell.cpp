@@ -88,13 +88,9 @@ TEST_CASE("loopback: an RC pair on one HCA moves SEND, WRITE and READ data throu
     fb::fill(*a.dev, a.buf.addr, 20000, 21);
     fb::post_recv(*b.qp, RecvWr{7, {b.buf.sge(0, 20000)}});
     fb::post_send(*a.qp, send_wr(1, a.buf.sge(0, 20000)));
-    SendWr w = send_wr(2, a.buf.sge(0, 5000), sqwqe::kRdmaWrite);
-    w.remote_addr = b.buf.addr + 100000;
-    w.rkey = b.buf.mr->rkey;
+    SendWr w = remote_wr(2, a.buf.sge(0, 5000), sqwqe::kRdmaWrite, b.buf, 100000);
     fb::post_send(*a.qp, w);
-    SendWr r = send_wr(3, a.buf.sge(200000, 5000), sqwqe::kRdmaRead);
-    r.remote_addr = b.buf.addr + 100000;
-    r.rkey = b.buf.mr->rkey;
+    SendWr r = remote_wr(3, a.buf.sge(200000, 5000), sqwqe::kRdmaRead, b.buf, 100000);
     fb::post_send(*a.qp, r);
     auto s = poll_n(*a.scq, 3);
     REQUIRE(s.size() == 3);

@@ -54,9 +54,7 @@ TEST_CASE("[S18] RDMA WRITE makes no responder CQE, WRITE with immediate consume
   sys().run([] {
     auto [a, b] = rc_pair();
     fb::fill(*a.dev, a.buf.addr, 10000, 2);
-    SendWr w = send_wr(1, a.buf.sge(0, 10000), sqwqe::kRdmaWrite);
-    w.remote_addr = b.buf.addr + 64;
-    w.rkey = b.buf.mr->rkey;
+    SendWr w = remote_wr(1, a.buf.sge(0, 10000), sqwqe::kRdmaWrite, b.buf, 64);
     fb::post_send(*a.qp, w);
     auto swc = poll_n(*a.scq, 1);
     REQUIRE(swc.size() == 1);
@@ -66,9 +64,7 @@ TEST_CASE("[S18] RDMA WRITE makes no responder CQE, WRITE with immediate consume
     CHECK(verbs::peek_cq(*b.rcq, 16) == 0);
     // With immediate: a receive WQE is consumed and its CQE says so.
     fb::post_recv(*b.qp, RecvWr{0xB1, {b.buf.sge(0, 16)}});
-    SendWr wi = send_wr(2, a.buf.sge(0, 300), sqwqe::kRdmaWriteImm);
-    wi.remote_addr = b.buf.addr + 20000;
-    wi.rkey = b.buf.mr->rkey;
+    SendWr wi = remote_wr(2, a.buf.sge(0, 300), sqwqe::kRdmaWriteImm, b.buf, 20000);
     wi.imm = 77;
     fb::post_send(*a.qp, wi);
     auto rwc = poll_n(*b.rcq, 1);
@@ -86,15 +82,11 @@ TEST_CASE("[S18] RDMA READ completes once the response data is placed, atomics r
   sys().run([] {
     auto [a, b] = rc_pair();
     fb::fill(*b.dev, b.buf.addr, 40000, 3);
-    SendWr r = send_wr(10, a.buf.sge(4096, 40000), sqwqe::kRdmaRead);
-    r.remote_addr = b.buf.addr;
-    r.rkey = b.buf.mr->rkey;
+    SendWr r = remote_wr(10, a.buf.sge(4096, 40000), sqwqe::kRdmaRead, b.buf);
     fb::post_send(*a.qp, r);
     // A WRITE right behind the READ: its ACK must not overtake the READ's responses (the
     // requester would take the READ for lost and ask again).
-    SendWr w = send_wr(13, a.buf.sge(0, 64), sqwqe::kRdmaWrite);
-    w.remote_addr = b.buf.addr + 0x10000;
-    w.rkey = b.buf.mr->rkey;
+    SendWr w = remote_wr(13, a.buf.sge(0, 64), sqwqe::kRdmaWrite, b.buf, 0x10000);
     fb::post_send(*a.qp, w);
     auto wc = poll_n(*a.scq, 2);
     REQUIRE(wc.size() == 2);
@@ -106,17 +98,13 @@ TEST_CASE("[S18] RDMA READ completes once the response data is placed, atomics r
     CHECK(fb::read(*a.dev, a.buf.addr + 4096, 40000) == fb::read(*b.dev, b.buf.addr, 40000));
     CHECK(verbs::peek_cq(*b.rcq, 16) == 0);  // no responder CQE
     // Fetch-and-add, then compare-and-swap on a 64-bit little-endian counter.
-    const uint64_t counter = b.buf.addr + 0x8000;
+    const uint64_t counter_off = 0x8000, counter = b.buf.addr + counter_off;
     uint64_t v = 40;
     b.dev->memory().write(counter, &v, 8);
-    SendWr fa = send_wr(11, a.buf.sge(0, 8), sqwqe::kAtomicFa);
-    fa.remote_addr = counter;
-    fa.rkey = b.buf.mr->rkey;
+    SendWr fa = remote_wr(11, a.buf.sge(0, 8), sqwqe::kAtomicFa, b.buf, counter_off);
     fa.compare_add = 2;
     fb::post_send(*a.qp, fa);
-    SendWr cs = send_wr(12, a.buf.sge(8, 8), sqwqe::kAtomicCs);
-    cs.remote_addr = counter;
-    cs.rkey = b.buf.mr->rkey;
+    SendWr cs = remote_wr(12, a.buf.sge(8, 8), sqwqe::kAtomicCs, b.buf, counter_off);
     cs.compare_add = 42;
     cs.swap = 1000;
     fb::post_send(*a.qp, cs);
@@ -240,9 +228,7 @@ TEST_CASE("[S17] streaming: 4 QPs share CQs, every byte arrives, every WQE gets 
     for (int m = 0; m < kMsgs; ++m)
       for (int q = 0; q < kQps; ++q) {
         const uint64_t off = (uint64_t(q) * kMsgs + m) * kLen;
-        SendWr w = send_wr(uint64_t(q) << 32 | m, src.sge(off, kLen), m % 2 ? sqwqe::kRdmaWrite : sqwqe::kSend);
-        w.remote_addr = dst.addr + off;
-        w.rkey = dst.mr->rkey;
+        SendWr w = remote_wr(uint64_t(q) << 32 | m, src.sge(off, kLen), m % 2 ? sqwqe::kRdmaWrite : sqwqe::kSend, dst, off);
         fb::post_send(*qa[q], w);
       }
     auto sends = poll_n(*scq, kQps * kMsgs, 20000);

@@ -114,9 +114,7 @@ TEST_CASE("[S19] remote access: an RDMA WRITE with a bad rkey and a READ of an M
     Side a = make_side(0, 1 << 16), b = make_side(1, 1 << 16);
     fb::connect_rc(*a.qp, *b.qp);
     fb::Buffer no_read = fb::reg_buffer(*b.pd, 4096, kAccessLocalWrite | kAccessRemoteWrite);
-    SendWr r = send_wr(0xA1, a.buf.sge(0, 64), sqwqe::kRdmaRead);
-    r.remote_addr = no_read.addr;
-    r.rkey = no_read.mr->rkey;
+    SendWr r = remote_wr(0xA1, a.buf.sge(0, 64), sqwqe::kRdmaRead, no_read);
     fb::post_send(*a.qp, r);
     auto s = poll_n(*a.scq, 1);
     REQUIRE(s.size() == 1);
@@ -331,9 +329,7 @@ TEST_CASE("link loss and corruption: go-back-N recovers every message, in order,
     fb::fill(*a.dev, a.buf.addr, kMsgs * kLen, 11);
     for (int m = 0; m < kMsgs; m += 2) fb::post_recv(*b.qp, RecvWr{uint64_t(m), {b.buf.sge(uint64_t(m) * kLen, kLen)}});
     for (int m = 0; m < kMsgs; ++m) {
-      SendWr w = send_wr(uint64_t(m), a.buf.sge(uint64_t(m) * kLen, kLen), m % 2 ? sqwqe::kRdmaWrite : sqwqe::kSend);
-      w.remote_addr = b.buf.addr + uint64_t(m) * kLen;
-      w.rkey = b.buf.mr->rkey;
+      SendWr w = remote_wr(uint64_t(m), a.buf.sge(uint64_t(m) * kLen, kLen), m % 2 ? sqwqe::kRdmaWrite : sqwqe::kSend, b.buf, uint64_t(m) * kLen);
       fb::post_send(*a.qp, w);
     }
     auto s = poll_n(*a.scq, kMsgs, 20000);
@@ -400,9 +396,7 @@ TEST_CASE("[S21] SQD: started WQEs finish, new ones wait, the SQ drained event a
     auto [a, b] = rc_pair();
     std::vector<AsyncEvent> events;
     a.dev->async_handler = [&](const AsyncEvent& e) { events.push_back(e); };
-    SendWr w = send_wr(0xA0, a.buf.sge(0, 64 * 1024), sqwqe::kRdmaWrite);
-    w.remote_addr = b.buf.addr;
-    w.rkey = b.buf.mr->rkey;
+    SendWr w = remote_wr(0xA0, a.buf.sge(0, 64 * 1024), sqwqe::kRdmaWrite, b.buf);
     fb::post_send(*a.qp, w);
     wait_us(1.5);  // the WRITE is on the wire
     QpAttr attr;

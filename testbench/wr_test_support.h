@@ -67,5 +67,13 @@ inline SendWr send_wr(uint64_t wr_id, const Sge& s, uint8_t opcode = sqwqe::kSen
   return w;
 }
 
+// A WR aimed at `remote` + `offset` (RDMA WRITE and READ, atomics; a SEND ignores the target).
+inline SendWr remote_wr(uint64_t wr_id, const Sge& s, uint8_t opcode, const fb::Buffer& remote, uint64_t offset = 0) {
+  SendWr w = send_wr(wr_id, s, opcode);
+  w.remote_addr = remote.addr + offset;
+  w.rkey = remote.mr->rkey;
+  return w;
+}
+
 
 }  // namespace vhca::test
