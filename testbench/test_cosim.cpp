@@ -1,6 +1,6 @@
 // Lockstep co-simulation of the C++ and the RTL CQ writer: directed scenarios per rule,
 // constrained-random streams from several seeds, and proof that the checker catches faults.
-#include "testbench/cosim.h"
+#include "cosim/cosim.h"
 #include "testbench/test_support.h"
 
 namespace vhca::test {

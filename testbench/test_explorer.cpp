@@ -1,6 +1,6 @@
 // The moderation explorer end to end: per-CQ moderation overrides and QP groups reach the device
 // and shape what each CQ does; the VCD agrees with the device's own counters, cycle for cycle.
-// Each case runs one two-host traffic scenario (tools/traffic.h), which elaborates its own
+// Each case runs one two-host traffic scenario (explorer/traffic.h), which elaborates its own
 // System: ctest runs every case in its own process, and this file has its own sc_main.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -10,8 +10,8 @@
 #include <sstream>
 #include <systemc>
 
-#include "tools/scenario.h"
-#include "tools/traffic.h"
+#include "explorer/scenario.h"
+#include "explorer/traffic.h"
 
 using namespace vhca;
 

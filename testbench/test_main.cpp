@@ -6,7 +6,7 @@
 
 #include "testbench/test_support.h"
 #ifdef VHCA_RTL_IN_THE_LOOP
-#include "testbench/rtl_cq_writer.h"
+#include "cosim/rtl_cq_writer.h"
 #endif
 
 namespace vhca::test {

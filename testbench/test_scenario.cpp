@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "firmware-shim/dim.h"
-#include "tools/arrival_trace.h"
-#include "tools/scenario.h"
-#include "tools/vcd.h"
+#include "explorer/arrival_trace.h"
+#include "explorer/scenario.h"
+#include "explorer/vcd.h"
 
 namespace vhca::test {
 void configure(SystemConfig&) {}

@@ -8,7 +8,7 @@
 #include "firmware-shim/verbs.h"
 #include "model/common/log.h"
 #include "model/regs/tables.h"
-#include "testbench/system.h"
+#include "sim/system.h"
 
 namespace vhca::test {
 

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "testbench/fabric.h"
+#include "sim/fabric.h"
 #include "testbench/test_support.h"
 
 namespace vhca::test {

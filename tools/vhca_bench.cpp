@@ -14,8 +14,8 @@
 #include <systemc>
 
 #include "firmware-shim/verbs.h"
-#include "testbench/fabric.h"
-#include "testbench/system.h"
+#include "sim/fabric.h"
+#include "sim/system.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // vhca-sim: the main job. With no arguments (or `traffic`) it runs two HCAs on an IB link with RC
-// SEND and RDMA WRITE traffic on QPs that share moderated CQs (tools/traffic.h). `inject` drives
+// SEND and RDMA WRITE traffic on QPs that share moderated CQs (explorer/traffic.h). `inject` drives
 // the CQ engine alone through the completion-injection port; `cosim` runs the lockstep RTL check.
 // Each exits non-zero if any completion was lost, duplicated or reordered (or data damaged), so
 // that its run is also a test.
@@ -18,12 +18,12 @@
 
 #include "firmware-shim/cq_pool.h"
 #include "model/common/log.h"
-#include "testbench/cosim.h"
-#include "testbench/rtl_cq_writer.h"
-#include "testbench/system.h"
-#include "tools/scenario.h"
-#include "tools/sweep.h"
-#include "tools/traffic.h"
+#include "cosim/cosim.h"
+#include "cosim/rtl_cq_writer.h"
+#include "sim/system.h"
+#include "explorer/scenario.h"
+#include "explorer/sweep.h"
+#include "explorer/traffic.h"
 
 namespace {
 

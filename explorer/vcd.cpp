@@ -1,4 +1,4 @@
-#include "tools/vcd.h"
+#include "explorer/vcd.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/traffic.h"
+#include "explorer/traffic.h"
 
 namespace vhca {
 

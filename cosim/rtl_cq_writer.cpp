@@ -4,7 +4,7 @@
 #include <verilated_vcd_c.h>
 
 #include "Vcq_writer.h"
-#include "testbench/rtl_cq_writer.h"
+#include "cosim/rtl_cq_writer.h"
 
 #include <stdexcept>
 #include "model/common/log.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/traffic.h"
+#include "explorer/traffic.h"
 
 namespace vhca {
 

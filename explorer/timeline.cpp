@@ -1,4 +1,4 @@
-#include "tools/timeline.h"
+#include "explorer/timeline.h"
 
 #include <cstdio>
 

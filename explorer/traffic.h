@@ -6,7 +6,7 @@
 // measures, per opcode, per group and per CQ, the latency from posting to the CQE landing in
 // host memory and to the done callback, interrupts, CPU time and CQ occupancy, and checks that
 // every message arrived intact and every WQE completed exactly once, in order. Scenario files
-// (tools/scenario.h) fill TrafficOptions.
+// (explorer/scenario.h) fill TrafficOptions.
 #pragma once
 #include <cstdint>
 #include <functional>

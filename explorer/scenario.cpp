@@ -1,6 +1,6 @@
-#include "tools/scenario.h"
+#include "explorer/scenario.h"
 
-#include "tools/arrival_trace.h"
+#include "explorer/arrival_trace.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "tools/sweep.h"
+#include "explorer/sweep.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tools/scenario.h"
+#include "explorer/scenario.h"
 
 namespace vhca {
 namespace {

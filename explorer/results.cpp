@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "tools/traffic.h"
+#include "explorer/traffic.h"
 
 namespace vhca {
 namespace {

@@ -1,4 +1,4 @@
-#include "testbench/cosim.h"
+#include "cosim/cosim.h"
 
 #include <algorithm>
 #include <chrono>

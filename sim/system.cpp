@@ -1,4 +1,4 @@
-#include "testbench/system.h"
+#include "sim/system.h"
 
 #include <exception>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "tools/traffic.h"
+#include "explorer/traffic.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "model/common/bytes.h"
-#include "testbench/fabric.h"
-#include "testbench/rtl_cq_writer.h"
-#include "testbench/system.h"
-#include "tools/arrival_trace.h"
-#include "tools/timeline.h"
-#include "tools/vcd.h"
+#include "sim/fabric.h"
+#include "cosim/rtl_cq_writer.h"
+#include "sim/system.h"
+#include "explorer/arrival_trace.h"
+#include "explorer/timeline.h"
+#include "explorer/vcd.h"
 
 namespace vhca {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "model/cq/cq_writer_engine.h"
-#include "testbench/rtl_cq_writer.h"
+#include "cosim/rtl_cq_writer.h"
 
 namespace vhca {
 

@@ -1,11 +1,11 @@
-#include "tools/arrival_trace.h"
+#include "explorer/arrival_trace.h"
 
 #include <cinttypes>
 #include <fstream>
 #include <sstream>
 
 #include "model/regs/tables.h"
-#include "tools/scenario.h"
+#include "explorer/scenario.h"
 
 namespace vhca {
 namespace {
