@@ -39,6 +39,12 @@ void print_group(const QpGroup& g, int cqs) {
 
 }  // namespace
 
+void print_queues(const TrafficResult& r) {
+  if (r.queues.empty()) return;
+  std::printf("\nqueues between blocks (depth, high-water mark, items pushed, producers):\n%s",
+              describe_queues(r.queues).c_str());
+}
+
 void print_summary(const TrafficOptions& o, const TrafficResult& r) {
   std::printf("vhca-sim %s%s: 2 HCAs, %d RC QPs on %d CQs per host (%d vectors) for %.0f us (warm-up %.0f us), "
               "moderation %s, %s polling, seed %llu\n",

@@ -236,6 +236,7 @@ class TrafficRun {
     TrafficResult r = result();
     r.ok = r.ok && setup_ok;
     r.wall_s = wall_s;
+    if (o_.queues) r.queues = queue_links();
     auto written = [&](bool ok, const std::string& path) {
       if (ok) return;
       std::fprintf(stderr, "vhca-sim: cannot write %s\n", path.c_str());
@@ -377,8 +378,8 @@ class TrafficRun {
       if (timeline_.enabled()) timeline_.span(h, cq_track(h, cq.cq->cqn), "poll", begin, cqes);
     };
     if (vcd_.signals() == 0) return;  // the engines' hooks cost a call per action: only when dumping
-    n.hca.cq.on_acted = [this, h](uint64_t) { sample_cqs(h); };
-    n.hca.eq.on_acted = [this, h](uint64_t) { sample_eqs(h); };
+    n.hca.cq.on_acted.add([this, h](uint64_t) { sample_cqs(h); });
+    n.hca.eq.on_acted.add([this, h](uint64_t) { sample_eqs(h); });
   }
 
   std::string cq_track(int h, uint32_t cqn) {

@@ -16,6 +16,7 @@
 
 #include "firmware-shim/cq_pool.h"
 #include "firmware-shim/host_cpu.h"
+#include "model/common/topology.h"
 #include "model/cq/cq_types.h"
 #include "model/transport/transport_engine.h"
 #include "tlm/ib_link.h"
@@ -100,6 +101,7 @@ struct TrafficOptions {
   std::string record_path;          // write every arrival as a replayable trace here
   std::string vcd_path;             // write a VCD of the chosen signals here
   std::vector<std::string> vcd_signals;  // glob patterns (`*`, `?`) over signal names; empty: all
+  bool queues = false;              // report every queue between blocks: depth, high-water, producers
 
   // The groups as run: `groups`, or one group "all" of `qps` QPs doing `workload`.
   std::vector<QpGroup> effective_groups() const;
@@ -148,6 +150,7 @@ struct TrafficResult {
   std::vector<CqStats> cqs;  // host 0's CQs, then host 1's
   bool ok = false;
   double wall_s = 0;  // not part of the deterministic results
+  std::vector<QueueLink> queues;  // with TrafficOptions::queues: both HCAs' queues after the run
 };
 
 // The signals a VCD can show, in declaration order (docs/scenarios.md lists them).
@@ -161,6 +164,8 @@ double percentile(std::vector<double>& v, double p);
 // Runs the scenario in this process (SystemC elaborates once).
 TrafficResult run_traffic(const TrafficOptions& o);
 void print_summary(const TrafficOptions& o, const TrafficResult& r);
+// With TrafficOptions::queues: every queue between blocks, its depth and high-water mark.
+void print_queues(const TrafficResult& r);
 // Deterministic machine-readable results (no wall time): one JSON object, or a CSV header + row.
 std::string results_json(const TrafficOptions& o, const TrafficResult& r);
 std::string results_csv(const TrafficOptions& o, const TrafficResult& r);

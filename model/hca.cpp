@@ -10,34 +10,57 @@ Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
       clock(cfg.clock_mhz),
       bar0("bar0"),
       dma("dma", clock, cfg.dma),
+      arbiter("arbiter", clock, cfg.arbiter),
       cq("cq", clock, cfg.cq, cfg.cq_engine ? cfg.cq_engine(cfg.cq) : nullptr),
       eq("eq", clock, cfg.eq),
       msix("msix", clock, bar0.regs),
       qp_tables(cfg.num_qps, cfg.num_mrs),
       transport("transport", clock, cfg.transport, dma, qp_tables),
       cmd("cmd", clock, cfg.cmd, cq, eq, dma, bar0.regs, qp_tables),
-      cfg_(cfg),
-      irq_requests_("irq_requests", 16),
-      injection_wakeup_(clock) {
-  cq.bind_outputs(dma.s_write, eq.s_event, dma.s_ci_req);
-  dma.m_ci_rsp = &cq.s_ci;
-  eq.bind_outputs(dma.s_write, msix.s_irq);
-  msix.bind_output(dma.s_write);
+      cfg_(cfg) {
+  bind_streams();
   cq.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
   eq.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
-  cq.s_cpl.on_space.push_back([this](uint64_t c) { injection_wakeup_.wake(c); });
+  eq.on_report_lost = [this] { count_lost_event(); };
   bind_registers();
   bind_transport();
-  SC_METHOD(injection_step);
-  sensitive << injection_wakeup_.event();
-  dont_initialize();
   SC_METHOD(reset_done);
   sensitive << reset_done_event_;
   dont_initialize();
 }
 
+// Every stream between the blocks, producer port to consumer input (docs/architecture.md).
+void Hca::bind_streams() {
+  transport.m_cpl(arbiter.s_transport);
+  arbiter.m_cpl(cq.s_cpl);
+  cq.m_dma(dma.s_write);
+  cq.m_event(eq.s_event);
+  cq.m_ci_req(dma.s_ci_req);
+  dma.m_ci_rsp(cq.s_ci);
+  eq.m_dma(dma.s_write);
+  eq.m_irq(msix.s_irq);
+  msix.m_dma(dma.s_write);
+  transport.m_event(eq.s_event);
+  cmd.m_ctl(cq.s_ctl);
+  cmd.m_event(eq.s_event);
+  // Doorbells the link holds while their FIFO is full are let go when it has room.
+  auto mmio_space = [this](uint64_t c) {
+    if (on_mmio_space) on_mmio_space(clock.until(c));
+  };
+  transport.s_doorbell->on_space.add(mmio_space);
+  transport.s_doorbell->set_fed_by("bar0: UAR_SQ_DB, UAR_RQ_DB writes (held by PCIe credits)");
+  cq.s_arm->set_fed_by("bar0: UAR_CQ_ARM writes (held by PCIe credits)");
+  eq.s_db->set_fed_by("bar0: UAR_EQ_ARM, UAR_EQ_UPDATE writes (held by PCIe credits)");
+  cq.s_access_error->set_fed_by("PCIe: CQE write failures (LOST_EVENTS when full)");
+  cq.s_arm->on_space.add(mmio_space);
+  eq.s_db->on_space.add(mmio_space);
+}
+
 void Hca::bind_registers() {
   RegisterFile& r = bar0.regs;
+  auto in_page = [&r](const char* name) { return (r.at(name).offset - kUarBase) % kUarStride; };
+  uar_ = {in_page(reg::sq_db), in_page(reg::rq_db), in_page(reg::cq_arm_db), in_page(reg::eq_db_arm),
+          in_page(reg::eq_db_noarm)};
   r.set(reg::core_clock_khz, uint64_t(cfg_.clock_mhz * 1000.0));
   r.set(reg::port_lid, cfg_.transport.lid);
   r.on_write(reg::cq_arm_db, [this](Register&, uint64_t v) {
@@ -49,22 +72,14 @@ void Hca::bind_registers() {
       bad_doorbell(3, a.cqn);
       return;
     }
-    if (!cq.s_arm.can_push(clock.now())) {
-      log::error("arm doorbell for CQ {}: doorbell FIFO full, doorbell dropped", a.cqn);
-      bad_doorbell(5, a.cqn);
-      return;
-    }
-    cq.s_arm.push(a, clock.now());
+    // mmio_ready() held the write until the FIFO had room.
+    cq.s_arm->push(a, clock.now());
   });
   auto eq_doorbell = [this](bool arm) {
     return [this, arm](Register&, uint64_t v) {
-      EqDoorbell d{uint32_t(bits_of(v, eqdb::eqn)), uint32_t(bits_of(v, eqdb::consumer_index)), arm};
-      if (!eq.s_db.can_push(clock.now())) {
-        log::error("EQ doorbell for EQ {}: doorbell FIFO full, doorbell dropped", d.eqn);
-        bad_doorbell(5, d.eqn);
-        return;
-      }
-      eq.s_db.push(d, clock.now());
+      // mmio_ready() held the write until the FIFO had room.
+      eq.s_db->push(EqDoorbell{uint32_t(bits_of(v, eqdb::eqn)), uint32_t(bits_of(v, eqdb::consumer_index)), arm},
+                    clock.now());
     };
   };
   r.on_write(reg::eq_db_arm, eq_doorbell(true));
@@ -76,8 +91,6 @@ void Hca::bind_registers() {
 }
 
 void Hca::bind_transport() {
-  transport.complete = [this](const CompletionRecord& r) { inject_now(r); };
-  transport.async_event = [this](const DeviceEvent& ev) { push_async_event(ev); };
   transport.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
   cmd.on_qp_state = [this](uint32_t qpn, QpState from, QpState to) {
     if (qpn == UINT32_MAX)
@@ -86,20 +99,14 @@ void Hca::bind_transport() {
       transport.qp_state_changed(qpn, from, to);
   };
   // S14: a CQ-overflow event on its way to the EQ engine also moves the CQ's QPs to error. The
-  // hook sits on the stream so that it works whichever CQ writer (model or RTL) raised it.
-  auto wake_eq = eq.s_event.on_data;
-  eq.s_event.on_data = [this, wake_eq](uint64_t c) {
-    const DeviceEvent& ev = eq.s_event.back();
+  // tap sits on the stream so that it works whichever CQ writer (model or RTL) raised it.
+  eq.s_event->on_push.add([this](const DeviceEvent& ev, uint64_t) {
     if (ev.type == eqe::kCqError && ev.syndrome == eqe::kCqOverrun) transport.cq_overflowed(ev.cqn);
-    wake_eq(c);
-  };
-  transport.s_doorbell.on_space.push_back([this](uint64_t c) {
-    if (on_mmio_space) on_mmio_space(clock.until(c));
   });
   auto wq_doorbell = [this](WqKind kind) {
     return [this, kind](Register&, uint64_t v) {
       // mmio_ready() held the write until the FIFO had room.
-      transport.s_doorbell.push(WqDoorbell{kind, uint32_t(bits_of(v, wqdb::qpn)), uint16_t(bits_of(v, wqdb::pi))},
+      transport.s_doorbell->push(WqDoorbell{kind, uint32_t(bits_of(v, wqdb::qpn)), uint16_t(bits_of(v, wqdb::pi))},
                                 clock.now());
     };
   };
@@ -109,17 +116,15 @@ void Hca::bind_transport() {
 
 bool Hca::mmio_ready(uint64_t offset) const {
   if (offset < kUarBase || offset >= kUarBase + kNumUars * kUarStride) return true;
-  const uint64_t in_page = (offset - kUarBase) % kUarStride;
-  if (in_page != 0x00 && in_page != 0x08) return true;  // UAR_SQ_DB, UAR_RQ_DB
-  return transport.s_doorbell.can_push(clock.now());
+  const uint32_t in_page = uint32_t((offset - kUarBase) % kUarStride);
+  const uint64_t now = clock.now();
+  if (in_page == uar_.sq || in_page == uar_.rq) return transport.s_doorbell->can_push(now);
+  if (in_page == uar_.cq_arm) return cq.s_arm->can_push(now);
+  if (in_page == uar_.eq_arm || in_page == uar_.eq_update) return eq.s_db->can_push(now);
+  return true;
 }
 
-// Asynchronous events from the transport (QP fatal) join the EQ engine's input; called from the
-// transport's control thread, which waits while that input is full.
-void Hca::push_async_event(const DeviceEvent& ev) {
-  while (!eq.s_event.can_push(clock.now())) sc_core::wait(clock.until(clock.now() + 1));
-  eq.s_event.push(ev, clock.now());
-}
+void Hca::count_lost_event() { bar0.regs.set(reg::lost_events, bar0.regs.value(reg::lost_events) + 1); }
 
 void Hca::bad_doorbell(uint8_t reason, uint32_t object) {
   RegisterFile& r = bar0.regs;
@@ -133,7 +138,7 @@ void Hca::device_reset() {
   eq.reset();
   cmd.reset();
   transport.reset();
-  injections_.clear();
+  arbiter.reset();
   bar0.regs.reset();
   bar0.regs.set(reg::core_clock_khz, uint64_t(cfg_.clock_mhz * 1000.0));
   bar0.regs.set(reg::port_lid, cfg_.transport.lid);
@@ -141,42 +146,21 @@ void Hca::device_reset() {
   reset_done_event_.notify(cfg_.reset_time);
 }
 
-void Hca::inject(const CompletionRecord& r, uint64_t cycle) {
-  injections_.emplace(std::max(cycle, clock.now()), r);
-  injection_wakeup_.wake(injections_.begin()->first);
-}
-
-void Hca::injection_step() {
-  const uint64_t now = clock.now();
-  if (clock.at(now) != sc_core::sc_time_stamp()) {
-    injection_wakeup_.wake(now + 1);
-    return;
-  }
-  while (!injections_.empty() && injections_.begin()->first <= now) {
-    if (!cq.s_cpl.can_push(now)) {
-      ++injection_stalls_;  // backpressure: retried when the writer frees a slot
-      return;
-    }
-    cq.s_cpl.push(injections_.begin()->second, now);
-    injections_.erase(injections_.begin());
-    ++injected_;
-  }
-  if (!injections_.empty()) injection_wakeup_.wake(injections_.begin()->first);
-}
-
 void Hca::upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) {
   const uint64_t now = clock.now();
   switch (source) {
     case DmaSource::cqe:
-      if (cq.s_access_error.can_push(now))
-        cq.s_access_error.push(id, now);
-      else
-        log::error("CQ {}: CQE write failure not reported (error FIFO full)", id);
+      if (cq.s_access_error->can_push(now)) {
+        cq.s_access_error->push(id, now);
+      } else {
+        log::error("CQ {}: CQE write failure not reported (error input full): counted in LOST_EVENTS", id);
+        count_lost_event();
+      }
       break;
     default:
       log::error("posted write (source {}, id {}) to {:#x} failed at the host", int(source), id, addr);
-      if (source != DmaSource::msix && eq.s_event.can_push(now))
-        eq.s_event.push(DeviceEvent{eqe::kDmaError, 0, 0, uint8_t(source), addr}, now);
+      // An MSI-X write that fails has no event to raise (it would be another interrupt).
+      if (source != DmaSource::msix) eq.report(DeviceEvent{eqe::kDmaError, 0, 0, uint8_t(source), addr});
       break;
   }
 }

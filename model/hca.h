@@ -1,13 +1,13 @@
-// The HCA: BAR0, command unit, transport engine (doorbells, WQE fetch, RC/UD), CQ writer, EQ
-// engine, MSI-X and DMA engine, wired with finite streams. Two TLM sockets face the PCIe link:
-// `bar` (MMIO in) and `dma` (DMA out); two face the IB link: `port_out` and `port_in`.
-// The transport engine feeds completion records to the CQ writer through the same completion
-// input as the injection port, which puts records in at chosen cycles (tests, tools).
+// The HCA: BAR0, command unit, transport engine (doorbells, WQE fetch, RC/UD), completion
+// arbiter, CQ writer, EQ engine, MSI-X and DMA engine, joined by finite streams whose ports are
+// bound here, at elaboration (docs/architecture.md draws them). Two TLM sockets face the PCIe
+// link: `bar` (MMIO in) and `dma` (DMA out); two face the IB link: `port_out` and `port_in`.
+// The transport engine and the injection port (records put in at chosen cycles by tests and
+// tools) share the CQ writer's completion input through the completion arbiter.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <map>
 #include <systemc>
 #include <tlm>
 #include <vector>
@@ -16,6 +16,7 @@
 #include "model/cmd/command_unit.h"
 #include "model/common/sim_clock.h"
 #include "model/common/wakeup.h"
+#include "model/cq/completion_arbiter.h"
 #include "model/cq/cqe_writer.h"
 #include "model/dma/dma_engine.h"
 #include "model/eq/eq_engine.h"
@@ -34,6 +35,7 @@ struct HcaConfig {
   EqEngineConfig eq;
   DmaEngineConfig dma;
   CommandUnitConfig cmd;
+  CompletionArbiterConfig arbiter;
   TransportConfig transport;
   uint32_t num_qps = 1024;
   uint32_t num_mrs = 4096;
@@ -52,17 +54,17 @@ class Hca : public sc_core::sc_module {
   tlm_utils::simple_target_socket<TransportEngine>& port_in() { return transport.port_in; }
 
   // Doorbell backpressure (PCIe posted-write credits): may the posted MMIO write to `offset` be
-  // delivered now? A full SQ/RQ doorbell FIFO holds it, and everything behind it, in the link
-  // until `on_mmio_space` says the FIFO has room again.
+  // delivered now? A full doorbell FIFO (SQ/RQ, CQ arm, EQ) holds it, and everything behind it,
+  // in the link until `on_mmio_space` says the FIFO has room again: no doorbell is dropped.
   bool mmio_ready(uint64_t offset) const;
   std::function<void(sc_core::sc_time delay)> on_mmio_space;
 
   // Injection port: the record enters the CQ writer's input on `cycle` (now if in the past) and
   // is visible to it one cycle later. Records for the same cycle keep their order.
-  void inject(const CompletionRecord& r, uint64_t cycle);
+  void inject(const CompletionRecord& r, uint64_t cycle) { arbiter.inject(r, cycle); }
   void inject_now(const CompletionRecord& r) { inject(r, clock.now()); }
-  uint64_t injected() const { return injected_; }
-  uint64_t injection_stalls() const { return injection_stalls_; }
+  uint64_t injected() const { return arbiter.injected(); }
+  uint64_t injection_stalls() const { return arbiter.injection_stalls(); }
 
   // A posted write failed where it landed (told by the link).
   void upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr);
@@ -72,6 +74,7 @@ class Hca : public sc_core::sc_module {
   SimClock clock;
   Bar0 bar0;
   DmaEngine dma;
+  CompletionArbiter arbiter;
   CqeWriter cq;
   EqEngine eq;
   Msix msix;
@@ -80,20 +83,19 @@ class Hca : public sc_core::sc_module {
   CommandUnit cmd;
 
  private:
+  void bind_streams();
   void bind_registers();
   void bad_doorbell(uint8_t reason, uint32_t object);
+  void count_lost_event();
   void device_reset();
-  void injection_step();
   void reset_done() { bar0.regs.set(reg::health, kHealthReady); }
   void bind_transport();
-  void push_async_event(const DeviceEvent& ev);
 
   HcaConfig cfg_;
-  Stream<uint32_t> irq_requests_;
-  Wakeup injection_wakeup_;
-  std::multimap<uint64_t, CompletionRecord> injections_;
+  struct UarDoorbells {  // offsets within a UAR page, from the register table
+    uint32_t sq, rq, cq_arm, eq_arm, eq_update;
+  } uar_{};
   sc_core::sc_event reset_done_event_;
-  uint64_t injected_ = 0, injection_stalls_ = 0;
 };
 
 }  // namespace vhca

@@ -33,7 +33,7 @@ TEST_CASE("doorbell FIFO backpressure: a full FIFO holds the MMIO writes in the 
     std::vector<std::pair<Side, Side>> pairs;
     for (int i = 0; i < 3; ++i) pairs.push_back(loopback_pair(1 << 16));
     std::vector<std::pair<uint32_t, uint64_t>> taken;  // (QPN, cycle)
-    sys().hca.transport.on_doorbell = [&](const WqDoorbell& d, uint64_t c) { taken.push_back({d.qpn, c}); };
+    sys().hca.transport.on_doorbell.add([&](const WqDoorbell& d, uint64_t c) { taken.push_back({d.qpn, c}); });
     std::vector<uint32_t> posted;
     for (auto& [a, b] : pairs)
       for (Side* s : {&a, &b}) {

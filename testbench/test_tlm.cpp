@@ -41,7 +41,7 @@ TEST_CASE("a 64-byte DMA write lands exactly one serialization time plus the lin
     w.addr = addr;
     w.len = 64;
     w.data[0] = 0xAB;
-    sys().hca.dma.s_write.push(w, c0);  // queued on cycle c0, issued on cycle c0+1
+    sys().hca.dma.s_write->push(w, c0);  // queued on cycle c0, issued on cycle c0+1
     const sc_core::sc_time issue = sys().hca.clock.at(c0 + 1);
     const sc_core::sc_time lands = issue + sc_core::sc_time(2794, sc_core::SC_PS) + sc_core::sc_time(200, sc_core::SC_NS);
     uint8_t b = 0;
@@ -65,7 +65,7 @@ TEST_CASE("back-to-back writes serialize on the link and arrive in order") {
       w.addr = addr;
       w.len = 64;
       w.data[0] = uint8_t(i + 1);
-      sys().hca.dma.s_write.push(w, sys().cycle());
+      sys().hca.dma.s_write->push(w, sys().cycle());
     }
     // One write per cycle from cycle 11; each 88 B TLP takes 2794 ps > one 2 ns cycle, so the
     // serializer is the bottleneck: the 4th lands at 22 ns + 4 x 2794 ps + 200 ns.
@@ -95,7 +95,7 @@ TEST_CASE("a write to the MSI window raises the host interrupt named by its data
     w.addr = MsiSink::kWindowBase;
     w.len = 4;
     w.data[0] = 7;
-    sys().hca.dma.s_write.push(w, c0);
+    sys().hca.dma.s_write->push(w, c0);
     wait_us(3);
     CHECK(fired == 7);
     // issued on cycle 1 (2 ns), (4 + 24) B serialized (889 ps), 200 ns link, 1 us delivery, 300 ns handler entry
@@ -123,7 +123,7 @@ TEST_CASE("a DMA read does not pass an earlier posted write to the same address"
     w.addr = addr;
     w.len = 4;
     w.data[0] = 0x5A;
-    sys().hca.dma.s_write.push(w, sys().cycle());
+    sys().hca.dma.s_write->push(w, sys().cycle());
     uint8_t got[4] = {};
     REQUIRE(sys().hca.dma.read_blocking(addr, got, 4));
     CHECK(got[0] == 0x5A);

@@ -16,7 +16,7 @@ TEST_CASE("[S16][S18] RC SEND: the bytes arrive, RECV and SEND CQEs carry their 
   sys().run([] {
     auto [a, b] = rc_pair();
     std::vector<std::pair<uint32_t, uint64_t>> acks;  // (psn, cycle) at host 0's HCA
-    sys().node(0).hca.transport.on_ack_received = [&](uint32_t, uint32_t psn, uint64_t c) { acks.push_back({psn, c}); };
+    sys().node(0).hca.transport.on_ack_received.add([&](uint32_t, uint32_t psn, uint64_t c) { acks.push_back({psn, c}); });
     fb::fill(*a.dev, a.buf.addr, 1000, 1);
     fb::post_recv(*b.qp, RecvWr{0xB0, {b.buf.sge(0, 4096)}});
     SendWr w = send_wr(0xA0, a.buf.sge(0, 1000), sqwqe::kSendImm, kSendSignaled | kSendSolicited);
@@ -129,7 +129,7 @@ TEST_CASE("[S16][S18] UD SEND with GRH: the receive CQE names the source QP, LID
     fb::ud_to_rts(*a.qp, 0x1111);
     fb::ud_to_rts(*b.qp, 0x2222);
     uint64_t sent_cycle = 0;
-    sys().node(0).hca.transport.on_packet_sent = [&](const IbPacket& p, uint64_t c) { sent_cycle = c; };
+    sys().node(0).hca.transport.on_packet_sent.add([&](const IbPacket& p, uint64_t c) { sent_cycle = c; });
     fb::fill(*a.dev, a.buf.addr, 512, 4);
     fb::post_recv(*b.qp, RecvWr{0xB2, {b.buf.sge(0, 2048)}});
     SendWr w = send_wr(0xA2, a.buf.sge(0, 512));
@@ -216,9 +216,9 @@ TEST_CASE("[S17] streaming: 4 QPs share CQs, every byte arrives, every WQE gets 
     }
     fb::fill(da, src.addr, uint32_t(src.length), 9);
     std::map<uint32_t, std::vector<std::pair<uint32_t, uint64_t>>> acks;  // per QPN: (PSN, cycle)
-    sys().node(0).hca.transport.on_ack_received = [&](uint32_t qpn, uint32_t psn, uint64_t c) {
+    sys().node(0).hca.transport.on_ack_received.add([&](uint32_t qpn, uint32_t psn, uint64_t c) {
       acks[qpn].push_back({psn, c});
-    };
+    });
     // Even messages are SENDs into posted receives, odd ones RDMA WRITEs to the same place.
     for (int q = 0; q < kQps; ++q)
       for (int m = 0; m < kMsgs; m += 2) {

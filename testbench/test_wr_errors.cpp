@@ -26,9 +26,9 @@ QpState device_state(Qp& qp) {
 struct SentLog {
   std::vector<uint64_t> cycles;
   void attach(uint32_t host, IbOp op) {
-    sys().node(host).hca.transport.on_packet_sent = [this, op](const IbPacket& p, uint64_t c) {
+    sys().node(host).hca.transport.on_packet_sent.add([this, op](const IbPacket& p, uint64_t c) {
       if (p.op == op) cycles.push_back(c);
-    };
+    });
   }
 };
 

@@ -48,9 +48,9 @@ struct Options {
                "usage: vhca-sim [traffic] [--qps N] [--cqs N] [--vectors N] [--msg-size BYTES] [--write-fraction F]\n"
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
                "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
-               "                [--fault flip-payload] [--log CATS]\n"
+               "                [--fault flip-payload] [--queues] [--log CATS]\n"
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
-               "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--log CATS]\n"
+               "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--queues] [--log CATS]\n"
                "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
                "                [--out DIR] [--latency COLUMN] [--emit-jobs] [--collect]\n"
                "                (KEY: count, period, mode, policy or a dotted key, list items as name[k])\n"
@@ -122,6 +122,7 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
       o.fault_flip_payload = true;
     }
     else if (a == "--quiet") {}
+    else if (a == "--queues") o.queues = true;
     else if (a == "--log") vhca::log::enable(w.value());
     else usage("traffic: unknown option " + a);
   }
@@ -241,9 +242,11 @@ int run_scenario_command(int argc, char** argv) {
   const std::string path = argv[2];
   std::vector<std::string> sets;
   std::string json, csv, trace, record, vcd, signals;
+  bool queues = false;
   for (ArgWalker w{argc, argv, 3, {}}; w.i < argc; ++w.i) {
     w.a = argv[w.i];
     if (w.a == "--set") sets.push_back(w.value());
+    else if (w.a == "--queues") queues = true;
     else if (w.a == "--json") json = w.value();
     else if (w.a == "--csv") csv = w.value();
     else if (w.a == "--trace") trace = w.value();
@@ -263,6 +266,7 @@ int run_scenario_command(int argc, char** argv) {
   o.trace_path = trace;
   o.record_path = record;
   o.vcd_path = vcd;
+  o.queues = queues;
   if (!signals.empty() && vcd.empty()) usage("run: --signals chooses what --vcd FILE dumps; give --vcd too");
   for (size_t from = 0; !signals.empty();) {
     const size_t comma = signals.find(',', from);
@@ -276,6 +280,7 @@ int run_scenario_command(int argc, char** argv) {
   }
   const vhca::TrafficResult r = vhca::run_traffic(o);
   vhca::print_summary(o, r);
+  vhca::print_queues(r);
   if (!json.empty() && !write_file(json, vhca::results_json(o, r))) return 2;
   if (!csv.empty() && !write_file(csv, vhca::results_csv(o, r))) return 2;
   return r.ok ? 0 : 1;
@@ -292,6 +297,7 @@ int sc_main(int argc, char* argv[]) {
   const vhca::TrafficOptions o = parse_traffic(argc, argv, first);
   const vhca::TrafficResult r = vhca::run_traffic(o);
   vhca::print_summary(o, r);
+  vhca::print_queues(r);
   return r.ok ? 0 : 1;
 }
 

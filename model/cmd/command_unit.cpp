@@ -13,6 +13,8 @@ CommandUnit::CommandUnit(const sc_core::sc_module_name& name, const SimClock& cl
                          CqeWriter& cq, EqEngine& eq, DmaEngine& dma, RegisterFile& regs, QpTables& qp_tables)
     : sc_module(name), clock_(clock), cfg_(cfg), cq_(cq), eq_(eq), dma_(dma), regs_(regs), qp_(qp_tables) {
   cq_.on_control_done = [this](const CqControl&, uint64_t) { control_done_.notify(sc_core::SC_ZERO_TIME); };
+  m_ctl.hold_threads(clock);
+  m_event.hold_threads(clock);
   SC_THREAD(run);
 }
 
@@ -53,7 +55,7 @@ void CommandUnit::run() {
     uint8_t block[cmdblk::kSize];
     if (!dma_.read_blocking(addr, block, cmdblk::kSize)) {
       log::error("command block at {:#x} could not be read: command not executed", addr);
-      if (eq_.s_event.can_push(clock_.now())) eq_.s_event.push(DeviceEvent{eqe::kDmaError, 0, 0, 0, addr}, clock_.now());
+      m_event.push_held(DeviceEvent{eqe::kDmaError, 0, 0, 0, addr});
       busy_ = false;
       continue;
     }
@@ -92,7 +94,7 @@ void CommandUnit::run() {
     std::memcpy(w.data.data(), reply + cmdblk::status.byte, w.len);
     dma_.write_blocking(w);
     const uint8_t token = uint8_t(get_field(block, cmdblk::token));
-    if (eq_.s_event.can_push(clock_.now())) eq_.s_event.push(DeviceEvent{eqe::kCommandDone, 0, 0, r.status, token}, clock_.now());
+    m_event.push_held(DeviceEvent{eqe::kCommandDone, 0, 0, r.status, token});
     busy_ = false;
   }
 }
@@ -499,8 +501,7 @@ CommandUnit::Result CommandUnit::destroy_qp(const In& in) {
 }
 
 void CommandUnit::cq_control(const CqControl& c) {
-  while (!cq_.s_ctl.can_push(clock_.now())) sc_core::wait(clock_.period());
-  cq_.s_ctl.push(c, clock_.now());
+  m_ctl.push_held(c);
   sc_core::wait(control_done_);
   wait_edge();
 }

@@ -31,6 +31,11 @@ class CommandUnit : public sc_core::sc_module {
   CommandUnit(const sc_core::sc_module_name& name, const SimClock& clock, const CommandUnitConfig& cfg,
               CqeWriter& cq, EqEngine& eq, DmaEngine& dma, RegisterFile& regs, QpTables& qp_tables);
 
+  // Control ops to the CQ writer, and events (command done, DMA error) to the EQ engine; a full
+  // stream holds the firmware thread, nothing is dropped.
+  StreamOut<CqControl> m_ctl{"m_ctl"};
+  StreamOut<DeviceEvent> m_event{"m_event"};
+
   void ring();  // the CMD_DOORBELL register was written
   void reset();
   bool initialized() const { return initialized_; }

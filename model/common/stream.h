@@ -4,30 +4,89 @@
 // stalls never depends on the order in which SystemC runs two blocks in one cycle. A producer
 // that finds the stream full holds its item; it is woken (on_space) when the stream stops being
 // full. The consumer is woken for the cycle an item becomes visible.
+//
+// Inside a SystemC model a stream is a channel: the consumer owns it and shows it as a named
+// export (StreamIn), each producer reaches it through a named port (StreamOut) bound at
+// elaboration, so an unbound output fails at elaboration naming the port, and the object
+// hierarchy shows every connection (describe_streams() in model/common/topology.h lists them).
+// The same class also runs outside SystemC, in the lockstep co-simulation harness.
 #pragma once
 #include <cassert>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
+#include <systemc>
 #include <utility>
 #include <vector>
 
+#include "model/common/observers.h"
+#include "model/common/sim_clock.h"
+
 namespace vhca {
 
-template <typename T>
-class Stream {
+// What every finite queue between blocks reports (a stream, or a block's own input queue): its
+// bound, its high-water mark and its traffic. describe_queues() (model/common/topology.h) lists
+// every one reachable from the object hierarchy.
+class QueueInfo {
  public:
-  Stream(std::string name, size_t depth) : name_(std::move(name)), depth_(depth) {}
+  virtual ~QueueInfo() = default;
+  virtual size_t queue_depth() const = 0;
+  virtual size_t queue_high_water() const = 0;
+  virtual uint64_t queue_pushed() const = 0;
+  // Who feeds it when no port does (a register write, a link's report).
+  const std::string& fed_by() const { return fed_by_; }
+  void set_fed_by(std::string who) { fed_by_ = std::move(who); }
 
+ private:
+  std::string fed_by_;
+};
+
+// What every stream reports, whatever it carries.
+class StreamBase : public virtual sc_core::sc_interface, public QueueInfo {
+ public:
+  StreamBase(std::string name, size_t depth) : name_(std::move(name)), depth_(depth) {}
+  const std::string& name() const { return name_; }
+  // The hierarchical name of the export that shows it (set when a module exports it).
+  void set_name(std::string name) { name_ = std::move(name); }
+  size_t depth() const { return depth_; }
+  size_t high_water() const { return high_water_; }
+  uint64_t pushed() const { return pushed_; }  // items ever pushed
+  virtual size_t size() const = 0;
+  size_t queue_depth() const override { return depth_; }
+  size_t queue_high_water() const override { return high_water_; }
+  uint64_t queue_pushed() const override { return pushed_; }
+
+ protected:
+  std::string name_;
+  size_t depth_;
+  size_t high_water_ = 0;
+  uint64_t pushed_ = 0;
+};
+
+template <typename T>
+class Stream : public StreamBase {
+ public:
+  Stream(std::string name, size_t depth) : StreamBase(std::move(name), depth) {}
+
+  // A refused producer is always woken (on_space) for the cycle a slot is usable again: by the
+  // next pop when the stream holds `depth` items, or for the next cycle when it was refused only
+  // because a slot freed on this cycle is not reusable until then.
   bool can_push(uint64_t cycle) const {
-    return items_.size() + (popped_cycle_ == cycle ? popped_ : 0) < depth_;
+    if (items_.size() + (popped_cycle_ == cycle ? popped_ : 0) < depth_) return true;
+    if (items_.size() < depth_)
+      on_space(cycle + 1);
+    else
+      refused_ = true;
+    return false;
   }
   void push(T value, uint64_t cycle) {
     assert(can_push(cycle));
     items_.push_back({cycle, std::move(value)});
     ++pushed_;
     if (items_.size() > high_water_) high_water_ = items_.size();
+    on_push(items_.back().value, cycle);
     if (on_data) on_data(cycle + 1);
   }
   // Cycle from which the head is visible, or UINT64_MAX when empty.
@@ -35,42 +94,93 @@ class Stream {
   bool ready(uint64_t cycle) const { return !items_.empty() && items_.front().cycle < cycle; }
   T& front() { return items_.front().value; }
   const T& back() const { return items_.back().value; }
-  uint64_t pushed() const { return pushed_; }  // items ever pushed
   T pop(uint64_t cycle) {
     const bool was_full = items_.size() + (popped_cycle_ == cycle ? popped_ : 0) >= depth_;
     T v = std::move(items_.front().value);
     items_.pop_front();
     if (popped_cycle_ != cycle) popped_cycle_ = cycle, popped_ = 0;
     ++popped_;
-    if (was_full)
-      for (auto& wake : on_space) wake(cycle + 1);
+    if (was_full || refused_) {
+      refused_ = false;
+      on_space(cycle + 1);
+    }
     return v;
   }
   bool empty() const { return items_.empty(); }
-  size_t size() const { return items_.size(); }
-  size_t depth() const { return depth_; }
-  size_t high_water() const { return high_water_; }
-  const std::string& name() const { return name_; }
+  size_t size() const override { return items_.size(); }
   void clear() {
     items_.clear();
     popped_ = 0;
   }
 
-  std::function<void(uint64_t cycle)> on_data;                 // wake the consumer
-  std::vector<std::function<void(uint64_t cycle)>> on_space;   // wake producers held by a full stream
+  // The consumer's wake-up: one consumer per stream, set by the block that owns the stream.
+  std::function<void(uint64_t cycle)> on_data;
+  Observers<uint64_t> on_space;                // producers held by a full stream
+  Observers<const T&, uint64_t> on_push;       // taps: told of every item as it is pushed
 
  private:
   struct Slot {
     uint64_t cycle;
     T value;
   };
-  std::string name_;
-  size_t depth_;
-  size_t high_water_ = 0;
-  uint64_t pushed_ = 0;
   uint64_t popped_cycle_ = UINT64_MAX;  // slots freed on this cycle are not reusable until the next
   size_t popped_ = 0;
+  mutable bool refused_ = false;  // a producer found it full: the next pop wakes it
   std::deque<Slot> items_;
+};
+
+// A producer's output: a named port, bound at elaboration to the consumer's StreamIn (or to a
+// Stream). SystemC refuses to start with an unbound one ("port not bound", with its name). A
+// producer held by a full stream is woken through on_space (an SC_METHOD's wake-up), or, from an
+// SC_THREAD, push_held() holds the thread until the stream has room: nothing polls.
+template <typename T>
+class StreamOut : public sc_core::sc_port<Stream<T>> {
+ public:
+  explicit StreamOut(const char* name) : sc_core::sc_port<Stream<T>>(name) {}
+  // Wake-ups for a producer held by the full stream; registered with it at end of elaboration.
+  void on_space(std::function<void(uint64_t cycle)> wake) { wakes_.push_back(std::move(wake)); }
+  // Lets an SC_THREAD producer use push_held() (the clock turns the stream's cycles into time).
+  void hold_threads(const SimClock& clock) { clock_ = &clock; }
+  // Push on the current cycle, waiting while the stream is full (SC_THREAD only).
+  void push_held(T value) {
+    assert(clock_ && "push_held needs hold_threads()");
+    while (!(*this)->can_push(clock_->now())) sc_core::wait(space_);
+    (*this)->push(std::move(value), clock_->now());
+  }
+  const char* kind() const override { return "vhca_stream_out"; }
+
+ protected:
+  void end_of_elaboration() override {
+    sc_core::sc_port<Stream<T>>::end_of_elaboration();
+    for (auto& wake : wakes_) (*this)->on_space.add(wake);
+    if (clock_) (*this)->on_space.add([this](uint64_t c) { space_.notify(clock_->until(c)); });
+  }
+
+ private:
+  std::vector<std::function<void(uint64_t)>> wakes_;
+  const SimClock* clock_ = nullptr;
+  sc_core::sc_event space_;
+};
+
+// A consumer's input as the hierarchy shows it: a named export of a stream. It either owns the
+// stream (depth given) or exports one that a non-SystemC engine owns (bind_to).
+template <typename T>
+class StreamIn : public sc_core::sc_export<Stream<T>> {
+ public:
+  StreamIn(const char* name, size_t depth)
+      : sc_core::sc_export<Stream<T>>(name), owned_(std::make_unique<Stream<T>>(this->name(), depth)) {
+    this->bind(*owned_);
+  }
+  explicit StreamIn(const char* name) : sc_core::sc_export<Stream<T>>(name) {}
+  void bind_to(Stream<T>& s) {
+    s.set_name(this->name());
+    this->bind(s);
+  }
+  Stream<T>& stream() { return *(*this).operator->(); }
+  const char* kind() const override { return "vhca_stream_in"; }
+
+ private:
+  std::unique_ptr<Stream<T>> owned_;
 };
 
 }  // namespace vhca

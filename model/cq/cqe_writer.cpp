@@ -10,28 +10,30 @@ CqeWriter::CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock,
       clock_(clock),
       engine_(engine ? std::move(engine) : std::make_unique<CqWriterCore>(cfg, clock.mhz())),
       wakeup_(clock),
-      s_cpl(engine_->s_cpl),
-      s_arm(engine_->s_arm),
-      s_ctl(engine_->s_ctl),
-      s_ci(engine_->s_ci),
-      s_access_error(engine_->s_access_error),
       on_bad_doorbell(engine_->on_bad_doorbell),
       on_control_done(engine_->on_control_done) {
+  s_cpl.bind_to(engine_->s_cpl);
+  s_arm.bind_to(engine_->s_arm);
+  s_ctl.bind_to(engine_->s_ctl);
+  s_ci.bind_to(engine_->s_ci);
+  s_access_error.bind_to(engine_->s_access_error);
   auto wake = [this](uint64_t c) { wakeup_.wake(c); };
-  s_cpl.on_data = s_arm.on_data = s_ctl.on_data = s_ci.on_data = s_access_error.on_data = wake;
+  engine_->s_cpl.on_data = engine_->s_arm.on_data = engine_->s_ctl.on_data = engine_->s_ci.on_data =
+      engine_->s_access_error.on_data = wake;
+  m_dma.on_space(wake);
+  m_event.on_space(wake);
+  m_ci_req.on_space(wake);
   SC_METHOD(step);
   sensitive << wakeup_.event();
   dont_initialize();
 }
 
-void CqeWriter::bind_outputs(Stream<DmaWrite>& dma, Stream<DeviceEvent>& events, Stream<CiRequest>& ci_req) {
-  engine_->m_dma = &dma;
-  engine_->m_event = &events;
-  engine_->m_ci_req = &ci_req;
-  auto wake = [this](uint64_t c) { wakeup_.wake(c); };
-  dma.on_space.push_back(wake);
-  events.on_space.push_back(wake);
-  ci_req.on_space.push_back(wake);
+// The engine (a plain C++ class, shared with the co-simulation harness) pushes through the
+// streams the ports were bound to.
+void CqeWriter::end_of_elaboration() {
+  engine_->m_dma = m_dma.operator->();
+  engine_->m_event = m_event.operator->();
+  engine_->m_ci_req = m_ci_req.operator->();
 }
 
 void CqeWriter::step() {
@@ -42,7 +44,7 @@ void CqeWriter::step() {
     engine_->note_output_stall();  // woken again when the full output drains
     return;
   }
-  if (engine_->act(now) && on_acted) on_acted(now);
+  if (engine_->act(now)) on_acted(now);
   const uint64_t next = engine_->next_cycle(now);
   if (next != UINT64_MAX) wakeup_.wake(next);
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <systemc>
 
+#include "model/common/observers.h"
 #include "model/common/sim_clock.h"
 #include "model/common/wakeup.h"
 #include "model/cq/cq_writer_engine.h"
@@ -18,7 +19,6 @@ class CqeWriter : public sc_core::sc_module {
   // Without an engine, the C++ model is used.
   CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock, const CqeWriterConfig& cfg = {},
             std::unique_ptr<CqWriterEngine> engine = nullptr);
-  void bind_outputs(Stream<DmaWrite>& dma, Stream<DeviceEvent>& events, Stream<CiRequest>& ci_req);
 
   CqWriterEngine& engine() { return *engine_; }
   const CqContext& context(uint32_t cqn) const { return engine_->context(cqn); }
@@ -28,22 +28,26 @@ class CqeWriter : public sc_core::sc_module {
   uint64_t activations() const { return wakeup_.activations(); }
   void reset() { engine_->reset(); }
   // Observation (waveforms): told of each cycle on which the engine acted, after it acted.
-  std::function<void(uint64_t cycle)> on_acted;
+  Observers<uint64_t> on_acted;
 
  private:
   void step();
+  void end_of_elaboration() override;
 
   const SimClock& clock_;
   std::unique_ptr<CqWriterEngine> engine_;
   Wakeup wakeup_;
 
  public:
-  // The engine's ports, under the names the rest of the HCA uses.
-  Stream<CompletionRecord>& s_cpl;
-  Stream<ArmRequest>& s_arm;
-  Stream<CqControl>& s_ctl;
-  Stream<CiResponse>& s_ci;
-  Stream<uint32_t>& s_access_error;
+  // The engine's streams, exported under the names the rest of the HCA binds to.
+  StreamIn<CompletionRecord> s_cpl{"s_cpl"};
+  StreamIn<ArmRequest> s_arm{"s_arm"};
+  StreamIn<CqControl> s_ctl{"s_ctl"};
+  StreamIn<CiResponse> s_ci{"s_ci"};
+  StreamIn<uint32_t> s_access_error{"s_access_error"};
+  StreamOut<DmaWrite> m_dma{"m_dma"};
+  StreamOut<DeviceEvent> m_event{"m_event"};
+  StreamOut<CiRequest> m_ci_req{"m_ci_req"};
   std::function<void(uint8_t reason, uint32_t cqn)>& on_bad_doorbell;
   std::function<void(const CqControl&, uint64_t cycle)>& on_control_done;
 };

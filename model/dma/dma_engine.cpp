@@ -9,8 +9,10 @@ namespace vhca {
 DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg)
     : sc_module(name), s_write("s_write", cfg.write_queue_depth), s_ci_req("s_ci_req", 4), clock_(clock),
       write_wakeup_(clock) {
-  s_write.on_data = [this](uint64_t c) { write_wakeup_.wake(c); };
-  s_ci_req.on_data = [this](uint64_t c) { read_work_.notify(clock_.until(c)); };
+  s_write->on_data = [this](uint64_t c) { write_wakeup_.wake(c); };
+  s_ci_req->on_data = [this](uint64_t c) { read_work_.notify(clock_.until(c)); };
+  m_ci_rsp.hold_threads(clock);
+  s_write->on_space.add([this](uint64_t c) { write_space_.notify(clock_.until(c)); });
   SC_METHOD(write_step);
   sensitive << write_wakeup_.event();
   dont_initialize();
@@ -22,8 +24,8 @@ void DmaEngine::write_step() {
   if (!write_wakeup_.begin_cycle()) return;
   write_wakeup_.count();
   const uint64_t now = clock_.now();
-  if (s_write.ready(now)) {
-    DmaWrite w = s_write.pop(now);
+  if (s_write->ready(now)) {
+    DmaWrite w = s_write->pop(now);
     tlm::tlm_generic_payload& tx = write_tx_;
     PostedTag& tag = write_tag_;
     tag.source = w.source;
@@ -41,7 +43,7 @@ void DmaEngine::write_step() {
     ++writes_;
     log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
   }
-  if (!s_write.empty()) write_wakeup_.wake(std::max(s_write.head_ready_cycle(), now + 1));
+  if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
 }
 
 bool DmaEngine::issue_read(uint64_t addr, uint8_t* out, uint32_t len) {
@@ -69,13 +71,11 @@ void DmaEngine::read_thread() {
   for (;;) {
     const uint64_t now = clock_.now();
     const bool on_edge = clock_.at(now) == sc_core::sc_time_stamp();
-    if (on_edge && s_ci_req.ready(now)) {
-      CiRequest req = s_ci_req.pop(now);
+    if (on_edge && s_ci_req->ready(now)) {
+      CiRequest req = s_ci_req->pop(now);
       uint8_t buf[4] = {};
       bool ok = issue_read(req.dbr, buf, 4);
-      CiResponse rsp{req.cqn, get_be32(buf) & 0xFFFFFF, ok};
-      while (!m_ci_rsp->can_push(clock_.now())) sc_core::wait(clock_.period());
-      m_ci_rsp->push(rsp, clock_.now());
+      m_ci_rsp.push_held(CiResponse{req.cqn, get_be32(buf) & 0xFFFFFF, ok});
       continue;
     }
     if (on_edge && !firmware_reads_.empty()) {
@@ -86,8 +86,8 @@ void DmaEngine::read_thread() {
       r->done_event->notify(sc_core::SC_ZERO_TIME);
       continue;
     }
-    if (!s_ci_req.empty() || !firmware_reads_.empty()) {
-      uint64_t next = s_ci_req.empty() ? now + 1 : std::max(s_ci_req.head_ready_cycle(), now + 1);
+    if (!s_ci_req->empty() || !firmware_reads_.empty()) {
+      uint64_t next = s_ci_req->empty() ? now + 1 : std::max(s_ci_req->head_ready_cycle(), now + 1);
       if (!on_edge) next = std::min(next, now + 1);
       sc_core::wait(clock_.until(next));
     } else {
@@ -99,7 +99,7 @@ void DmaEngine::read_thread() {
 void DmaEngine::fence_writes() {
   // Wait until the writes queued so far have been issued, not for an empty queue, which
   // sustained traffic may never give. The link then keeps a later read behind them.
-  const uint64_t fence = writes_ + s_write.size();
+  const uint64_t fence = writes_ + s_write->size();
   while (writes_ < fence) sc_core::wait(clock_.period());
 }
 
@@ -122,8 +122,10 @@ bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
 
 void DmaEngine::write_blocking(DmaWrite w) {
   // A slot freed this cycle is usable on the next: retry cycle by cycle while the queue is full.
-  while (!s_write.can_push(clock_.now())) sc_core::wait(clock_.until(clock_.now() + 1));
-  s_write.push(std::move(w), clock_.now());
+  // Held while the queue is full, woken on the cycle a slot frees (a slot freed on a cycle is
+  // usable from the next).
+  while (!s_write->can_push(clock_.now())) sc_core::wait(write_space_);
+  s_write->push(std::move(w), clock_.now());
 }
 
 }  // namespace vhca

@@ -26,9 +26,9 @@ struct DmaEngineConfig {
 class DmaEngine : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<DmaEngine> socket{"socket"};
-  Stream<DmaWrite> s_write;
-  Stream<CiRequest> s_ci_req;
-  Stream<CiResponse>* m_ci_rsp = nullptr;
+  StreamIn<DmaWrite> s_write;       // the ordered posted-write channel, every writer's input
+  StreamIn<CiRequest> s_ci_req;     // consumer-index refreshes from the CQ writer
+  StreamOut<CiResponse> m_ci_rsp{"m_ci_rsp"};
 
   SC_HAS_PROCESS(DmaEngine);
   DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg = {});
@@ -65,6 +65,7 @@ class DmaEngine : public sc_core::sc_module {
   tlm::tlm_generic_payload write_tx_;  // reused: constructing a payload per write costs an allocation
   PostedTag write_tag_;
   sc_core::sc_event read_work_;
+  sc_core::sc_event write_space_;  // the write queue stopped being full
   std::deque<FirmwareRead*> firmware_reads_;
   uint64_t writes_ = 0, reads_ = 0, read_errors_ = 0;
 };

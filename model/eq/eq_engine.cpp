@@ -10,24 +10,30 @@ EqEngine::EqEngine(const sc_core::sc_module_name& name, const SimClock& clock, c
     : sc_module(name), s_event("s_event", 16), s_db("s_db", 16), clock_(clock), cfg_(cfg), wakeup_(clock),
       table_(cfg.num_eqs) {
   auto wake = [this](uint64_t c) { wakeup_.wake(c); };
-  s_event.on_data = s_db.on_data = wake;
+  s_event->on_data = s_db->on_data = wake;
+  m_dma.on_space(wake);
+  m_irq.on_space(wake);
   SC_METHOD(step);
   sensitive << wakeup_.event();
   dont_initialize();
 }
 
-void EqEngine::bind_outputs(Stream<DmaWrite>& dma, Stream<uint32_t>& irq) {
-  m_dma = &dma;
-  m_irq = &irq;
-  auto wake = [this](uint64_t c) { wakeup_.wake(c); };
-  dma.on_space.push_back(wake);
-  irq.on_space.push_back(wake);
+void EqEngine::report(const DeviceEvent& ev) {
+  if (reports_.size() >= kPendingReports) {
+    ++reports_lost_;
+    log::error("event type {:#x} (data {:#x}) lost: {} reports already pending", ev.type, ev.data, reports_.size());
+    if (on_report_lost) on_report_lost();
+    return;
+  }
+  reports_.push_back(ev);
+  wakeup_.wake(clock_.now() + 1);
 }
 
 void EqEngine::reset() {
   for (auto& eq : table_) eq = EqContext{};
-  s_event.clear();
-  s_db.clear();
+  s_event->clear();
+  s_db->clear();
+  reports_.clear();
 }
 
 void EqEngine::create(uint32_t eqn, const EqConfig& cfg) {
@@ -40,21 +46,27 @@ void EqEngine::create(uint32_t eqn, const EqConfig& cfg) {
 
 void EqEngine::destroy(uint32_t eqn) { table_.at(eqn).valid = false; }
 
-// One action per cycle: a doorbell first, else an event.
+// One action per cycle: a doorbell first, else an event, else a pending report.
 void EqEngine::step() {
   if (!wakeup_.begin_cycle()) return;
   wakeup_.count();
   const uint64_t now = clock_.now();
   if (!m_dma->can_push(now) || !m_irq->can_push(now)) return;  // woken again by on_space
   bool acted = true;
-  if (s_db.ready(now))
-    apply_doorbell(s_db.pop(now), now);
-  else if (s_event.ready(now))
-    write_eqe(s_event.pop(now), now);
-  else
+  if (s_db->ready(now)) {
+    apply_doorbell(s_db->pop(now), now);
+  } else if (s_event->ready(now)) {
+    write_eqe(s_event->pop(now), now);
+  } else if (!reports_.empty()) {
+    const DeviceEvent ev = reports_.front();
+    reports_.pop_front();
+    write_eqe(ev, now);
+  } else {
     acted = false;
-  if (acted && on_acted) on_acted(now);
-  uint64_t next = std::min(s_db.head_ready_cycle(), s_event.head_ready_cycle());
+  }
+  if (acted) on_acted(now);
+  uint64_t next = std::min(s_db->head_ready_cycle(), s_event->head_ready_cycle());
+  if (!reports_.empty()) next = now + 1;
   if (next != UINT64_MAX) wakeup_.wake(std::max(next, now + 1));
 }
 
@@ -100,8 +112,7 @@ void EqEngine::write_eqe(const DeviceEvent& ev, uint64_t now) {
     ++eq.overruns;
     ++dropped_;
     log::error("EQ {} overrun: event type {:#x} (CQ {}) dropped", eqn, ev.type, ev.cqn);
-    if (!(eq.cfg.event_mask & kEqMaskAsync) && s_event.can_push(now))
-      s_event.push(DeviceEvent{eqe::kEqOverrun, 0, 0, 0, eqn}, now);
+    if (!(eq.cfg.event_mask & kEqMaskAsync)) report(DeviceEvent{eqe::kEqOverrun, 0, 0, 0, eqn});
     return;
   }
   DmaWrite w;

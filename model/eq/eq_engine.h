@@ -3,11 +3,13 @@
 // EQ created with the async mask, command completions to the EQ created with the command mask.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <systemc>
 #include <vector>
 
 #include "model/common/sim_clock.h"
+#include "model/common/observers.h"
 #include "model/common/stream.h"
 #include "model/common/wakeup.h"
 #include "model/cq/cq_types.h"
@@ -45,19 +47,25 @@ struct EqEngineConfig {
 
 class EqEngine : public sc_core::sc_module {
  public:
-  Stream<DeviceEvent> s_event;
-  Stream<EqDoorbell> s_db;
-  Stream<DmaWrite>* m_dma = nullptr;
-  Stream<uint32_t>* m_irq = nullptr;  // MSI-X vector requests
+  StreamIn<DeviceEvent> s_event;  // completion, async and command events from every block
+  StreamIn<EqDoorbell> s_db;
+  StreamOut<DmaWrite> m_dma{"m_dma"};
+  StreamOut<uint32_t> m_irq{"m_irq"};  // MSI-X vector requests
 
   std::function<void(uint8_t reason, uint32_t eqn)> on_bad_doorbell;
   // Observation (waveforms): told of each cycle on which the engine applied a doorbell or wrote
   // an EQE, after it did.
-  std::function<void(uint64_t cycle)> on_acted;
+  Observers<uint64_t> on_acted;
 
   SC_HAS_PROCESS(EqEngine);
   EqEngine(const sc_core::sc_module_name& name, const SimClock& clock, const EqEngineConfig& cfg = {});
-  void bind_outputs(Stream<DmaWrite>& dma, Stream<uint32_t>& irq);
+
+  // An event from a source that cannot wait for room (a PCIe error report, the engine's own
+  // overrun report): kept in a bounded list of pending reports and written as soon as the engine
+  // can. One that finds the list full is counted in reports_lost() and the LOST_EVENTS register.
+  void report(const DeviceEvent& ev);
+  uint64_t reports_lost() const { return reports_lost_; }
+  std::function<void()> on_report_lost;
 
   // Firmware (command unit) access to the EQC table.
   void create(uint32_t eqn, const EqConfig& cfg);
@@ -80,6 +88,9 @@ class EqEngine : public sc_core::sc_module {
   Wakeup wakeup_;
   std::vector<EqContext> table_;
   uint64_t dropped_ = 0;
+  static constexpr size_t kPendingReports = 16;
+  std::deque<DeviceEvent> reports_;  // at most kPendingReports
+  uint64_t reports_lost_ = 0;
 };
 
 }  // namespace vhca

@@ -6,17 +6,13 @@
 namespace vhca {
 
 Msix::Msix(const sc_core::sc_module_name& name, const SimClock& clock, RegisterFile& regs)
-    : sc_module(name), s_irq("s_irq", 16), clock_(clock), regs_(regs), wakeup_(clock) {
-  s_irq.on_data = [this](uint64_t c) { wakeup_.wake(c); };
+    : sc_module(name), s_irq("s_irq", 16), clock_(clock), regs_(regs), wakeup_(clock), listed_(kNumMsixVectors) {
+  s_irq->on_data = [this](uint64_t c) { wakeup_.wake(c); };
+  m_dma.on_space([this](uint64_t c) { wakeup_.wake(c); });
   regs_.on_write(reg::msix_ctrl, [this](Register& r, uint64_t v) { on_ctrl_write(r, v); });
   SC_METHOD(step);
   sensitive << wakeup_.event();
   dont_initialize();
-}
-
-void Msix::bind_output(Stream<DmaWrite>& dma) {
-  m_dma = &dma;
-  dma.on_space.push_back([this](uint64_t c) { wakeup_.wake(c); });
 }
 
 bool Msix::masked(uint32_t v) const {
@@ -35,42 +31,53 @@ void Msix::set_pending(uint32_t v, bool on) {
 
 void Msix::on_ctrl_write(Register& r, uint64_t value) {
   r.value = value & 1;
-  // Unmasked with a message pending: deliver it (marked, so that a second unmask before the
-  // delivery does not send it twice).
-  if (!(value & 1) && pending(r.index) && s_irq.can_push(clock_.now())) s_irq.push(r.index | kRedelivery, clock_.now());
+  // Unmasked with a message pending: deliver it from the pending bit on the next cycle. A second
+  // unmask before the delivery finds the vector listed already and sends nothing more.
+  if (!(value & 1) && pending(r.index) && !listed_[r.index]) {
+    listed_[r.index] = true;
+    unmasked_pending_.push_back(r.index);
+    wakeup_.wake(clock_.now() + 1);
+  }
 }
 
+// One message per cycle: a request from the EQ engine first, else a pending bit just unmasked.
 void Msix::step() {
   if (!wakeup_.begin_cycle()) return;
   wakeup_.count();
   const uint64_t now = clock_.now();
-  if (!m_dma->can_push(now)) return;
-  if (s_irq.ready(now)) {
-    uint32_t v = s_irq.pop(now);
-    const bool redelivery = v & kRedelivery;
-    v &= ~kRedelivery;
-    if (redelivery && !pending(v)) {
-      // already delivered by an earlier unmask
-    } else if (v >= kNumMsixVectors) {
+  if (!m_dma->can_push(now)) return;  // woken again by on_space
+  if (s_irq->ready(now)) {
+    const uint32_t v = s_irq->pop(now);
+    if (v >= kNumMsixVectors) {
       log::error("MSI-X: vector {} does not exist", v);
     } else if (masked(v)) {
       set_pending(v, true);
       log::write(log::Cat::irq, "MSI-X vector {} masked: pending", v);
     } else {
-      set_pending(v, false);
-      DmaWrite w;
-      // MSI addresses are DWORD aligned: the low two bits are ignored, as in PCI.
-      w.addr = (regs_.value(reg::msix_addr_hi, v) << 32 | regs_.value(reg::msix_addr_lo, v)) & ~uint64_t(3);
-      w.len = 4;
-      put_le32(w.data.data(), uint32_t(regs_.value(reg::msix_data, v)));
-      w.source = DmaSource::msix;
-      w.id = v;
-      m_dma->push(w, now);
-      ++messages_;
-      log::write(log::Cat::irq, "MSI-X vector {} -> write {:#x} to {:#x}", v, regs_.value(reg::msix_data, v), w.addr);
+      send(v, now);
     }
+  } else if (!unmasked_pending_.empty()) {
+    const uint32_t v = unmasked_pending_.front();
+    unmasked_pending_.pop_front();
+    listed_[v] = false;
+    if (pending(v) && !masked(v)) send(v, now);  // masked again meanwhile: it stays pending
   }
-  if (!s_irq.empty()) wakeup_.wake(std::max(s_irq.head_ready_cycle(), now + 1));
+  if (!s_irq->empty()) wakeup_.wake(std::max(s_irq->head_ready_cycle(), now + 1));
+  if (!unmasked_pending_.empty()) wakeup_.wake(now + 1);
+}
+
+void Msix::send(uint32_t v, uint64_t now) {
+  set_pending(v, false);
+  DmaWrite w;
+  // MSI addresses are DWORD aligned: the low two bits are ignored, as in PCI.
+  w.addr = (regs_.value(reg::msix_addr_hi, v) << 32 | regs_.value(reg::msix_addr_lo, v)) & ~uint64_t(3);
+  w.len = 4;
+  put_le32(w.data.data(), uint32_t(regs_.value(reg::msix_data, v)));
+  w.source = DmaSource::msix;
+  w.id = v;
+  m_dma->push(w, now);
+  ++messages_;
+  log::write(log::Cat::irq, "MSI-X vector {} -> write {:#x} to {:#x}", v, regs_.value(reg::msix_data, v), w.addr);
 }
 
 }  // namespace vhca

@@ -1,9 +1,11 @@
 // MSI-X: the vector table (address, data, mask) and the pending-bit array live in BAR0; an
 // interrupt is a posted memory write of the vector's data to its address, issued on the same
 // ordered write channel as the EQE it covers, so it can never overtake it. A masked vector sets
-// its pending bit; unmasking delivers the pending message.
+// its pending bit; unmasking delivers the pending message from the pending bit itself (the bits
+// are the only record, as in the PCI spec: nothing is queued that could be lost).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <systemc>
 #include <vector>
 
@@ -17,13 +19,11 @@ namespace vhca {
 
 class Msix : public sc_core::sc_module {
  public:
-  static constexpr uint32_t kRedelivery = 1u << 31;  // s_irq flag: a pending message on unmask
-  Stream<uint32_t> s_irq;
-  Stream<DmaWrite>* m_dma = nullptr;
+  StreamIn<uint32_t> s_irq;  // vector requests from the EQ engine
+  StreamOut<DmaWrite> m_dma{"m_dma"};
 
   SC_HAS_PROCESS(Msix);
   Msix(const sc_core::sc_module_name& name, const SimClock& clock, RegisterFile& regs);
-  void bind_output(Stream<DmaWrite>& dma);
   bool pending(uint32_t vector) const;
   uint64_t messages() const { return messages_; }
 
@@ -32,11 +32,16 @@ class Msix : public sc_core::sc_module {
   bool masked(uint32_t vector) const;
   void set_pending(uint32_t vector, bool on);
   void on_ctrl_write(Register& r, uint64_t value);
+  void send(uint32_t vector, uint64_t now);
 
   const SimClock& clock_;
   RegisterFile& regs_;
   Wakeup wakeup_;
   uint64_t messages_ = 0;
+  // Vectors unmasked with their pending bit set, to deliver from the bit, in unmask order. Each
+  // vector is listed at most once, so the list is bounded by the vector count.
+  std::deque<uint32_t> unmasked_pending_;
+  std::vector<bool> listed_;
 };
 
 }  // namespace vhca

@@ -31,6 +31,8 @@ const std::vector<RegSpec>& bar0_registers() {
        "the last invalid doorbell: [31:24] reason (1 unknown object, 2 object in error, 3 index out of range, 4 stale arm sn, 5 FIFO full, 6 QP state), [23:0] CQN/EQN"},
       {reg::bad_accesses, 0x0030, 4, 1, 0, 0, Access::ro, "count of BAR accesses answered with an error (undefined offset, wrong size, read of WO)"},
       {reg::port_lid, 0x0034, 4, 1, 0, 0, Access::ro, "the port's LID (the source LID of UD packets it sends)"},
+      {reg::lost_events, 0x0038, 4, 1, 0, 0, Access::ro,
+       "count of error reports the device could not deliver: a posted-write failure or an EQ overrun report that found 16 reports already pending, a CQE write failure that found the CQ writer's error input full"},
       {reg::sq_db, kUarBase + 0x00, 8, kNumUars, kUarStride, 0, Access::wo,
        "SQ doorbell (64-bit write): QPN and SQ producer counter, see the SQ / RQ doorbell format"},
       {reg::rq_db, kUarBase + 0x08, 8, kNumUars, kUarStride, 0, Access::wo,

@@ -44,6 +44,7 @@ constexpr const char* num_uars = "NUM_UARS";
 constexpr const char* num_msix = "NUM_MSIX";
 constexpr const char* bad_doorbells = "BAD_DOORBELLS";
 constexpr const char* last_bad_doorbell = "LAST_BAD_DOORBELL";
+constexpr const char* lost_events = "LOST_EVENTS";
 constexpr const char* bad_accesses = "BAD_ACCESSES";
 constexpr const char* port_lid = "PORT_LID";
 constexpr const char* sq_db = "UAR_SQ_DB";

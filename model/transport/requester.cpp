@@ -97,7 +97,7 @@ sc_core::sc_time TransportEngine::transmit(IbPacket& p) {
   log::write(log::Cat::wq, "tx {}{} qp {:#x} psn {:#x} len {}", ib_op_name(p.op),
              p.op != IbOp::ack ? "" : p.ack_kind == AckKind::nak ? "(NAK)" : p.ack_kind == AckKind::rnr_nak ? "(RNR NAK)" : "",
              p.dest_qpn, p.psn, p.payload.size());
-  if (on_packet_sent) on_packet_sent(p, clock_.now());
+  on_packet_sent(p, clock_.now());
   wire_free_at_ = sc_core::sc_time_stamp() + delay;
   return wire_free_at_;
 }
@@ -479,7 +479,7 @@ void TransportEngine::requester_receive(IbPacket& p) {
   if (q.state != QpState::rts && q.state != QpState::sqd) return;  // a QP in error ignores responses
   if (p.op == IbOp::ack) {
     ++stats_.acks_received;
-    if (on_ack_received) on_ack_received(qpn, p.psn, clock_.now());
+    on_ack_received(qpn, p.psn, clock_.now());
     if (p.ack_kind == AckKind::ack) {
       ack_through(qpn, p.psn);
     } else if (p.ack_kind == AckKind::rnr_nak) {

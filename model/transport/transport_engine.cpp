@@ -24,7 +24,8 @@ TransportEngine::TransportEngine(const sc_core::sc_module_name& name, const SimC
       rt_(tables.qps.size()),
       doorbell_wakeup_(clock) {
   port_in.register_b_transport(this, &TransportEngine::receive);
-  s_doorbell.on_data = [this](uint64_t c) { doorbell_wakeup_.wake(c); };
+  s_doorbell->on_data = [this](uint64_t c) { doorbell_wakeup_.wake(c); };
+  m_event.hold_threads(clock);
   SC_METHOD(doorbell_step);
   sensitive << doorbell_wakeup_.event();
   dont_initialize();
@@ -55,11 +56,11 @@ void TransportEngine::doorbell_step() {
     doorbell_wakeup_.wake(doorbell_free_);
     return;
   }
-  if (s_doorbell.ready(now)) {
-    const WqDoorbell db = s_doorbell.pop(now);
+  if (s_doorbell->ready(now)) {
+    const WqDoorbell db = s_doorbell->pop(now);
     doorbell_free_ = now + cfg_.doorbell_cycles;
     ++stats_.doorbells;
-    if (on_doorbell) on_doorbell(db, now);
+    on_doorbell(db, now);
     auto refuse = [&](uint8_t reason, const char* why) {
       ++stats_.bad_doorbells;
       log::error("{} doorbell for QP {:#x} (pi {}): {}", db.kind == WqKind::sq ? "SQ" : "RQ", db.qpn, db.pi, why);
@@ -100,7 +101,7 @@ void TransportEngine::doorbell_step() {
       }
     }
   }
-  if (!s_doorbell.empty()) doorbell_wakeup_.wake(std::max({s_doorbell.head_ready_cycle(), now + 1, doorbell_free_}));
+  if (!s_doorbell->empty()) doorbell_wakeup_.wake(std::max({s_doorbell->head_ready_cycle(), now + 1, doorbell_free_}));
 }
 
 void TransportEngine::want_fetch(uint32_t qpn) {
@@ -129,7 +130,7 @@ void TransportEngine::control_thread() {
     if (!fatal_events_.empty()) {
       DeviceEvent ev = fatal_events_.front();
       fatal_events_.pop_front();
-      if (async_event) async_event(ev);
+      m_event.push_held(ev);
     } else if (!flush_queue_.empty()) {
       const uint32_t qpn = flush_queue_.front();
       flush_queue_.pop_front();
@@ -363,7 +364,9 @@ void TransportEngine::emit_completion(const CompletionRecord& r) {
   if (r.syndrome == syndrome::kWrFlush) ++stats_.flushed;
   log::write(log::Cat::wq, "QP {:#x} {} completion wr_id {:#x} status {:#x} -> CQ {}", r.qpn,
              r.is_send ? "send" : "recv", r.wr_id, r.syndrome, r.cqn);
-  if (complete) complete(r);
+  // Held while the CQ writer's input is full: the completing thread (receive, transmit or
+  // control) stalls, and with it what it serves.
+  while (!m_cpl->try_put(r)) sc_core::wait(m_cpl->space_event());
 }
 
 CompletionRecord TransportEngine::send_completion(const QpContext& q, uint32_t qpn, const SendWqe& w,
@@ -516,7 +519,7 @@ void TransportEngine::reset() {
   fatal_events_.clear();
   rx_fifo_.clear();
   deadlines_ = {};
-  s_doorbell.clear();
+  s_doorbell->clear();
   doorbell_free_ = 0;
 }
 

@@ -22,9 +22,11 @@
 #include <tlm_utils/simple_target_socket.h>
 #include <vector>
 
+#include "model/common/observers.h"
 #include "model/common/sim_clock.h"
 #include "model/common/stream.h"
 #include "model/common/wakeup.h"
+#include "model/cq/completion_arbiter.h"
 #include "model/cq/cq_types.h"
 #include "model/dma/dma_engine.h"
 #include "model/qp/qp_table.h"
@@ -65,22 +67,23 @@ class TransportEngine : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<TransportEngine> port_out{"port_out"};
   tlm_utils::simple_target_socket<TransportEngine> port_in{"port_in"};
-  Stream<WqDoorbell> s_doorbell;
+  StreamIn<WqDoorbell> s_doorbell;
+  // Completion records to the CQ writer (through the completion arbiter: a full input holds the
+  // thread that completes) and asynchronous events (QP fatal, SQ drained) to the EQ engine.
+  sc_core::sc_port<CompletionPutIf> m_cpl{"m_cpl"};
+  StreamOut<DeviceEvent> m_event{"m_event"};
 
   SC_HAS_PROCESS(TransportEngine);
   TransportEngine(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
                   DmaEngine& dma, QpTables& tables);
 
-  // Where completion records go (the CQ writer's input) and asynchronous events (the EQ engine).
-  std::function<void(const CompletionRecord&)> complete;
-  std::function<void(const DeviceEvent&)> async_event;
   // A doorbell the unit refused: reason (1 unknown QP, 3 index out of range, 6 QP state), QPN.
   std::function<void(uint8_t reason, uint32_t qpn)> on_bad_doorbell;
-  // Observation hooks for tests and tools: an ACK / NAK arrived at the requester (QPN, PSN,
-  // cycle), and a packet left the port.
-  std::function<void(uint32_t qpn, uint32_t psn, uint64_t cycle)> on_ack_received;
-  std::function<void(const IbPacket&, uint64_t cycle)> on_packet_sent;
-  std::function<void(const WqDoorbell&, uint64_t cycle)> on_doorbell;
+  // Observers for tests and tools: an ACK / NAK arrived at the requester (QPN, PSN, cycle), a
+  // packet left the port, a doorbell was taken.
+  Observers<uint32_t, uint32_t, uint64_t> on_ack_received;
+  Observers<const IbPacket&, uint64_t> on_packet_sent;
+  Observers<const WqDoorbell&, uint64_t> on_doorbell;
 
   // Called by the command unit after a QP changed state (or was created / destroyed).
   void qp_state_changed(uint32_t qpn, QpState from, QpState to);

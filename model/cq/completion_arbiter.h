@@ -1,0 +1,80 @@
+// The CQ writer's completion input has two producers: the transport engine and the injection
+// port (tests and tools put records in at chosen cycles). The arbiter joins them in front of the
+// CQ writer's s_cpl stream, one source after the other when both have a record (round robin),
+// each in its own order, and passes on as many records a cycle as s_cpl has room for.
+//
+// It is a multiplexer, not a register stage: a record offered on cycle c enters s_cpl on c when
+// there is room, and so is visible to the CQ writer on c+1, as if the producer had pushed into
+// s_cpl itself. The transport's side is a finite queue (transport_depth): a transport thread
+// whose completion finds it full is held until a record leaves (backpressure from the CQ writer
+// back to the transport: a writer that holds its intake for a consumer-index refresh or a resize,
+// or a flush of a whole ring, stalls the transport instead of growing a queue).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <systemc>
+
+#include "model/common/sim_clock.h"
+#include "model/common/stream.h"
+#include "model/common/wakeup.h"
+#include "model/cq/cq_types.h"
+
+namespace vhca {
+
+// What the transport sees of the arbiter: a put that may refuse, and the event that says a refused
+// put may now succeed.
+class CompletionPutIf : public virtual sc_core::sc_interface {
+ public:
+  virtual bool try_put(const CompletionRecord& r) = 0;
+  virtual const sc_core::sc_event& space_event() const = 0;
+};
+
+struct CompletionArbiterConfig {
+  size_t transport_depth = 16;  // completion records the transport may have waiting (assumption)
+};
+
+class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, public QueueInfo {
+ public:
+  sc_core::sc_export<CompletionPutIf> s_transport{"s_transport"};
+  StreamOut<CompletionRecord> m_cpl{"m_cpl"};
+
+  SC_HAS_PROCESS(CompletionArbiter);
+  CompletionArbiter(const sc_core::sc_module_name& name, const SimClock& clock,
+                    const CompletionArbiterConfig& cfg = {});
+
+  // The transport's side (through s_transport).
+  bool try_put(const CompletionRecord& r) override;
+  const sc_core::sc_event& space_event() const override { return space_; }
+
+  // The injection port: the record is offered on `cycle` (now if in the past). Records for the
+  // same cycle keep their order.
+  void inject(const CompletionRecord& r, uint64_t cycle);
+  void reset();
+
+  uint64_t injected() const { return injected_; }
+  uint64_t injection_stalls() const { return injection_stalls_; }  // cycles an injection waited for room
+  uint64_t transport_stalls() const { return transport_stalls_; }  // puts refused: the transport held
+  size_t transport_high_water() const { return transport_high_water_; }
+  size_t transport_depth() const { return cfg_.transport_depth; }
+  // The transport's queue, as the topology reports it.
+  size_t queue_depth() const override { return cfg_.transport_depth; }
+  size_t queue_high_water() const override { return transport_high_water_; }
+  uint64_t queue_pushed() const override { return transport_puts_; }
+
+ private:
+  void step();
+  bool injection_due(uint64_t now) const { return !injections_.empty() && injections_.begin()->first <= now; }
+
+  const SimClock& clock_;
+  CompletionArbiterConfig cfg_;
+  Wakeup wakeup_;
+  std::deque<CompletionRecord> transport_;  // at most transport_depth
+  std::multimap<uint64_t, CompletionRecord> injections_;  // the injection port's schedule
+  bool transport_turn_ = true;  // round robin: whose record goes first when both have one
+  sc_core::sc_event space_;
+  uint64_t injected_ = 0, injection_stalls_ = 0, transport_stalls_ = 0, transport_puts_ = 0;
+  size_t transport_high_water_ = 0;
+};
+
+}  // namespace vhca

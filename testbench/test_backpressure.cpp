@@ -1,0 +1,188 @@
+// S28 nothing dropped in silence: every queue between blocks is finite, and a full one holds its
+// producer or records the loss where a user reads it. Each case fills one queue (the depths are
+// cut down here so that a burst fills them), shows the stall, and shows that nothing was lost.
+#include <algorithm>
+
+#include "testbench/test_support.h"
+#include "testbench/wr_test_support.h"
+#include "model/common/topology.h"
+
+namespace vhca::test {
+void configure(SystemConfig& cfg) {
+  cfg.hosts = 2;
+  cfg.hca.cq.input_depth = 2;            // s_cpl and s_arm
+  cfg.hca.arbiter.transport_depth = 2;   // completions the transport may have waiting
+  // Doorbells leave the CPU back to back (about 1 ns apart on the PCIe wire), faster than a
+  // block takes them (one a 2 ns cycle).
+  cfg.cpu.mmio_write_cost = sc_core::SC_ZERO_TIME;
+}
+}  // namespace vhca::test
+using namespace vhca;
+using namespace vhca::test;
+
+TEST_CASE("[S28] a flush of a whole ring fills the CQ writer's input: the transport is held, every flush CQE arrives once, in order") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    constexpr uint64_t kWqes = 60;
+    for (uint64_t i = 0; i < kWqes; ++i) fb::post_recv(*a.qp, RecvWr{0x100 + i, {a.buf.sge(0, 64)}});
+    wait_us(5);
+    const CompletionArbiter& arb = sys().node(0).hca.arbiter;
+    const uint64_t stalls_before = arb.transport_stalls();
+    QpAttr attr;
+    attr.cur_state = QpState::rts;
+    attr.new_state = QpState::err;
+    REQUIRE(verbs::modify_qp(*a.qp, attr) == 0);
+    auto r = poll_n(*a.rcq, kWqes);
+    REQUIRE(r.size() == kWqes);
+    for (uint64_t i = 0; i < kWqes; ++i) {
+      CHECK(r[i].wr_id == 0x100 + i);
+      CHECK(r[i].status == syndrome::kWrFlush);
+    }
+    // The flush produced 60 records at once into a queue of 2: the transport was held, and the
+    // queue never went past its bound.
+    CHECK(arb.transport_stalls() > stalls_before);
+    CHECK(arb.transport_high_water() == 2);
+    CHECK(sys().node(0).hca.cq.s_cpl->high_water() <= 2);
+    wait_us(20);
+    CHECK(verbs::peek_cq(*a.rcq, 16) == 0);  // nothing twice
+    CHECK(sys().node(0).hca.cq.stats().dropped == 0);
+  });
+}
+
+TEST_CASE("[S28] arm doorbells to a full arm FIFO are held in the PCIe link, none is dropped, each arm takes effect") {
+  sys().run([] {
+    REQUIRE(sys().driver.boot().ok());
+    constexpr int kCqs = 24;
+    std::vector<Cq*> cqs;
+    for (int i = 0; i < kCqs; ++i) cqs.push_back(make_cq(16));
+    EventLog ev;
+    ev.attach();
+    wait_us(2);
+    const uint64_t arms = sys().hca.cq.stats().arms, stalls = sys().link.down_stalls();
+    const uint64_t bad = sys().driver.read_register(reg::bad_doorbells);
+    // 24 posted 8-byte writes leave the host back to back (about 1 ns apart on the wire); the
+    // CQ writer takes one arm a cycle (2 ns) into a FIFO of 2.
+    for (Cq* cq : cqs) verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(2);
+    CHECK(sys().link.down_stalls() > stalls);
+    CHECK(sys().hca.cq.stats().arms == arms + kCqs);
+    CHECK(sys().driver.read_register(reg::bad_doorbells) == bad);
+    CHECK(sys().hca.cq.s_arm->high_water() <= 2);
+    // Every CQ is armed: one CQE each raises one event each.
+    for (Cq* cq : cqs) sys().hca.inject(recv_record(cq->cqn, 1), soon());
+    wait_us(20);
+    CHECK(ev.count() == size_t(kCqs));
+  });
+}
+
+TEST_CASE("[S28] EQ doorbells to a full EQ doorbell FIFO are held in the PCIe link, none is dropped") {
+  sys().run([] {
+    REQUIRE(sys().driver.boot().ok());
+    wait_us(2);
+    uint64_t entered = 0;  // this test's doorbells (EQ 0, no re-arm) that entered the FIFO
+    sys().hca.eq.s_db->on_push.add([&](const EqDoorbell& d, uint64_t) { entered += d.eqn == 0 && !d.arm; });
+    const uint64_t stalls = sys().link.down_stalls();
+    const uint64_t bad = sys().driver.read_register(reg::bad_doorbells);
+    // Consumer-index updates without re-arm for the async EQ (EQ 0), at its current index.
+    const uint32_t ci = sys().hca.eq.context(0).ci;
+    constexpr int kDoorbells = 48;  // twice what fills the 16-deep FIFO at this rate
+    for (int i = 0; i < kDoorbells; ++i)
+      sys().cpu.mmio_write32(Driver::offset_of(reg::eq_db_noarm),
+                             uint32_t(with_bits(with_bits(0, eqdb::eqn, 0), eqdb::consumer_index, ci)));
+    wait_us(2);
+    CHECK(sys().link.down_stalls() > stalls);
+    CHECK(entered == uint64_t(kDoorbells));
+    CHECK(sys().hca.eq.s_db->empty());
+    CHECK(sys().driver.read_register(reg::bad_doorbells) == bad);
+    // Full: a slot freed on a cycle is usable on the next, so the link holds a write at depth - 1.
+    CHECK(sys().hca.eq.s_db->high_water() >= sys().hca.eq.s_db->depth() - 1);
+    CHECK(sys().hca.eq.s_db->high_water() <= sys().hca.eq.s_db->depth());
+  });
+}
+
+TEST_CASE("[S28][S24] unmasking 32 vectors with pending bits at once delivers every message once, from the pending bits") {
+  sys().run([] {
+    REQUIRE(sys().driver.boot().ok());
+    wait_us(2);
+    std::vector<uint32_t> raised;
+    sys().msi.raise = [&](uint32_t v) { raised.push_back(v); };
+    for (uint32_t v = 0; v < kNumMsixVectors; ++v) {
+      sys().cpu.mmio_write32(Driver::offset_of(reg::msix_addr_lo, v), uint32_t(MsiSink::kWindowBase));
+      sys().cpu.mmio_write32(Driver::offset_of(reg::msix_addr_hi, v), 0);
+      sys().cpu.mmio_write32(Driver::offset_of(reg::msix_data, v), 100 + v);
+      sys().cpu.mmio_write32(Driver::offset_of(reg::msix_ctrl, v), 1);  // masked
+    }
+    wait_us(2);
+    // Every vector is asked for while masked (as the EQ engine would): each sets its pending bit.
+    Stream<uint32_t>& irq = sys().hca.msix.s_irq.stream();
+    for (uint32_t v = 0; v < kNumMsixVectors; ++v) {
+      while (!irq.can_push(sys().cycle())) sys().wait_cycle(sys().cycle() + 1);
+      irq.push(v, sys().cycle());
+    }
+    wait_us(1);
+    CHECK(sys().driver.read_register(reg::msix_pba, 0) == 0xFFFFFFFFu);
+    const uint64_t msgs = sys().hca.msix.messages();
+    // 32 unmasks back to back: more than the 16 requests the MSI-X input can hold.
+    for (uint32_t v = 0; v < kNumMsixVectors; ++v) sys().cpu.mmio_write32(Driver::offset_of(reg::msix_ctrl, v), 0);
+    wait_us(2);
+    CHECK(sys().hca.msix.messages() == msgs + kNumMsixVectors);
+    CHECK(sys().driver.read_register(reg::msix_pba, 0) == 0);
+    REQUIRE(raised.size() == kNumMsixVectors);
+    std::sort(raised.begin(), raised.end());
+    for (uint32_t v = 0; v < kNumMsixVectors; ++v) CHECK(raised[v] == 100 + v);
+    // Unmasking again sends nothing more: the pending bits were the only record.
+    for (uint32_t v = 0; v < kNumMsixVectors; ++v) sys().cpu.mmio_write32(Driver::offset_of(reg::msix_ctrl, v), 0);
+    wait_us(2);
+    CHECK(raised.size() == kNumMsixVectors);
+  });
+}
+
+TEST_CASE("[S28] error reports that find the pending list full are counted in LOST_EVENTS, the first 16 reach the async EQ") {
+  sys().run([] {
+    REQUIRE(sys().driver.boot().ok());
+    wait_us(2);
+    const uint64_t eqes = sys().hca.eq.context(0).eqes;  // the async EQ
+    REQUIRE(sys().driver.read_register(reg::lost_events) == 0);
+    // 20 failed posted writes reported by the link in one instant (the test plays the link).
+    for (int i = 0; i < 20; ++i) sys().hca.upstream_write_failed(DmaSource::other, 0, 0xDEAD0000 + 64 * i);
+    wait_us(5);
+    CHECK(sys().hca.eq.reports_lost() == 4);
+    CHECK(sys().driver.read_register(reg::lost_events) == 4);
+    CHECK(sys().hca.eq.context(0).eqes == eqes + 16);
+  });
+}
+
+TEST_CASE("[S28] every queue between blocks is finite and fed: the hierarchy names its producers, its depth and high-water mark") {
+  sys().run([] {
+    REQUIRE(sys().driver.boot().ok());
+    const std::vector<QueueLink> links = queue_links({&sys().node(0).hca});
+    // The HCA's queues: DMA writes and CI requests, the arbiter's transport side, the CQ writer's
+    // five inputs, the EQ engine's two, MSI-X requests and SQ/RQ doorbells.
+    REQUIRE(links.size() == 12);
+    for (const QueueLink& l : links) {
+      INFO(l.queue);
+      CHECK(l.depth > 0);
+      CHECK(l.high_water <= l.depth);
+      CHECK((!l.producers.empty() || !l.fed_by.empty()));
+    }
+    auto find = [&](const std::string& name) {
+      for (const QueueLink& l : links)
+        if (l.queue == name) return l;
+      FAIL("no queue " << name);
+      return QueueLink{};
+    };
+    const std::string hca = sys().node(0).hca.name();
+    CHECK(find(hca + ".dma.s_write").producers ==
+          std::vector<std::string>{hca + ".cq.m_dma", hca + ".eq.m_dma", hca + ".msix.m_dma"});
+    CHECK(find(hca + ".cq.s_cpl").producers == std::vector<std::string>{hca + ".arbiter.m_cpl"});
+    CHECK(find(hca + ".arbiter.s_transport").producers == std::vector<std::string>{hca + ".transport.m_cpl"});
+    CHECK(find(hca + ".eq.s_event").producers ==
+          std::vector<std::string>{hca + ".cq.m_event", hca + ".transport.m_event", hca + ".cmd.m_event"});
+    CHECK(find(hca + ".cq.s_arm").depth == 2);  // configured above
+    make_cq(16);  // CREATE_CQ reaches the CQ writer as a control op: the counters are live
+    CHECK(find(hca + ".cq.s_ctl").pushed == 0);  // the snapshot above was taken before
+    const std::vector<QueueLink> after = queue_links({&sys().node(0).hca});
+    for (const QueueLink& l : after)
+      if (l.queue == hca + ".cq.s_ctl") CHECK(l.pushed == 1);
+  });
+}
