@@ -69,7 +69,7 @@ void Hca::bind_registers() {
     if (bits_of(v, armdb::arm_cmd) > 1) {
       log::error("arm doorbell for CQ {}: command {} is neither NEXT (0) nor SOLICITED (1): ignored", a.cqn,
                  bits_of(v, armdb::arm_cmd));
-      bad_doorbell(3, a.cqn);
+      bad_doorbell(dberr::kIndexOutOfRange, a.cqn);
       return;
     }
     // mmio_ready() held the write until the FIFO had room.

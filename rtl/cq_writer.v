@@ -140,7 +140,11 @@ module cq_writer #(
   localparam [23:0]  NUM_CQS_24 = NUM_CQS_32[23:0];
 
   // CQ states
-  localparam [2:0] ST_DISARMED = 3'd0, ST_ARMED_NEXT = 3'd1, ST_ARMED_SOL = 3'd2, ST_ALWAYS = 3'd3, ST_ERROR = 3'd4;
+  // The contract's codes (CQ states, control ops, EQE types and syndromes, CQE opcodes, doorbell
+  // refusal reasons), generated from model/regs/codes.h: not every one is used here.
+  /* verilator lint_off UNUSEDPARAM */
+`include "vhca_codes.vh"
+  /* verilator lint_on UNUSEDPARAM */
   // actions
   localparam [2:0] A_NONE = 3'd0, A_CTL = 3'd1, A_AERR = 3'd2, A_CI = 3'd3, A_TIMER = 3'd4, A_ARM = 3'd5, A_CPL = 3'd6;
   // coverage bits
@@ -148,9 +152,6 @@ module cq_writer #(
                      COV_AT_ARM = 5, COV_ARM = 6, COV_ARM_UPGRADED = 7, COV_ARM_IGNORED = 8, COV_ARM_STALE = 9,
                      COV_CI_REFRESH = 10, COV_OVERFLOW = 11, COV_OWNER_WRAP = 12, COV_DROPPED = 13,
                      COV_BAD_RECORD = 14, COV_TIMER_EXPIRY = 15;
-  localparam [7:0] EV_COMPLETION = 8'h00, EV_CQ_ERROR = 8'h04;
-  localparam [7:0] SYN_OVERRUN = 8'h01, SYN_ACCESS = 8'h02, SYN_BAD_DBR = 8'h03;
-  localparam [3:0] OP_REQ_ERR = 4'hD, OP_RESP_ERR = 4'hE;
 
   // CQ context table
   reg         t_valid        [0:NUM_CQS-1];
@@ -299,27 +300,27 @@ module cq_writer #(
         if (sel_in) begin
           we = 1'b1;
           case (s_ctl_op)
-            3'd0: begin  // create
+            CQ_CTL_CREATE: begin
               n_valid = 1'b1; n_log_size = s_ctl_log_size; n_base = s_ctl_base; n_dbr = s_ctl_dbr;
               n_eqn = s_ctl_eqn; n_mod_count = s_ctl_mod_count; n_mod_period = s_ctl_mod_period;
               n_period_mode = s_ctl_period_mode; n_oi = s_ctl_overrun_ignore; n_always = s_ctl_always_armed;
-              n_state = s_ctl_always_armed ? ST_ALWAYS : ST_DISARMED;
+              n_state = s_ctl_always_armed ? CQ_STATE_ALWAYS_ARMED : CQ_STATE_DISARMED;
               n_pi = 24'd0; n_ci = 24'd0; n_last_notified = 24'd0; n_last_sol = 24'd0; n_any_sol = 1'b0;
               n_arm_sn = 2'd0; n_pending = 16'd0; n_timer_start = i_cycle; n_deadline = 64'd0;
             end
-            3'd1: begin  // modify moderation
+            CQ_CTL_MODIFY_MODERATION: begin
               n_mod_count = s_ctl_mod_count; n_mod_period = s_ctl_mod_period; n_period_mode = s_ctl_period_mode;
               n_deadline = 64'd0; n_timer_start = i_cycle;
               period_cycles = {52'd0, n_mod_period} * CYCLES_PER_US;
               do_reeval = 1'b1;
             end
-            3'd2: n_resizing = resizing + 8'd1;
-            3'd3: begin
+            CQ_CTL_RESIZE_BEGIN: n_resizing = resizing + 8'd1;
+            CQ_CTL_RESIZE_COMMIT: begin
               n_log_size = s_ctl_log_size; n_base = s_ctl_base;
               if (resizing != 8'd0) n_resizing = resizing - 8'd1;
             end
-            3'd4: if (resizing != 8'd0) n_resizing = resizing - 8'd1;
-            3'd5: begin n_deadline = 64'd0; n_valid = 1'b0; end
+            CQ_CTL_RESIZE_ABORT: if (resizing != 8'd0) n_resizing = resizing - 8'd1;
+            CQ_CTL_DESTROY: begin n_deadline = 64'd0; n_valid = 1'b0; end
             default: ;
           endcase
           size = 25'd1 << n_log_size;
@@ -329,8 +330,8 @@ module cq_writer #(
 
       A_AERR: begin
         s_aerr_ready = 1'b1;
-        if (n_valid && n_state != ST_ERROR) begin
-          we = 1'b1; do_err = 1'b1; err_syn = SYN_ACCESS;
+        if (n_valid && n_state != CQ_STATE_ERROR) begin
+          we = 1'b1; do_err = 1'b1; err_syn = CQ_ERROR_CQ_ACCESS_VIOLATION;
         end
       end
 
@@ -341,9 +342,9 @@ module cq_writer #(
           if (n_valid) begin
             we = 1'b1;
             if (!s_ci_ok) begin
-              do_err = 1'b1; err_syn = SYN_ACCESS; o_cov[COV_DROPPED] = 1'b1; s_cpl_ready = 1'b1;
+              do_err = 1'b1; err_syn = CQ_ERROR_CQ_ACCESS_VIOLATION; o_cov[COV_DROPPED] = 1'b1; s_cpl_ready = 1'b1;
             end else if ({1'b0, n_pi - s_ci_ci} > size) begin
-              do_err = 1'b1; err_syn = SYN_BAD_DBR; o_cov[COV_DROPPED] = 1'b1; s_cpl_ready = 1'b1;
+              do_err = 1'b1; err_syn = CQ_ERROR_CQ_BAD_DOORBELL_RECORD; o_cov[COV_DROPPED] = 1'b1; s_cpl_ready = 1'b1;
             end else begin
               n_ci = s_ci_ci;
               n_refreshed = 1'b1;
@@ -357,7 +358,7 @@ module cq_writer #(
         we = 1'b1;
         n_deadline = 64'd0;
         o_cov[COV_TIMER_EXPIRY] = 1'b1;
-        armed_now = n_state == ST_ARMED_NEXT || n_state == ST_ARMED_SOL || n_state == ST_ALWAYS;
+        armed_now = n_state == CQ_STATE_ARMED_NEXT || n_state == CQ_STATE_ARMED_SOLICITED || n_state == CQ_STATE_ALWAYS_ARMED;
         if (armed_now && n_pending != 16'd0) begin
           o_cov[COV_BY_PERIOD] = 1'b1; do_fire = 1'b1;
         end
@@ -367,29 +368,29 @@ module cq_writer #(
         s_arm_ready = 1'b1;
         o_cov[COV_ARM] = 1'b1;
         if (!n_valid) begin
-          o_bad_db_valid = 1'b1; o_bad_db_reason = 8'd1; o_bad_db_cqn = s_arm_cqn;
-        end else if (n_state == ST_ERROR) begin
-          o_bad_db_valid = 1'b1; o_bad_db_reason = 8'd2; o_bad_db_cqn = s_arm_cqn;
+          o_bad_db_valid = 1'b1; o_bad_db_reason = DB_ERR_UNKNOWN_OBJECT; o_bad_db_cqn = s_arm_cqn;
+        end else if (n_state == CQ_STATE_ERROR) begin
+          o_bad_db_valid = 1'b1; o_bad_db_reason = DB_ERR_OBJECT_IN_ERROR; o_bad_db_cqn = s_arm_cqn;
         end else if ({1'b0, n_pi - s_arm_ci} > size) begin
-          o_bad_db_valid = 1'b1; o_bad_db_reason = 8'd3; o_bad_db_cqn = s_arm_cqn;
+          o_bad_db_valid = 1'b1; o_bad_db_reason = DB_ERR_INDEX_OUT_OF_RANGE; o_bad_db_cqn = s_arm_cqn;
         end else if (s_arm_sn != n_arm_sn) begin
           o_cov[COV_ARM_STALE] = 1'b1;
-          o_bad_db_valid = 1'b1; o_bad_db_reason = 8'd4; o_bad_db_cqn = s_arm_cqn;
-        end else if (n_state == ST_ARMED_NEXT || n_state == ST_ALWAYS ||
-                     (n_state == ST_ARMED_SOL && s_arm_cmd)) begin
+          o_bad_db_valid = 1'b1; o_bad_db_reason = DB_ERR_STALE_ARM_SN; o_bad_db_cqn = s_arm_cqn;
+        end else if (n_state == CQ_STATE_ARMED_NEXT || n_state == CQ_STATE_ALWAYS_ARMED ||
+                     (n_state == CQ_STATE_ARMED_SOLICITED && s_arm_cmd)) begin
           o_cov[COV_ARM_IGNORED] = 1'b1;           // S10: a pending request absorbs the new one
         end else begin
           we = 1'b1;
-          if (n_state == ST_ARMED_SOL) begin
-            n_state = ST_ARMED_NEXT;               // S11: NEXT takes precedence
+          if (n_state == CQ_STATE_ARMED_SOLICITED) begin
+            n_state = CQ_STATE_ARMED_NEXT;               // S11: NEXT takes precedence
             o_cov[COV_ARM_UPGRADED] = 1'b1;
           end else begin
-            n_state = s_arm_cmd ? ST_ARMED_SOL : ST_ARMED_NEXT;
+            n_state = s_arm_cmd ? CQ_STATE_ARMED_SOLICITED : CQ_STATE_ARMED_NEXT;
             n_pending = 16'd0;
           end
           newer = n_pi - s_arm_ci;
           dsol = n_last_sol - s_arm_ci;
-          if (n_state == ST_ARMED_NEXT ? (newer != 24'd0)
+          if (n_state == CQ_STATE_ARMED_NEXT ? (newer != 24'd0)
                                        : (n_any_sol && dsol != 24'd0 && dsol <= newer)) begin
             o_cov[COV_AT_ARM] = 1'b1; do_fire = 1'b1;  // S9: no lost wake-up
           end
@@ -409,7 +410,7 @@ module cq_writer #(
       n_refreshed = 1'b0;
       if (!n_valid) begin
         o_cov[COV_BAD_RECORD] = 1'b1; s_cpl_ready = 1'b1;
-      end else if (n_state == ST_ERROR) begin
+      end else if (n_state == CQ_STATE_ERROR) begin
         we = 1'b1; o_cov[COV_DROPPED] = 1'b1; s_cpl_ready = 1'b1;
       end else if (!n_oi && {1'b0, n_pi - n_ci} >= size) begin
         we = 1'b1;
@@ -418,7 +419,7 @@ module cq_writer #(
           n_waiting_ci = 1'b1; o_cov[COV_CI_REFRESH] = 1'b1;
         end else begin                             // S14 overflow: not written
           o_cov[COV_OVERFLOW] = 1'b1; o_cov[COV_DROPPED] = 1'b1;
-          do_err = 1'b1; err_syn = SYN_OVERRUN; s_cpl_ready = 1'b1;
+          do_err = 1'b1; err_syn = CQ_ERROR_CQ_OVERRUN; s_cpl_ready = 1'b1;
         end
       end else begin
         we = 1'b1;
@@ -430,7 +431,7 @@ module cq_writer #(
         if (s_cpl_syndrome != 8'd0) begin
           cqe[`CQE_SYNDROME_LO +: `CQE_SYNDROME_W] = s_cpl_syndrome;
           cqe[`CQE_VENDOR_SYNDROME_LO +: `CQE_VENDOR_SYNDROME_W] = s_cpl_vendor_syndrome;
-          cqe[`CQE_OPCODE_LO +: `CQE_OPCODE_W] = s_cpl_is_send ? OP_REQ_ERR : OP_RESP_ERR;
+          cqe[`CQE_OPCODE_LO +: `CQE_OPCODE_W] = s_cpl_is_send ? CQE_OP_REQ_ERR : CQE_OP_RESP_ERR;
         end else begin
           cqe[`CQE_OPCODE_LO +: `CQE_OPCODE_W] = s_cpl_opcode;
           cqe[`CQE_BYTE_CNT_LO +: `CQE_BYTE_CNT_W] = s_cpl_byte_cnt;
@@ -465,9 +466,9 @@ module cq_writer #(
     end
 
     // -------------------------------------------------------------- moderation (S12)
-    armed_now = n_state == ST_ARMED_NEXT || n_state == ST_ARMED_SOL || n_state == ST_ALWAYS;
+    armed_now = n_state == CQ_STATE_ARMED_NEXT || n_state == CQ_STATE_ARMED_SOLICITED || n_state == CQ_STATE_ALWAYS_ARMED;
     if (do_moderate) begin
-      qual = (n_state == ST_ARMED_SOL) ? sol : armed_now;
+      qual = (n_state == CQ_STATE_ARMED_SOLICITED) ? sol : armed_now;
       if (qual) begin
         if (n_pending != 16'hFFFF) n_pending = n_pending + 16'd1;
         if (n_period_mode && n_mod_period != 12'd0 && !(n_mod_count != 16'd0 && n_pending >= n_mod_count))
@@ -497,10 +498,10 @@ module cq_writer #(
 
     // -------------------------------------------------------------- fire / error
     if (do_fire) begin
-      m_event_valid = 1'b1; m_event_type = EV_COMPLETION; m_event_eqn = n_eqn; m_event_cqn = sel_cqn;
+      m_event_valid = 1'b1; m_event_type = EQE_TYPE_COMPLETION; m_event_eqn = n_eqn; m_event_cqn = sel_cqn;
       m_event_data = {40'd0, n_pi};
       o_cov[COV_EVENT] = 1'b1;
-      if (n_state != ST_ALWAYS) n_state = ST_DISARMED;
+      if (n_state != CQ_STATE_ALWAYS_ARMED) n_state = CQ_STATE_DISARMED;
       n_pending = 16'd0;
       n_last_notified = n_pi;
       n_timer_start = i_cycle;
@@ -508,9 +509,9 @@ module cq_writer #(
       n_deadline = 64'd0;
     end
     if (do_err) begin
-      n_state = ST_ERROR;
+      n_state = CQ_STATE_ERROR;
       n_deadline = 64'd0;
-      m_event_valid = 1'b1; m_event_type = EV_CQ_ERROR; m_event_eqn = 24'd0; m_event_cqn = sel_cqn;
+      m_event_valid = 1'b1; m_event_type = EQE_TYPE_CQ_ERROR; m_event_eqn = 24'd0; m_event_cqn = sel_cqn;
       m_event_syndrome = err_syn; m_event_data = {40'd0, n_pi};
     end
   end

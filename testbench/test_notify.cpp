@@ -162,7 +162,7 @@ TEST_CASE("[S10] an arm with a stale sequence number (from before the last event
     wait_us(5);
     CHECK(ev.count() == 1);
     CHECK(sys().hca.cq.stats().arms_stale == 1);
-    CHECK((sys().driver.read_register(reg::last_bad_doorbell) >> 24) == 4);
+    CHECK((sys().driver.read_register(reg::last_bad_doorbell) >> 24) == dberr::kStaleArmSn);
   });
 }
 

@@ -30,6 +30,31 @@ std::string registers_md() {
   return o.str();
 }
 
+// The RTL name of a code: kReqErr -> REQ_ERR, armed_next -> ARMED_NEXT.
+std::string rtl_code_name(const char* cpp_name) {
+  std::string in = cpp_name, out;
+  if (in.size() > 1 && in[0] == 'k' && std::isupper(static_cast<unsigned char>(in[1]))) in.erase(0, 1);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (std::isupper(static_cast<unsigned char>(c)) && i > 0 && in[i - 1] != '_') out += '_';
+    out += c == '_' ? '_' : char(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+std::string codes_vh() {
+  std::ostringstream o;
+  o << "// Generated from model/regs/codes.h by vhca-gen-docs; do not edit by hand.\n"
+       "// The hardware contract's code values, included inside a module body.\n";
+  for (const auto& l : vhca::code_lists()) {
+    o << fmt::format("// {}\n", l.title);
+    for (const auto& c : l.codes)
+      o << fmt::format("localparam [{}:0] {}_{} = {}'h{:X};\n", l.rtl_width - 1, l.rtl_prefix, rtl_code_name(c.name),
+                       l.rtl_width, c.value);
+  }
+  return o.str();
+}
+
 std::string formats_md() {
   std::ostringstream o;
   o << "# Hardware formats\n\n"
@@ -42,6 +67,15 @@ std::string formats_md() {
     for (const auto& s : f.fields)
       o << fmt::format("| {} | {:#04x} | {} | {}:{} | {} |\n", s.name, s.field.byte, s.field.size,
                        s.field.lo + s.field.width - 1, s.field.lo, s.description);
+    o << "\n";
+  }
+  o << "# Code values\n\nGenerated from `model/regs/codes.h`, the one list the model, the driver and the RTL "
+       "(`rtl/vhca_codes.vh`) take these values from.\n\n";
+  for (const auto& l : vhca::code_lists()) {
+    o << fmt::format("## {}\n\n| value | name | RTL localparam | meaning |\n|---|---|---|---|\n", l.title);
+    for (const auto& c : l.codes)
+      o << fmt::format("| {:#04x} | {} | {}_{} | {} |\n", c.value, c.name, l.rtl_prefix, rtl_code_name(c.name),
+                       c.meaning);
     o << "\n";
   }
   return o.str();
@@ -104,7 +138,8 @@ int main(int argc, char** argv) {
   const std::pair<std::string, std::string> files[] = {{"docs/registers.md", registers_md()},
                                                        {"docs/formats.md", formats_md()},
                                                        {"docs/commands.md", commands_md()},
-                                                       {"rtl/vhca_formats.vh", formats_vh()}};
+                                                       {"rtl/vhca_formats.vh", formats_vh()},
+                                                       {"rtl/vhca_codes.vh", codes_vh()}};
   int stale = 0;
   for (const auto& [path, text] : files) {
     if (check) {

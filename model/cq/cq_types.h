@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/regs/codes.h"
 #include "tlm/posted_tag.h"
 
 namespace vhca {
@@ -33,7 +34,6 @@ struct CompletionRecord {
   bool solicited() const { return syndrome != 0 || (!is_send && se); }
 };
 
-enum class ArmCmd : uint8_t { next = 0, solicited = 1 };
 
 struct ArmRequest {
   uint32_t cqn = 0;
@@ -57,7 +57,7 @@ struct CqConfig {
 };
 
 struct CqControl {
-  enum class Op : uint8_t { create, modify_moderation, resize_begin, resize_commit, resize_abort, destroy };
+  using Op = CqControlOp;
   Op op = Op::create;
   uint32_t cqn = 0;
   CqConfig cfg;
@@ -92,7 +92,6 @@ struct DeviceEvent {
   uint64_t data = 0;
 };
 
-enum class CqState : uint8_t { disarmed = 0, armed_next = 1, armed_solicited = 2, always_armed = 3, error = 4 };
 const char* state_name(CqState s);
 
 }  // namespace vhca

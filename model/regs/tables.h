@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/regs/codes.h"
+
 namespace vhca {
 
 enum class Access : uint8_t { ro, rw, wo };
@@ -208,20 +210,11 @@ inline void put_field(uint8_t* buf, Field f, uint64_t value) {
 #define VHCA_DECLARE_FIELD(n, b, s, l, w, d) constexpr Field n{b, s, l, w};
 namespace cqe {
 VHCA_CQE_FIELDS(VHCA_DECLARE_FIELD)
-constexpr uint32_t kSize = 64;
-// CQE opcodes.
-constexpr uint8_t kReq = 0x0, kRespWriteImm = 0x1, kRespSend = 0x2, kRespSendImm = 0x3, kReqErr = 0xD,
-                  kRespErr = 0xE, kInvalid = 0xF;
+constexpr uint32_t kSize = 64;  // opcodes: model/regs/codes.h
 }  // namespace cqe
 namespace eqe {
 VHCA_EQE_FIELDS(VHCA_DECLARE_FIELD)
-constexpr uint32_t kSize = 64;
-constexpr uint8_t kCompletion = 0x00, kSqDrained = 0x03, kCqError = 0x04, kQpFatal = 0x05, kDmaError = 0x08, kCommandDone = 0x0A,
-                  kEqOverrun = 0x0B;
-// QP fatal (work queue catastrophic error) syndromes; the EQE data is the QPN.
-constexpr uint8_t kQpCqOverrun = 0x01, kQpCqError = 0x02;
-// CQ error syndromes.
-constexpr uint8_t kCqOverrun = 0x01, kCqAccessViolation = 0x02, kCqBadDoorbellRecord = 0x03;
+constexpr uint32_t kSize = 64;  // event types and syndromes: model/regs/codes.h
 }  // namespace eqe
 namespace dbr {
 VHCA_DBR_FIELDS(VHCA_DECLARE_FIELD)
@@ -229,10 +222,7 @@ constexpr uint32_t kSize = 8;
 }
 namespace sqwqe {
 VHCA_SQ_WQE_FIELDS(VHCA_DECLARE_FIELD)
-constexpr uint32_t kSize = 128, kDataOffset = 0x40, kMaxSge = 4, kMaxInline = 64;
-// WQE opcodes (also the send_opcode of a requester CQE).
-constexpr uint8_t kRdmaWrite = 0x08, kRdmaWriteImm = 0x09, kSend = 0x0A, kSendImm = 0x0B, kRdmaRead = 0x10,
-                  kAtomicCs = 0x11, kAtomicFa = 0x12;
+constexpr uint32_t kSize = 128, kDataOffset = 0x40, kMaxSge = 4, kMaxInline = 64;  // opcodes: codes.h
 }  // namespace sqwqe
 namespace rqwqe {
 VHCA_RQ_WQE_FIELDS(VHCA_DECLARE_FIELD)
@@ -261,12 +251,6 @@ constexpr uint32_t kSize = 128, kInputDwords = 14, kOutputDwords = 13;
 }  // namespace cmdblk
 #undef VHCA_DECLARE_FIELD
 
-// Completion status syndromes (error CQE byte 0x37), IB completion errors.
-namespace syndrome {
-constexpr uint8_t kLocalLength = 0x01, kLocalQpOp = 0x02, kLocalProtection = 0x04, kWrFlush = 0x05,
-                  kBadResponse = 0x10, kLocalAccess = 0x11, kRemoteInvalidRequest = 0x12,
-                  kRemoteAccess = 0x13, kRemoteOp = 0x14, kRetryExceeded = 0x15, kRnrRetryExceeded = 0x16;
-}
 
 struct FormatSpec {
   const char* name;

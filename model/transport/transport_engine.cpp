@@ -67,7 +67,7 @@ void TransportEngine::doorbell_step() {
       if (on_bad_doorbell) on_bad_doorbell(reason, db.qpn);
     };
     if (!tables_.qp_exists(db.qpn)) {
-      refuse(1, "no such QP");
+      refuse(dberr::kUnknownObject, "no such QP");
     } else {
       const QpContext& q = tables_.qps[db.qpn];
       QpRuntime& rt = rt_[db.qpn];
@@ -77,9 +77,9 @@ void TransportEngine::doorbell_step() {
       // device has taken from the ring.
       const uint16_t taken = sq ? rt.sq_fetched : rt.rq_fetched;
       if (uint16_t(db.pi - taken) > depth) {
-        refuse(3, "producer counter moves past the ring");
+        refuse(dberr::kIndexOutOfRange, "producer counter moves past the ring");
       } else if (q.state == QpState::reset) {
-        refuse(6, "QP in RESET");
+        refuse(dberr::kQpState, "QP in RESET");
       } else if (sq) {
         rt.sq_pi = db.pi;
         log::write(log::Cat::wq, "SQ doorbell QP {:#x} pi {}", db.qpn, db.pi);
