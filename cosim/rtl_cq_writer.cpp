@@ -208,12 +208,13 @@ uint64_t RtlCqWriter::next_cycle(uint64_t now) {
   return delayed_event_pending_ ? std::min(next, now + 1) : next;
 }
 
-const CqContext& RtlCqWriter::context(uint32_t cqn) const {
+// By value: the context is read through the RTL's query port, and a reference to one shared copy
+// could be overwritten by another query while its holder (a resize) still uses it.
+CqContext RtlCqWriter::context(uint32_t cqn) const {
   Vcq_writer& t = *top_;
   t.q_cqn = cqn & 0xFFFFFF;
   t.eval();
-  CqContext& c = shadow_;
-  c = CqContext{};
+  CqContext c;
   c.valid = t.q_valid;
   c.state = CqState(t.q_state);
   c.cfg.log_size = t.q_log_size;

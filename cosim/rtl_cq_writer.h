@@ -33,7 +33,7 @@ class RtlCqWriter : public CqWriterEngine {
 
   bool act(uint64_t now) override;
   uint64_t next_cycle(uint64_t now) override;
-  const CqContext& context(uint32_t cqn) const override;
+  CqContext context(uint32_t cqn) const override;
   bool cq_exists(uint32_t cqn) const override;
   void reset() override;
 
@@ -58,7 +58,6 @@ class RtlCqWriter : public CqWriterEngine {
   std::vector<uint64_t> cq_cqes_, cq_events_;
   bool delayed_event_pending_ = false;
   DeviceEvent delayed_event_;
-  mutable CqContext shadow_;
   uint64_t evals_ = 0;
   uint64_t last_cycle_ = 0;
 };

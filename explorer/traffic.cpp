@@ -413,7 +413,7 @@ class TrafficRun {
   void sample_cqs(int h) {
     for (HostWaves::Cq& w : waves_[h].cqs) {
       if (!w.any) continue;
-      const CqContext& c = h_[h]->hca.cq.context(w.cqn);
+      const CqContext c = h_[h]->hca.cq.context(w.cqn);
       w.pi = c.pi;
       vcd_.set(w.id[kPi], c.pi);
       vcd_.set(w.id[kOccupancy], index_distance(w.ci, w.pi));
@@ -654,7 +654,7 @@ class TrafficRun {
     s.events = st.events;
     s.interrupts = h_[h]->cpu.interrupts();
     for (IbCq* cq : cqs_[h]) {
-      const CqContext& c = h_[h]->hca.cq.context(cq->cq->cqn);
+      const CqContext c = h_[h]->hca.cq.context(cq->cq->cqn);
       s.cq_cqes.push_back(c.cqes);
       s.cq_events.push_back(c.events);
     }

@@ -157,3 +157,52 @@ TEST_CASE("the register file finds registers by name and array index, and binds 
   CHECK(regs.value("ARR", 2) == 42);
   CHECK(regs.value("ARR", 1) == 0);
 }
+
+// The PCIe link honours an annotated delay (loosely-timed initiators run ahead of SystemC's time);
+// the endpoints, which act at the time of the call, refuse one with an error response.
+TEST_CASE("TLM: the PCIe link starts a posted write at now + its annotated delay, and BAR, memory and MSI sink refuse a non-zero delay") {
+  sys().run([] {
+    const uint64_t addr = sys().memory.allocate(4096);
+    sys().wait_cycle(sys().cycle() + 100);
+    uint8_t data[64] = {0xCD};
+    tlm::tlm_generic_payload tx;
+    tx.set_command(tlm::TLM_WRITE_COMMAND);
+    tx.set_address(addr);
+    tx.set_data_ptr(data);
+    tx.set_data_length(64);
+    tx.set_streaming_width(64);
+    sc_core::sc_time delay(100, sc_core::SC_NS);
+    const sc_core::sc_time issued = sc_core::sc_time_stamp();
+    sys().hca.dma.socket->b_transport(tx, delay);  // into the upstream direction, as the DMA engine would
+    REQUIRE(tx.is_response_ok());
+    CHECK(delay == sc_core::sc_time(100, sc_core::SC_NS));  // a posted write leaves it to the initiator
+    const sc_core::sc_time lands = issued + sc_core::sc_time(100, sc_core::SC_NS) +
+                                   sc_core::sc_time(2794, sc_core::SC_PS) + sc_core::sc_time(200, sc_core::SC_NS);
+    uint8_t b = 0;
+    sc_core::wait(lands - sc_core::sc_time_stamp() - sc_core::sc_time(1, sc_core::SC_PS));
+    sys().memory.read(addr, &b, 1);
+    CHECK(b == 0);
+    sc_core::wait(sc_core::sc_time(1, sc_core::SC_PS));
+    sys().memory.read(addr, &b, 1);
+    CHECK(b == 0xCD);
+
+    const uint64_t errors = log::error_count();
+    auto refused = [&](auto& socket, uint64_t address) {
+      uint32_t v = 1;
+      tlm::tlm_generic_payload t;
+      t.set_command(tlm::TLM_WRITE_COMMAND);
+      t.set_address(address);
+      t.set_data_ptr(reinterpret_cast<uint8_t*>(&v));
+      t.set_data_length(4);
+      t.set_streaming_width(4);
+      sc_core::sc_time d(10, sc_core::SC_NS);
+      socket->b_transport(t, d);
+      return t.get_response_status() == tlm::TLM_GENERIC_ERROR_RESPONSE;
+    };
+    CHECK(refused(sys().link.down_out, Driver::offset_of(reg::cmdq_addr_lo)));  // into BAR0
+    CHECK(sys().driver.read_register(reg::cmdq_addr_lo) == 0);                  // not applied
+    CHECK(refused(sys().router.to_memory, addr));
+    CHECK(refused(sys().router.to_msi, MsiSink::kWindowBase));
+    CHECK(log::error_count() == errors + 3);
+  });
+}

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "model/common/log.h"
+#include "tlm/annotated_delay.h"
 
 namespace vhca {
 
@@ -84,7 +85,8 @@ bool HostMemory::execute(tlm::tlm_generic_payload& tx) {
   return ok;
 }
 
-void HostMemory::b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time&) {
+void HostMemory::b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
+  if (refuse_annotated_delay(name(), tx, delay)) return;
   bool ok = execute(tx);
   tx.set_dmi_allowed(ok);
 }

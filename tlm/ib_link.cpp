@@ -87,7 +87,8 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
     return;
   }
   const uint32_t bytes = ext->packet.wire_bytes();
-  const sc_time start = std::max(now, d.free_at);
+  // Honours the annotated delay: the packet reaches the wire at now + delay at the earliest.
+  const sc_time start = std::max(now + delay, d.free_at);
   d.free_at = start + wire_time(bytes);
   delay = d.free_at - now;
   ++d.stats.packets;

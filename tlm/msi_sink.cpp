@@ -2,6 +2,7 @@
 
 #include "model/common/bytes.h"
 #include "model/common/log.h"
+#include "tlm/annotated_delay.h"
 
 namespace vhca {
 
@@ -9,7 +10,8 @@ MsiSink::MsiSink(const sc_core::sc_module_name& name) : sc_module(name) {
   socket.register_b_transport(this, &MsiSink::b_transport);
 }
 
-void MsiSink::b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time&) {
+void MsiSink::b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
+  if (refuse_annotated_delay(name(), tx, delay)) return;
   if (!tx.is_write() || tx.get_data_length() != 4) {
     log::error("msi sink: {} of {} bytes at {:#x}: only 4-byte writes are interrupts",
                tx.is_write() ? "write" : "read", tx.get_data_length(), tx.get_address());

@@ -39,13 +39,20 @@ sc_time PcieLink::serialize(Direction& d, sc_time start, uint64_t len, uint32_t 
   return t + cfg_.latency;
 }
 
-void PcieLink::up_transport(tlm::tlm_generic_payload& tx, sc_time&) { transport(0, tx); }
-void PcieLink::down_transport(tlm::tlm_generic_payload& tx, sc_time&) { transport(1, tx); }
+void PcieLink::up_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(0, tx, delay); }
+void PcieLink::down_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(1, tx, delay); }
 
-void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx) {
+// Honours the annotated delay: the transaction enters the link at now + delay. A posted write
+// returns at once with the delay unchanged; a read consumes it (it waits until its completion,
+// so the caller is in step with SystemC's time when it returns).
+void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) {
   Direction& d = dir_[dir];
   Direction& back = dir_[1 - dir];
-  const sc_time now = sc_core::sc_time_stamp();
+  if (!tx.is_write() && delay != sc_core::SC_ZERO_TIME) {
+    sc_core::wait(delay);
+    delay = sc_core::SC_ZERO_TIME;
+  }
+  const sc_time now = sc_core::sc_time_stamp() + delay;
   const uint64_t len = tx.get_data_length();
   if (tx.is_write()) {
     sc_time arrival = serialize(d, now, len, cfg_.max_payload, cfg_.request_overhead);
@@ -55,7 +62,7 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx) {
              tag ? tag->source : DmaSource::other, tag ? tag->id : 0};
     bool was_empty = d.in_flight.empty();
     d.in_flight.push_back(std::move(p));
-    if (was_empty) d.arrival_event.notify(arrival - now);
+    if (was_empty) d.arrival_event.notify(arrival - sc_core::sc_time_stamp());
     tx.set_response_status(tlm::TLM_OK_RESPONSE);
     return;
   }

@@ -92,7 +92,7 @@ class PcieLink : public sc_core::sc_module {
 
   void up_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   void down_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
-  void transport(int dir, tlm::tlm_generic_payload& tx);
+  void transport(int dir, tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   // Serialize `len` bytes as TLPs of at most `chunk` payload; returns the arrival time of the last.
   sc_core::sc_time serialize(Direction& d, sc_core::sc_time start, uint64_t len, uint32_t chunk,
                              uint32_t overhead);

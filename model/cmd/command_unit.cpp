@@ -242,7 +242,7 @@ CommandUnit::Result CommandUnit::destroy_cq(const In& in) {
 
 CommandUnit::Result CommandUnit::query_cq(const In& in, Out& out) {
   if (!cq_.cq_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
-  const CqContext& c = cq_.context(in[0]);
+  const CqContext c = cq_.context(in[0]);
   uint32_t flags = (c.cfg.period_mode == PeriodMode::cqe ? kCqFlagPeriodModeCqe : 0) |
                    (c.cfg.overrun_ignore ? kCqFlagOverrunIgnore : 0) | (c.cfg.always_armed ? kCqFlagAlwaysArmed : 0);
   out = {c.cfg.log_size, c.pi, c.ci, uint32_t(c.state), c.cfg.eqn, c.cfg.mod_count, c.cfg.mod_period, flags,
@@ -293,7 +293,7 @@ CommandUnit::Result CommandUnit::modify_cq(const In& in, Out& out) {
 // bits for the new size, then switch. Nothing is lost, duplicated or reordered.
 CommandUnit::Result CommandUnit::resize_cq(uint32_t cqn, const In& in) {
   cq_control(CqControl{CqControl::Op::resize_begin, cqn, {}});
-  const CqContext& cq = cq_.context(cqn);
+  const CqContext cq = cq_.context(cqn);
   uint8_t dbr[4];
   if (!dma_.read_blocking(cq.cfg.dbr, dbr, 4)) {
     cq_control(CqControl{CqControl::Op::resize_abort, cqn, {}});

@@ -17,7 +17,7 @@ class CqWriterCore : public CqWriterEngine {
 
   bool act(uint64_t now) override;
   uint64_t next_cycle(uint64_t now) override;
-  const CqContext& context(uint32_t cqn) const override { return table_.at(cqn); }
+  CqContext context(uint32_t cqn) const override { return table_.at(cqn); }
   bool cq_exists(uint32_t cqn) const override { return cqn < table_.size() && table_[cqn].valid; }
   void reset() override;
 

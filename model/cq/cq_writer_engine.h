@@ -79,7 +79,8 @@ class CqWriterEngine {
   virtual bool act(uint64_t now) = 0;
   // The earliest cycle after `now` on which it may act (UINT64_MAX: only new input wakes it).
   virtual uint64_t next_cycle(uint64_t now) = 0;
-  virtual const CqContext& context(uint32_t cqn) const = 0;
+  // By value: an engine may build it on demand (the RTL reads it through its query port).
+  virtual CqContext context(uint32_t cqn) const = 0;
   virtual bool cq_exists(uint32_t cqn) const = 0;
   virtual void reset() = 0;
   const CqeWriterStats& stats() const { return stats_; }

@@ -21,7 +21,7 @@ class CqeWriter : public sc_core::sc_module {
             std::unique_ptr<CqWriterEngine> engine = nullptr);
 
   CqWriterEngine& engine() { return *engine_; }
-  const CqContext& context(uint32_t cqn) const { return engine_->context(cqn); }
+  CqContext context(uint32_t cqn) const { return engine_->context(cqn); }
   bool cq_exists(uint32_t cqn) const { return engine_->cq_exists(cqn); }
   const CqeWriterConfig& config() const { return engine_->config(); }
   const CqeWriterStats& stats() const { return engine_->stats(); }

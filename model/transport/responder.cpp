@@ -5,10 +5,12 @@
 #include "model/common/log.h"
 #include "model/regs/tables.h"
 #include "model/transport/transport_engine.h"
+#include "tlm/annotated_delay.h"
 
 namespace vhca {
 
-void TransportEngine::receive(tlm::tlm_generic_payload& tx, sc_core::sc_time&) {
+void TransportEngine::receive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
+  if (refuse_annotated_delay(port_in.name(), tx, delay)) return;
   IbPacketExt* ext = nullptr;
   tx.get_extension(ext);
   tx.set_response_status(tlm::TLM_OK_RESPONSE);
