@@ -64,6 +64,8 @@ bool HostCpu::mmio_access(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, 
   tx.set_data_length(len);
   tx.set_streaming_width(len);
   tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  if (cmd == tlm::TLM_WRITE_COMMAND && mmio_credits.size())
+    while (!mmio_credits->can_post(len)) sc_core::wait(mmio_credits->returned_event());
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   mmio->b_transport(tx, delay);
   return tx.is_response_ok();

@@ -12,6 +12,8 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include "tlm/pcie_credits.h"
+
 namespace vhca {
 
 struct HostCpuConfig {
@@ -34,6 +36,9 @@ const char* context_name(CpuContext c);
 class HostCpu : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<HostCpu> mmio{"mmio"};  // to the PCIe link (downstream)
+  // The downstream link's credits: a posted MMIO write waits for them (the CPU stalls, as a core
+  // does when its write-combining buffers cannot drain). Unbound: no limit.
+  sc_core::sc_port<PcieCreditIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND> mmio_credits{"mmio_credits"};
   tlm_utils::simple_initiator_socket<HostCpu> mem{"mem"};    // to the host router
 
   SC_HAS_PROCESS(HostCpu);

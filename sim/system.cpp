@@ -38,6 +38,8 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& c, uint32_t 
   hca.dma_socket().bind(link.up_in);
   cpu.mmio.bind(link.down_in);
   link.down_out.bind(hca.bar());
+  hca.dma.credits.bind(link.up_credits);
+  cpu.mmio_credits.bind(link.down_credits);
   msi.raise = [this](uint32_t v) { cpu.raise(v); };
   link.on_upstream_write_error = [this](DmaSource s, uint32_t id, uint64_t addr) {
     hca.upstream_write_failed(s, id, addr);

@@ -10,9 +10,20 @@ namespace vhca {
 using sc_core::sc_time;
 
 PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cfg)
-    : sc_module(name), cfg_(cfg) {
+    : sc_module(name),
+      cfg_(cfg),
+      dir_{{cfg.up_posted_headers, cfg.up_posted_data, cfg.up_nonposted_headers, cfg.max_payload},
+           {cfg.down_posted_headers, cfg.down_posted_data, cfg.down_nonposted_headers, cfg.max_payload}} {
   up_in.register_b_transport(this, &PcieLink::up_transport);
   down_in.register_b_transport(this, &PcieLink::down_transport);
+  up_credits.bind(dir_[0].credits);
+  down_credits.bind(dir_[1].credits);
+  SC_METHOD(returns_up);
+  sensitive << dir_[0].credits.return_event();
+  dont_initialize();
+  SC_METHOD(returns_down);
+  sensitive << dir_[1].credits.return_event();
+  dont_initialize();
   SC_METHOD(deliver_up);
   sensitive << dir_[0].arrival_event;
   dont_initialize();
@@ -39,6 +50,44 @@ sc_time PcieLink::serialize(Direction& d, sc_time start, uint64_t len, uint32_t 
   return t + cfg_.latency;
 }
 
+bool PcieLink::Credits::can_post(uint64_t bytes) const {
+  const uint64_t tlps = std::max<uint64_t>(1, (bytes + mps_ - 1) / mps_);
+  return ph_used_ + tlps <= ph_ && pd_used_ + data_credits(bytes) <= pd_;
+}
+
+void PcieLink::Credits::take_posted(uint64_t bytes) {
+  if (!can_post(bytes)) {
+    ++overdrafts;
+    log::error("PCIe: a posted write of {} bytes was sent without its flow-control credits", bytes);
+  }
+  ph_used_ += uint32_t(std::max<uint64_t>(1, (bytes + mps_ - 1) / mps_));
+  pd_used_ += data_credits(bytes);
+  pd_max = std::max(pd_max, pd_used_);
+}
+
+void PcieLink::Credits::give_back(sc_time at, uint32_t ph, uint32_t pd, uint32_t nph) {
+  const bool earliest = returns_.empty() || at < returns_.begin()->first;
+  returns_.emplace(at, Return{ph, pd, nph});
+  if (earliest) return_due_.notify(at - sc_core::sc_time_stamp());
+}
+
+void PcieLink::Credits::process_returns() {
+  const sc_time now = sc_core::sc_time_stamp();
+  bool any = false;
+  while (!returns_.empty() && returns_.begin()->first <= now) {
+    const Return& r = returns_.begin()->second;
+    ph_used_ -= r.ph;
+    pd_used_ -= r.pd;
+    nph_used_ -= r.nph;
+    returns_.erase(returns_.begin());
+    any = true;
+  }
+  if (!returns_.empty()) return_due_.notify(returns_.begin()->first - now);
+  if (!any) return;
+  returned_.notify(sc_core::SC_ZERO_TIME);
+  for (auto& wake : wakes_) wake();
+}
+
 void PcieLink::up_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(0, tx, delay); }
 void PcieLink::down_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(1, tx, delay); }
 
@@ -55,10 +104,12 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
   const sc_time now = sc_core::sc_time_stamp() + delay;
   const uint64_t len = tx.get_data_length();
   if (tx.is_write()) {
+    d.credits.take_posted(len);
     sc_time arrival = serialize(d, now, len, cfg_.max_payload, cfg_.request_overhead);
     PostedTag* tag = nullptr;
     tx.get_extension(tag);
-    Posted p{arrival, tx.get_address(), std::vector<uint8_t>(tx.get_data_ptr(), tx.get_data_ptr() + len),
+    const uint32_t tlps = uint32_t(std::max<uint64_t>(1, (len + cfg_.max_payload - 1) / cfg_.max_payload));
+    Posted p{arrival, tlps, tx.get_address(), std::vector<uint8_t>(tx.get_data_ptr(), tx.get_data_ptr() + len),
              tag ? tag->source : DmaSource::other, tag ? tag->id : 0};
     bool was_empty = d.in_flight.empty();
     d.in_flight.push_back(std::move(p));
@@ -66,14 +117,21 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
     tx.set_response_status(tlm::TLM_OK_RESPONSE);
     return;
   }
-  // Non-posted read: request TLPs (header only, one per MRRS chunk) go out in this direction.
+  // Non-posted read: request TLPs (header only, one per MRRS chunk) go out in this direction,
+  // each once a non-posted header credit is free.
   uint64_t requests = std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request);
-  sc_time t = std::max(now, d.free_at);
+  for (uint64_t i = 0; i < requests; ++i) {
+    if (!d.credits.can_read()) ++d.credits.np_waits;
+    while (!d.credits.can_read()) sc_core::wait(d.credits.returned_event());
+    d.credits.take_nonposted();
+  }
+  sc_time t = std::max(sc_core::sc_time_stamp(), d.free_at);
   for (uint64_t i = 0; i < requests; ++i) t += wire_time(cfg_.request_overhead);
   d.wire_bytes += requests * cfg_.request_overhead;
   d.free_at = t;
   sc_time at_far_side = t + cfg_.latency;
-  sc_core::wait(at_far_side - now);
+  d.credits.give_back(at_far_side + cfg_.latency, 0, 0, uint32_t(requests));
+  sc_core::wait(at_far_side - sc_core::sc_time_stamp());
   deliver_due(dir);  // posted writes that arrived no later are visible to this read
   while (d.held && due_writes_waiting(d)) {
     sc_core::wait(d.resume_event);
@@ -105,6 +163,8 @@ void PcieLink::deliver_due(int dir) {
     d.held = false;
     Posted p = std::move(d.in_flight.front());
     d.in_flight.pop_front();
+    // The far side has taken it: its credits are on their way back.
+    d.credits.give_back(now + cfg_.latency, p.tlps, Credits::data_credits(p.data.size()), 0);
     tlm::tlm_generic_payload& tx = delivery_tx_;
     tx.set_command(tlm::TLM_WRITE_COMMAND);
     tx.set_address(p.addr);

@@ -10,16 +10,23 @@
 // its arrival time, in order. A non-posted read blocks the calling SC_THREAD until its completion
 // has arrived; before a read executes at the far side, every posted write that arrived no later is
 // applied (PCIe ordering: a read does not pass a posted write).
+//
+// Flow control: each direction has the far receiver's posted header / data and non-posted header
+// credits (tlm/pcie_credits.h). A TLP takes its credits when it is sent and they return one link
+// latency after the far side has taken it (an UpdateFC DLLP on the way back); a write held at the
+// device (a full doorbell FIFO) keeps its credits, so its sender stalls in turn.
 #pragma once
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 #include <vector>
 
+#include "tlm/pcie_credits.h"
 #include "tlm/posted_tag.h"
 
 namespace vhca {
@@ -40,12 +47,22 @@ struct PcieLinkConfig {
   // read requests) or 12 B 3DW header (completions), rounded as in the timing guide.
   uint32_t request_overhead = 24;
   uint32_t completion_overhead = 20;
+  // Credits the receiver at each end advertises (assumption: no datasheet figure is used). The
+  // host's root port: enough to cover the upstream bandwidth-delay product (31.5 GB/s x ~410 ns
+  // credit loop = ~13 KB, 50 TLPs of 256 B) 2.5 times over, so credits never limit a healthy
+  // link. The HCA's BAR: 32 TLPs of doorbells and 1 KiB of data.
+  uint32_t up_posted_headers = 128, up_posted_data = 2048, up_nonposted_headers = 64;
+  uint32_t down_posted_headers = 32, down_posted_data = 64, down_nonposted_headers = 16;
 };
 
 class PcieLink : public sc_core::sc_module {
  public:
   // Device side of the upstream direction, and its exit to the host router.
   tlm_utils::simple_target_socket<PcieLink> up_in{"up_in"};
+  // Each direction's credits, for the writers that post into it: the HCA's DMA engine upstream,
+  // the host CPU downstream.
+  sc_core::sc_export<PcieCreditIf> up_credits{"up_credits"};
+  sc_core::sc_export<PcieCreditIf> down_credits{"down_credits"};
   tlm_utils::simple_initiator_socket<PcieLink> up_out{"up_out"};
   // Host side of the downstream direction, and its exit to the device BAR.
   tlm_utils::simple_target_socket<PcieLink> down_in{"down_in"};
@@ -68,6 +85,11 @@ class PcieLink : public sc_core::sc_module {
   std::function<bool(uint64_t addr)> down_ready;
   void resume_down(const sc_core::sc_time& delay);
   uint64_t down_stalls() const { return down_stalls_; }
+  // Posted writes sent without their credits (an initiator that did not ask can_post): counted,
+  // and logged, never refused.
+  uint64_t credit_overdrafts(bool upstream) const { return dir_[upstream ? 0 : 1].credits.overdrafts; }
+  uint32_t posted_data_in_use_max(bool upstream) const { return dir_[upstream ? 0 : 1].credits.pd_max; }
+  uint32_t nonposted_waits(bool upstream) const { return dir_[upstream ? 0 : 1].credits.np_waits; }
 
   // Time to put `bytes` of TLP on the wire in one direction.
   sc_core::sc_time wire_time(uint64_t bytes) const;
@@ -76,13 +98,45 @@ class PcieLink : public sc_core::sc_module {
  private:
   struct Posted {
     sc_core::sc_time arrival;
+    uint32_t tlps;  // posted header credits it holds (its data credits follow from its length)
     uint64_t addr;
     std::vector<uint8_t> data;
     DmaSource source;
     uint32_t id;
   };
+  // One direction's credits: what is in use, and the returns on their way back.
+  class Credits : public PcieCreditIf {
+   public:
+    Credits(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps) : ph_(ph), pd_(pd), nph_(nph), mps_(mps) {}
+    bool can_post(uint64_t bytes) const override;
+    const sc_core::sc_event& returned_event() const override { return returned_; }
+    void on_return(std::function<void()> wake) override { wakes_.push_back(std::move(wake)); }
+    bool can_read() const { return nph_used_ < nph_; }
+    void take_posted(uint64_t bytes);
+    void take_nonposted() { ++nph_used_; }
+    // Schedule the return of a TLP's credits at `at`.
+    void give_back(sc_core::sc_time at, uint32_t ph, uint32_t pd, uint32_t nph);
+    void process_returns();
+    sc_core::sc_event& return_event() { return return_due_; }
+    static uint32_t data_credits(uint64_t bytes) { return uint32_t((bytes + 15) / 16); }
+    uint64_t overdrafts = 0;
+    uint32_t pd_max = 0, np_waits = 0;
+
+   private:
+    struct Return {
+      uint32_t ph, pd, nph;
+    };
+    uint32_t ph_, pd_, nph_, mps_;
+    uint32_t ph_used_ = 0, pd_used_ = 0, nph_used_ = 0;
+    std::multimap<sc_core::sc_time, Return> returns_;  // by the time they arrive back
+    sc_core::sc_event return_due_, returned_;
+    std::vector<std::function<void()>> wakes_;
+  };
+
   struct Direction {
+    Direction(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps) : credits(ph, pd, nph, mps) {}
     sc_core::sc_time free_at;  // when its serializer can start the next TLP
+    Credits credits;
     std::deque<Posted> in_flight;
     sc_core::sc_event arrival_event;
     sc_core::sc_event resume_event;
@@ -99,6 +153,8 @@ class PcieLink : public sc_core::sc_module {
   void deliver_due(int dir);
   void deliver_up() { deliver_due(0); }
   void deliver_down() { deliver_due(1); }
+  void returns_up() { dir_[0].credits.process_returns(); }
+  void returns_down() { dir_[1].credits.process_returns(); }
   tlm_utils::simple_initiator_socket<PcieLink>& out(int dir) { return dir == 0 ? up_out : down_out; }
 
   bool due_writes_waiting(const Direction& d) const {
@@ -106,9 +162,9 @@ class PcieLink : public sc_core::sc_module {
   }
 
   PcieLinkConfig cfg_;
-  Direction dir_[2];
+  Direction dir_[2];  // 0 upstream, 1 downstream
   uint64_t down_stalls_ = 0;
-  tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write  // 0 upstream, 1 downstream
+  tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write
 };
 
 }  // namespace vhca

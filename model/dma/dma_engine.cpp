@@ -19,12 +19,21 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
   SC_THREAD(read_thread);
 }
 
-// One posted write per cycle, in queue order.
+void DmaEngine::end_of_elaboration() {
+  if (credits.size()) credits->on_return([this] { write_wakeup_.wake(clock_.now()); });
+}
+
+// One posted write per cycle, in queue order, when the link has credits for it.
 void DmaEngine::write_step() {
   if (!write_wakeup_.begin_cycle()) return;
   write_wakeup_.count();
   const uint64_t now = clock_.now();
   if (s_write->ready(now)) {
+    const DmaWrite& head = s_write->front();
+    if (credits.size() && !credits->can_post(head.bulk.empty() ? head.len : head.bulk.size())) {
+      ++credit_stalls_;
+      return;  // woken when credits return
+    }
     DmaWrite w = s_write->pop(now);
     tlm::tlm_generic_payload& tx = write_tx_;
     PostedTag& tag = write_tag_;

@@ -15,6 +15,7 @@
 #include "model/common/stream.h"
 #include "model/common/wakeup.h"
 #include "model/cq/cq_types.h"
+#include "tlm/pcie_credits.h"
 #include "tlm/posted_tag.h"
 
 namespace vhca {
@@ -29,6 +30,9 @@ class DmaEngine : public sc_core::sc_module {
   StreamIn<DmaWrite> s_write;       // the ordered posted-write channel, every writer's input
   StreamIn<CiRequest> s_ci_req;     // consumer-index refreshes from the CQ writer
   StreamOut<CiResponse> m_ci_rsp{"m_ci_rsp"};
+  // The upstream link's flow-control credits: a write waits at the head of the queue until the
+  // link can take it (unbound: no credit limit, as when the HCA stands alone).
+  sc_core::sc_port<PcieCreditIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND> credits{"credits"};
 
   SC_HAS_PROCESS(DmaEngine);
   DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg = {});
@@ -45,6 +49,7 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t writes_issued() const { return writes_; }
   uint64_t reads_issued() const { return reads_; }
   uint64_t read_errors() const { return read_errors_; }
+  uint64_t credit_stalls() const { return credit_stalls_; }  // activations that found no credits
 
  private:
   struct FirmwareRead {
@@ -56,6 +61,7 @@ class DmaEngine : public sc_core::sc_module {
     sc_core::sc_event* done_event;
   };
   void write_step();
+  void end_of_elaboration() override;
   void read_thread();
   bool issue_read(uint64_t addr, uint8_t* out, uint32_t len);
   void fence_writes();
@@ -67,7 +73,7 @@ class DmaEngine : public sc_core::sc_module {
   sc_core::sc_event read_work_;
   sc_core::sc_event write_space_;  // the write queue stopped being full
   std::deque<FirmwareRead*> firmware_reads_;
-  uint64_t writes_ = 0, reads_ = 0, read_errors_ = 0;
+  uint64_t writes_ = 0, reads_ = 0, read_errors_ = 0, credit_stalls_ = 0;
 };
 
 }  // namespace vhca

@@ -1,0 +1,27 @@
+// PCIe flow-control credits as a transmitter sees them (PCIe base spec, "Flow Control"): the
+// receiver at the far end advertises posted header (PH), posted data (PD, 16-byte units) and
+// non-posted header (NPH) credits; a TLP is sent only when its credits are available and they
+// come back (UpdateFC) once the receiver has taken the TLP. Completion credits are infinite, as
+// endpoints and root ports advertise them.
+//
+// A posted writer that cannot wait in place (the DMA engine's SC_METHOD, the CPU's thread) asks
+// can_post() before its b_transport and, refused, is woken by on_return or returned_event().
+// Non-posted reads wait for their credit inside the link.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <systemc>
+
+namespace vhca {
+
+class PcieCreditIf : public virtual sc_core::sc_interface {
+ public:
+  // Are there credits for a posted write of `bytes` (split into TLPs of the link's payload size)?
+  virtual bool can_post(uint64_t bytes) const = 0;
+  // Notified whenever credits come back.
+  virtual const sc_core::sc_event& returned_event() const = 0;
+  // Registers a wake-up told of every credit return (for SC_METHOD writers).
+  virtual void on_return(std::function<void()> wake) = 0;
+};
+
+}  // namespace vhca
