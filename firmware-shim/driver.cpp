@@ -2,6 +2,7 @@
 
 #include "firmware-shim/qp_verbs.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "firmware-shim/verbs.h"
@@ -62,7 +63,10 @@ CommandResult Driver::boot() {
   if (read_register(reg::health) & kHealthFatal) return fail_local("device reports a fatal error");
   if (read_register(reg::num_msix) < cfg_.num_comp_vectors + 1)
     return fail_local("device has fewer MSI-X vectors than completion vectors + 1");
-  if (!cmd_block_) cmd_block_ = memory_.allocate(4096);
+  if (!cmd_block_) {
+    cmd_block_ = memory_.allocate(4096);
+    memory_.watch(cmd_block_, cmdblk::kSize, cmd_reply_);
+  }
   cpu_.mmio_write32(offset_of(reg::cmdq_addr_hi), uint32_t(cmd_block_ >> 32));
   cpu_.mmio_write32(offset_of(reg::cmdq_addr_lo), uint32_t(cmd_block_));
 
@@ -136,7 +140,18 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
   cpu_.write(cmd_block_, block, cmdblk::kSize);
   cpu_.mmio_write32(offset_of(reg::cmd_doorbell), 1);
   CommandResult r;
-  const sc_core::sc_time deadline = sc_core::sc_time_stamp() + cfg_.command_timeout;
+  // The driver polls the block every poll interval from `start` (decision 8), so it sees the
+  // reply at the first poll at or after the device's write lands, and times out at the first poll
+  // at or after the deadline. Rather than waking for every poll, the thread sleeps until the
+  // write lands (or the deadline), steps to that poll and counts the polling time it spent.
+  const sc_core::sc_time start = sc_core::sc_time_stamp(), interval = cpu_.config().command_poll_interval;
+  const sc_core::sc_time deadline = start + cfg_.command_timeout;
+  auto poll_at_or_after = [&](const sc_core::sc_time& t) {
+    const double polls = std::ceil((t - start) / interval);
+    return uint64_t(polls);
+  };
+  uint64_t polls = 0;  // polls that found the block still owned by the device
+  cpu_.begin_polling(CpuContext::app, interval);
   for (;;) {
     cpu_.read(cmd_block_, block, cmdblk::kSize);
     if (!get_field(block, cmdblk::ownership)) break;
@@ -144,8 +159,14 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
       r.timed_out = true;
       break;
     }
-    cpu_.charge(CpuContext::app, cpu_.config().command_poll_interval);
+    arm_command_timeout(start + interval * double(poll_at_or_after(deadline)));
+    sc_core::wait(cmd_reply_ | cmd_timeout_);
+    const uint64_t poll = std::max(polls + 1, poll_at_or_after(sc_core::sc_time_stamp()));
+    const sc_core::sc_time poll_time = start + interval * double(poll);
+    if (poll_time > sc_core::sc_time_stamp()) sc_core::wait(poll_time - sc_core::sc_time_stamp());
+    polls = poll;
   }
+  cpu_.end_polling(polls);
   if (!r.timed_out) {
     r.status = uint8_t(get_field(block, cmdblk::status));
     r.syndrome = uint32_t(get_field(block, cmdblk::syndrome));
@@ -157,6 +178,17 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
   }
   cmd_lock_.unlock();
   return r;
+}
+
+// One pending notification at a time, for the earliest deadline: a later deadline waits for the
+// earlier notification to fire (a spurious wake) and is armed then, so finished commands leave
+// no cancelled timeouts in SystemC's timed queue.
+void Driver::arm_command_timeout(const sc_core::sc_time& at) {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (cmd_timeout_at_ <= now) cmd_timeout_at_ = sc_core::sc_max_time();
+  if (at >= cmd_timeout_at_) return;
+  cmd_timeout_at_ = at;
+  cmd_timeout_.notify(at - now);
 }
 
 // Re-read each affected CQ's arm sequence number from the device and call its handler, as if its

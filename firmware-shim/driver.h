@@ -121,6 +121,10 @@ class Driver {
   uint64_t cmd_block_ = 0;
   uint8_t token_ = 0;
   sc_core::sc_mutex cmd_lock_;
+  sc_core::sc_event cmd_reply_;    // the device wrote the command block
+  sc_core::sc_event cmd_timeout_;  // a command's deadline (the earliest pending one)
+  sc_core::sc_time cmd_timeout_at_ = sc_core::sc_max_time();
+  void arm_command_timeout(const sc_core::sc_time& at);
   std::vector<Eq> eqs_;
   size_t async_eq_ = 0;
   std::vector<size_t> comp_eqs_;

@@ -1,5 +1,7 @@
 #include "firmware-shim/host_cpu.h"
 
+#include <cmath>
+
 #include <cstring>
 #include <stdexcept>
 
@@ -115,14 +117,37 @@ void HostCpu::irq_thread() {
 
 void HostCpu::charge(CpuContext ctx, const sc_core::sc_time& t) {
   busy_[int(ctx)] += t;
+  Instant& i = charged_now_[int(ctx)];
+  if (i.at != sc_core::sc_time_stamp()) i = {sc_core::sc_time_stamp(), sc_core::SC_ZERO_TIME};
+  i.sum += t;
   if (t != sc_core::SC_ZERO_TIME) sc_core::wait(t);
 }
 
-sc_core::sc_time HostCpu::busy(CpuContext ctx) const { return busy_[int(ctx)]; }
+void HostCpu::begin_polling(CpuContext ctx, const sc_core::sc_time& interval) {
+  polling_ = Polling{true, ctx, sc_core::sc_time_stamp(), interval};
+}
+
+void HostCpu::end_polling(uint64_t polls) {
+  polling_.active = false;
+  busy_[int(polling_.ctx)] += polling_.interval * double(polls);
+}
+
+// Work that starts at this very instant is not counted yet, whichever of the threads that run
+// at this instant asks first: a snapshot taken at a window's edge is the same for any order.
+sc_core::sc_time HostCpu::busy(CpuContext ctx) const {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  sc_core::sc_time t = busy_[int(ctx)];
+  const Instant& i = charged_now_[int(ctx)];
+  if (i.at == now) t -= i.sum;
+  // A polling loop in progress has charged one interval at each poll before now.
+  if (polling_.active && polling_.ctx == ctx)
+    t += polling_.interval * std::ceil((now - polling_.start) / polling_.interval);
+  return t;
+}
 
 sc_core::sc_time HostCpu::busy_total() const {
   sc_core::sc_time t;
-  for (const auto& b : busy_) t += b;
+  for (int c = 0; c < 5; ++c) t += busy(CpuContext(c));
   return t;
 }
 

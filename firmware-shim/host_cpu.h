@@ -65,6 +65,13 @@ class HostCpu : public sc_core::sc_module {
 
   // Spend `t` of CPU time in context `ctx` (the calling thread advances by t).
   void charge(CpuContext ctx, const sc_core::sc_time& t);
+  // A polling loop that charges `interval` of `ctx` at each poll, from now, without waking for
+  // the polls it knows will fail: busy() counts each poll's charge from the instant the poll
+  // happens, as if the loop had woken for it; end_polling() settles the `polls` that failed.
+  void begin_polling(CpuContext ctx, const sc_core::sc_time& interval);
+  void end_polling(uint64_t polls);
+  // CPU time charged in `ctx` by work that started before the current instant, so that a
+  // snapshot at a window's edge does not depend on which thread SystemC runs first there.
   sc_core::sc_time busy(CpuContext ctx) const;
   sc_core::sc_time busy_total() const;
 
@@ -84,6 +91,15 @@ class HostCpu : public sc_core::sc_module {
   std::map<uint32_t, std::function<void()>> handlers_;
   std::map<uint64_t, uint8_t*> dmi_pages_;
   sc_core::sc_time busy_[5];
+  struct Instant {
+    sc_core::sc_time at, sum;  // what was charged at instant `at`
+  };
+  Instant charged_now_[5];
+  struct Polling {
+    bool active = false;
+    CpuContext ctx = CpuContext::app;
+    sc_core::sc_time start, interval;
+  } polling_;
   uint64_t interrupts_ = 0;
 };
 

@@ -206,3 +206,32 @@ TEST_CASE("TLM: the PCIe link starts a posted write at now + its annotated delay
     CHECK(log::error_count() == errors + 3);
   });
 }
+
+TEST_CASE("host CPU: work charged at the instant of a busy() snapshot is not in it, whichever thread runs first") {
+  sys().run([] {
+    const sc_core::sc_time at = sc_core::sc_time_stamp() + sc_core::sc_time(1, sc_core::SC_US);
+    sc_core::sc_time seen[2];
+    for (int order = 0; order < 2; ++order) {
+      const sc_core::sc_time t = at + sc_core::sc_time(order, sc_core::SC_US);
+      auto charger = [t] {
+        sc_core::wait(t - sc_core::sc_time_stamp());
+        sys().cpu.charge(CpuContext::app, sc_core::sc_time(40, sc_core::SC_NS));
+      };
+      auto snapshot = [t, &seen, order] {
+        sc_core::wait(t - sc_core::sc_time_stamp());
+        seen[order] = sys().cpu.busy(CpuContext::app);
+      };
+      // Spawned in both orders: SystemC runs them in some order at the same instant.
+      if (order == 0) {
+        sc_core::sc_spawn(charger);
+        sc_core::sc_spawn(snapshot);
+      } else {
+        sc_core::sc_spawn(snapshot);
+        sc_core::sc_spawn(charger);
+      }
+    }
+    sc_core::wait(at + sc_core::sc_time(3, sc_core::SC_US) - sc_core::sc_time_stamp());
+    CHECK(seen[1] - seen[0] == sc_core::sc_time(40, sc_core::SC_NS));  // the first charge only
+    CHECK(sys().cpu.busy(CpuContext::app) - seen[1] == sc_core::sc_time(40, sc_core::SC_NS));
+  });
+}

@@ -82,6 +82,10 @@ bool HostMemory::execute(tlm::tlm_generic_payload& tx) {
   if (!ok)
     log::error("host memory: {} of {} bytes at {:#x} touches unmapped memory", tx.is_read() ? "read" : "write",
                tx.get_data_length(), tx.get_address());
+  if (ok && tx.is_write())
+    for (const Watch& w : watches_)
+      if (tx.get_address() < w.addr + w.len && w.addr < tx.get_address() + tx.get_data_length())
+        w.written->notify(sc_core::SC_ZERO_TIME);
   return ok;
 }
 

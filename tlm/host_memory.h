@@ -24,6 +24,10 @@ class HostMemory : public sc_core::sc_module {
   HostMemory(const sc_core::sc_module_name& name, const HostMemoryConfig& cfg = {});
 
   // Maps zero-filled pages for [addr, addr+len) and returns addr; allocate picks the address.
+  // Notifies `written` (in the next delta) whenever a write through the socket (a device DMA,
+  // not the CPU's direct accesses) touches [addr, addr + len): a driver waits for the device's
+  // reply instead of polling.
+  void watch(uint64_t addr, uint64_t len, sc_core::sc_event& written) { watches_.push_back({addr, len, &written}); }
   uint64_t allocate(uint64_t len, uint64_t align = kPageSize);
   void map(uint64_t addr, uint64_t len);
   void unmap(uint64_t addr, uint64_t len);
@@ -40,6 +44,11 @@ class HostMemory : public sc_core::sc_module {
   bool get_direct_mem_ptr(tlm::tlm_generic_payload& tx, tlm::tlm_dmi& dmi);
   unsigned transport_dbg(tlm::tlm_generic_payload& tx);
   bool execute(tlm::tlm_generic_payload& tx);
+  struct Watch {
+    uint64_t addr, len;
+    sc_core::sc_event* written;
+  };
+  std::vector<Watch> watches_;
   Page* page_of(uint64_t addr) const;
 
   HostMemoryConfig cfg_;

@@ -30,6 +30,7 @@ void CommandUnit::ring() {
 
 void CommandUnit::reset() {
   qp_.clear();
+  release_all_cqns();
   set_initialized(false);
 }
 
@@ -121,8 +122,9 @@ CommandUnit::Result CommandUnit::execute(uint16_t opcode, const In& in, Out& out
   if (!initialized_) return fail(kBadSysState, kFieldNone, kWrongState);
   switch (opcode) {
     case kTeardown:
-      for (uint32_t n = 0; n < cq_.config().num_cqs; ++n)
+      for (uint32_t n = 1; n < next_cqn_; ++n)
         if (cq_.cq_exists(n)) cq_control(CqControl{CqControl::Op::destroy, n, {}});
+      release_all_cqns();
       eq_.reset();
       qp_.clear();
       if (on_qp_state) on_qp_state(UINT32_MAX, QpState::reset, QpState::reset);
@@ -225,9 +227,9 @@ CommandUnit::Result CommandUnit::create_cq(const In& in, Out& out) {
   c.period_mode = (in[8] & kCqFlagPeriodModeCqe) ? PeriodMode::cqe : PeriodMode::eqe;
   c.overrun_ignore = in[8] & kCqFlagOverrunIgnore;
   c.always_armed = in[8] & kCqFlagAlwaysArmed;
-  uint32_t cqn = 1;  // CQN 0 is never handed out, so a zeroed handle never names a live CQ
-  while (cqn < cq_.config().num_cqs && cq_.cq_exists(cqn)) ++cqn;
+  const uint32_t cqn = lowest_free_cqn();
   if (cqn >= cq_.config().num_cqs) return fail(kNoResources, kFieldNone, kOutOfRange);
+  take_cqn(cqn);
   cq_control(CqControl{CqControl::Op::create, cqn, c});
   out[0] = cqn;
   return {};
@@ -237,7 +239,27 @@ CommandUnit::Result CommandUnit::destroy_cq(const In& in) {
   if (!cq_.cq_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
   if (qp_.cq_in_use(in[0])) return fail(kResourceBusy, 0, kBusy);  // S4: a WQ is still associated
   cq_control(CqControl{CqControl::Op::destroy, in[0], {}});
+  release_cqn(in[0]);
   return {};
+}
+
+// CQNs: the lowest free one is handed out (CQN 0 never, so a zeroed handle never names a live CQ),
+// found without a scan of the table: numbers never used are [next_cqn_, num_cqs), freed ones wait
+// in freed_cqns_.
+uint32_t CommandUnit::lowest_free_cqn() const { return freed_cqns_.empty() ? next_cqn_ : *freed_cqns_.begin(); }
+
+void CommandUnit::take_cqn(uint32_t cqn) {
+  if (!freed_cqns_.empty() && cqn == *freed_cqns_.begin())
+    freed_cqns_.erase(freed_cqns_.begin());
+  else
+    ++next_cqn_;
+}
+
+void CommandUnit::release_cqn(uint32_t cqn) { freed_cqns_.insert(cqn); }
+
+void CommandUnit::release_all_cqns() {
+  freed_cqns_.clear();
+  next_cqn_ = 1;
 }
 
 CommandUnit::Result CommandUnit::query_cq(const In& in, Out& out) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <systemc>
 #include <vector>
 
@@ -55,6 +56,12 @@ class CommandUnit : public sc_core::sc_module {
     uint8_t reason = 0;
   };
   static Result fail(uint8_t status, uint8_t dword, uint8_t reason) { return Result{status, dword, reason}; }
+  uint32_t lowest_free_cqn() const;
+  void take_cqn(uint32_t cqn);
+  void release_cqn(uint32_t cqn);
+  void release_all_cqns();
+  uint32_t next_cqn_ = 1;              // the lowest CQN never handed out since the last reset
+  std::set<uint32_t> freed_cqns_;      // destroyed CQNs below it
 
   void run();
   void wait_edge();
