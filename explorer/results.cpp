@@ -149,7 +149,7 @@ Fields result_fields(const TrafficOptions& o, const TrafficResult& r) {
     auto it = r.latency.find(key);
     latency_fields(f, prefix, it == r.latency.end() ? LatencyStats{} : it->second);
   };
-  static const char* const kOps[] = {"SEND", "RDMA_WRITE", "RDMA_READ", "RECV", "PONG", "PINGPONG"};
+  static const char* const kOps[] = {"SEND", "RDMA_WRITE", "RDMA_READ", "RECV", "PONG", "PINGPONG", "INJECTED"};
   for (const char* op : kOps) op_fields(op, std::string(op) + "_");
   for (const QpGroup& g : o.groups)  // named groups only (none: the totals above are the one group's)
       for (const char* op : kOps) op_fields(g.name + "/" + op, g.name + "_" + op + "_");

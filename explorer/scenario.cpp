@@ -273,7 +273,13 @@ void read_sizes(const Reader& r, const YAML::Node& parent, const std::string& pr
 }
 
 void read_arrival(const Reader& r, const YAML::Node& a, const std::string& k, Workload& w) {
-  r.check_map(a, k, {"process", "rate", "on", "off", "outstanding", "file"});
+  r.check_map(a, k, {"process", "kind", "rate", "on", "off", "outstanding", "file"});
+  if (a["kind"]) {
+    const std::string kind = r.scalar(a["kind"], k + ".kind");
+    if (kind == "wqe") w.inject_cqes = false;
+    else if (kind == "cqe") w.inject_cqes = true;
+    else r.fail(a["kind"], k + ".kind", "'" + kind + "' is not one of wqe (post a work request), cqe (inject a completion)");
+  }
   // Without a process the inherited one stays (the top level inherits poisson).
   const std::string p = a["process"] ? r.scalar(a["process"], k + ".process") : arrival_name(w.arrival);
   if (p == "poisson") w.arrival = Arrival::poisson;
@@ -322,6 +328,8 @@ void read_workload_keys(const Reader& r, const YAML::Node& n, const std::string&
   if (n["mix"]) read_mix(r, n["mix"], key + ".mix", w);
   if (n["size"]) read_sizes(r, n, key, w);
   if (n["arrival"]) read_arrival(r, n["arrival"], key + ".arrival", w);
+  if (w.arrival == Arrival::pingpong && w.inject_cqes)
+    r.fail(n["arrival"] ? n["arrival"] : n, key + ".arrival.kind", "a ping-pong exchanges SENDs: its arrivals cannot be injected CQEs");
   if (w.arrival == Arrival::pingpong && (w.write_fraction > 0 || w.read_fraction > 0)) {
     if (n["mix"]) r.fail(n["mix"], key + ".mix", "a ping-pong exchanges SENDs only: write and read must be 0");
     r.fail(n["arrival"] ? n["arrival"] : n, key + ".arrival.process",

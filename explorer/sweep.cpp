@@ -152,7 +152,7 @@ struct PlotPoint {
 // The latency the plot uses: the round trip for a ping-pong, else the first requester opcode with
 // samples, handler p99.
 std::string latency_column(const std::vector<std::string>& header, const std::vector<std::string>& row) {
-  for (const char* op : {"PINGPONG", "SEND", "RDMA_WRITE", "RDMA_READ"})
+  for (const char* op : {"PINGPONG", "SEND", "RDMA_WRITE", "RDMA_READ", "INJECTED"})
     if (field(header, row, std::string(op) + "_samples") > 0) return std::string(op) + "_hdl_p99_us";
   return "SEND_hdl_p99_us";
 }

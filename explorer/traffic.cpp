@@ -128,6 +128,7 @@ void pattern(std::vector<uint8_t>& out, int qp, uint64_t seq) {
   }
 }
 constexpr uint64_t kReadTag = uint64_t(1) << 32;  // READ sources use their own patterns
+constexpr uint8_t kInjected = 0xFF;  // a Message that is an injected completion, not a WQE
 
 struct Samples {
   std::vector<double> to_cqe_ns, to_handler_ns;
@@ -529,7 +530,40 @@ class TrafficRun {
     if (!o_.record_path.empty())
       record_.push_back(TracedArrival{uint64_t(std::llround((sc_core::sc_time_stamp() - start_).to_seconds() * 1e12)), q,
                                       opcode, size});
-    if (!post_message(q, opcode, size)) ++r_.refused;
+    if (workload_of(q).inject_cqes)
+      inject_completion(q, size);
+    else if (!post_message(q, opcode, size))
+      ++r_.refused;
+  }
+
+  // A completion record for QP q's receive queue, injected into its CQ on host 0 now: it takes the
+  // CQ writer's input like a transport completion would, then moderation, EQ, MSI-X and polling.
+  void inject_completion(int q, uint32_t size) {
+    messages_.push_back(Message{q, next_seq_[size_t(q)]++, kInjected, size, sc_core::sc_time_stamp(), {}, {}});
+    Message& m = messages_.back();
+    m.done.done = [this, mp = &m](IbCq& cq, const Wc& wc) { on_injected_done(*mp, cq, wc); };
+    pool_[0]->track(m.done);
+    CompletionRecord r;
+    r.cqn = cqs_[0][size_t(cq_of_[size_t(q)])]->cq->cqn;
+    r.is_send = false;
+    r.opcode = cqe::kRespSend;
+    r.byte_cnt = size;
+    r.qpn = qp_[0][size_t(q)]->qpn;
+    r.wr_id = CqPool::wr_id_of(m.done);
+    h_[0]->hca.inject_now(r);
+    ++r_.posted;
+  }
+
+  void on_injected_done(Message& m, IbCq& cq, const Wc& wc) {
+    ++r_.completed;
+    ++one_sided_;  // no receive on host 1 answers it
+    const sc_time visible = visible_[0].take(cq.cq->cqn);
+    sample_occupancy(0, cq);
+    if (wc.status != 0 || wc.byte_len != m.size) ++r_.errors;
+    if (m.seq != next_done_[size_t(m.qp)]) ++r_.misordered;
+    next_done_[size_t(m.qp)] = m.seq + 1;
+    sample_latency(0, m.qp, "INJECTED", m.posted, visible);
+    pool_[0]->untrack(m.done);
   }
 
   // Posts one message on QP q of host 0; false if its send queue is full.

@@ -46,6 +46,10 @@ struct Workload {
   double rate_kmsg = 1000;      // aggregate arrival rate over the group's QPs, thousands per second
   double on_us = 100, off_us = 400;  // onoff: burst and gap lengths
   int outstanding = 1;          // pingpong: pings in flight per QP
+  // What an arrival is: a work request posted on one of the group's QPs (the default), or
+  // (`cqe`) a completion record of `size` bytes injected straight into the CQ that QP uses on
+  // host 0, through the HCA's injection port: the CQ engine, EQs, MSI-X and the host alone.
+  bool inject_cqes = false;
   std::string trace_file;       // trace: where the arrivals came from
   std::vector<TracedArrival> trace;
   uint32_t max_size() const;

@@ -120,7 +120,8 @@ TEST_CASE("overrides given with --set change a key before the checks, and their 
 }
 
 TEST_CASE("every shipped scenario in traces/ loads") {
-  for (const char* name : {"pingpong", "streaming", "many-qp-mixed", "storage-4k-reads", "storage-replay", "two-tenants"}) {
+  for (const char* name : {"pingpong", "streaming", "many-qp-mixed", "storage-4k-reads", "storage-replay", "two-tenants",
+                           "cq-engine"}) {
     INFO(name);
     const std::string path = std::string(VHCA_SOURCE_DIR) + "/traces/" + name + ".yaml";
     TrafficOptions o;
@@ -128,6 +129,17 @@ TEST_CASE("every shipped scenario in traces/ loads") {
     CHECK(o.name == name);
   }
   CHECK_THROWS_WITH(load_scenario("/nonexistent.yaml"), "/nonexistent.yaml: cannot be read");
+}
+
+TEST_CASE("arrival.kind: cqe injects completions instead of posting work requests, and a ping-pong refuses it") {
+  TrafficOptions o = load_scenario(std::string(VHCA_SOURCE_DIR) + "/traces/cq-engine.yaml");
+  CHECK(o.workload.inject_cqes);
+  o = load_scenario(std::string(VHCA_SOURCE_DIR) + "/traces/cq-engine.yaml", {"workload.arrival.kind=wqe"});
+  CHECK_FALSE(o.workload.inject_cqes);
+  CHECK(error_of("", {"workload.arrival.kind=packet"}) ==
+        "--set workload.arrival.kind: 'packet' is not one of wqe (post a work request), cqe (inject a completion)");
+  CHECK_THROWS_WITH(load_scenario(std::string(VHCA_SOURCE_DIR) + "/traces/pingpong.yaml", {"workload.arrival.kind=cqe"}),
+                    Catch::Contains("a ping-pong exchanges SENDs: its arrivals cannot be injected CQEs"));
 }
 
 TEST_CASE("DIM walks its profile ladder: on while better, back when worse, home when quiet") {

@@ -50,9 +50,40 @@ sc_time PcieLink::serialize(Direction& d, sc_time start, uint64_t len, uint32_t 
   return t + cfg_.latency;
 }
 
+bool PcieLink::Credits::apply_due() const {
+  const sc_time now = sc_core::sc_time_stamp();
+  bool any = false;
+  while (!returns_.empty() && returns_.begin()->first <= now) {
+    const Return& r = returns_.begin()->second;
+    ph_used_ -= r.ph;
+    pd_used_ -= r.pd;
+    nph_used_ -= r.nph;
+    returns_.erase(returns_.begin());
+    any = true;
+  }
+  return any;
+}
+
+void PcieLink::Credits::want_wake() const {
+  if (waiting_) return;
+  waiting_ = true;  // give_back() notifies if no return is on its way yet
+  if (!returns_.empty())
+    const_cast<sc_core::sc_event&>(return_due_).notify(returns_.begin()->first - sc_core::sc_time_stamp());
+}
+
 bool PcieLink::Credits::can_post(uint64_t bytes) const {
+  apply_due();
   const uint64_t tlps = std::max<uint64_t>(1, (bytes + mps_ - 1) / mps_);
-  return ph_used_ + tlps <= ph_ && pd_used_ + data_credits(bytes) <= pd_;
+  const bool ok = ph_used_ + tlps <= ph_ && pd_used_ + data_credits(bytes) <= pd_;
+  if (!ok) want_wake();
+  return ok;
+}
+
+bool PcieLink::Credits::can_read() const {
+  apply_due();
+  const bool ok = nph_used_ < nph_;
+  if (!ok) want_wake();
+  return ok;
 }
 
 void PcieLink::Credits::take_posted(uint64_t bytes) {
@@ -68,22 +99,16 @@ void PcieLink::Credits::take_posted(uint64_t bytes) {
 void PcieLink::Credits::give_back(sc_time at, uint32_t ph, uint32_t pd, uint32_t nph) {
   const bool earliest = returns_.empty() || at < returns_.begin()->first;
   returns_.emplace(at, Return{ph, pd, nph});
-  if (earliest) return_due_.notify(at - sc_core::sc_time_stamp());
+  if (waiting_ && earliest) return_due_.notify(at - sc_core::sc_time_stamp());
 }
 
+// A refused sender waits: tell it when credits come back.
 void PcieLink::Credits::process_returns() {
-  const sc_time now = sc_core::sc_time_stamp();
-  bool any = false;
-  while (!returns_.empty() && returns_.begin()->first <= now) {
-    const Return& r = returns_.begin()->second;
-    ph_used_ -= r.ph;
-    pd_used_ -= r.pd;
-    nph_used_ -= r.nph;
-    returns_.erase(returns_.begin());
-    any = true;
+  if (!apply_due()) {
+    if (waiting_ && !returns_.empty()) return_due_.notify(returns_.begin()->first - sc_core::sc_time_stamp());
+    return;
   }
-  if (!returns_.empty()) return_due_.notify(returns_.begin()->first - now);
-  if (!any) return;
+  waiting_ = false;
   returned_.notify(sc_core::SC_ZERO_TIME);
   for (auto& wake : wakes_) wake();
 }

@@ -111,10 +111,11 @@ class PcieLink : public sc_core::sc_module {
     bool can_post(uint64_t bytes) const override;
     const sc_core::sc_event& returned_event() const override { return returned_; }
     void on_return(std::function<void()> wake) override { wakes_.push_back(std::move(wake)); }
-    bool can_read() const { return nph_used_ < nph_; }
+    bool can_read() const;
     void take_posted(uint64_t bytes);
     void take_nonposted() { ++nph_used_; }
-    // Schedule the return of a TLP's credits at `at`.
+    // Schedule the return of a TLP's credits at `at`. Returns are applied lazily, when credits
+    // are asked for; only a refused sender makes the link wake up (once) when they arrive.
     void give_back(sc_core::sc_time at, uint32_t ph, uint32_t pd, uint32_t nph);
     void process_returns();
     sc_core::sc_event& return_event() { return return_due_; }
@@ -126,9 +127,12 @@ class PcieLink : public sc_core::sc_module {
     struct Return {
       uint32_t ph, pd, nph;
     };
+    bool apply_due() const;  // applies the returns due by now; true if any
+    void want_wake() const;  // a sender was refused: wake it at the next return
     uint32_t ph_, pd_, nph_, mps_;
-    uint32_t ph_used_ = 0, pd_used_ = 0, nph_used_ = 0;
-    std::multimap<sc_core::sc_time, Return> returns_;  // by the time they arrive back
+    mutable uint32_t ph_used_ = 0, pd_used_ = 0, nph_used_ = 0;
+    mutable std::multimap<sc_core::sc_time, Return> returns_;  // by the time they arrive back
+    mutable bool waiting_ = false;
     sc_core::sc_event return_due_, returned_;
     std::vector<std::function<void()>> wakes_;
   };

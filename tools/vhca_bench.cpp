@@ -1,17 +1,42 @@
-// vhca-bench: wall-clock cost of the model against the SystemC kernel floor, measured in one run.
-//  - floor: one SC_METHOD re-notifying itself one cycle later (the cheapest timed activation);
-//  - CQE path: completion records through the CQ writer, DMA engine, PCIe link and host memory
-//    (an overrun-ignore CQ, no events, no driver work), one record per cycle;
-//  - message path: 64-byte RDMA WRITEs on an RC pair through the loopback port — doorbell, WQE
-//    fetch, payload read, packet, link, responder write, ACK, CQE — with the SQ kept full and
-//    the CQ polled directly.
-// Prints both costs per item and their ratio. Not a test: absolute times drift on shared machines.
+// vhca-bench: the model's cost against the SystemC kernel floor, measured in one run.
+//
+// Phases (each in the one elaborated System; docs/performance.md defines them):
+//   floor      one SC_METHOD re-notifying itself one cycle later (the cheapest timed activation)
+//   cqe        completion records through the CQ writer, DMA engine, PCIe link and host memory
+//              (an overrun-ignore CQ: no events), one record per cycle
+//   event      one CQE per interrupt: CQE -> EQE -> MSI-X -> the host's IRQ handler, EQ dispatch,
+//              the CQ handler polling its CQE and re-arming (device and host side together)
+//   message    64-byte RC SENDs through the loopback port: doorbell, WQE fetch, payload read,
+//              packet, receive WQE, responder write, ACK, both CQEs
+//   scale_K    the cqe phase with records spread round robin over K CQs (K = 1 .. 65,024)
+//   cq_create  CREATE_CQ through the driver (command block, firmware, CQ writer)
+// and, before elaboration, the start-up: constructing a System whose HCA has 64 K CQs.
+//
+// --instructions runs the same phases under callgrind (valgrind) and reports instructions per
+// item, which repeat exactly where wall time drifts. --quick runs small counts (CI proves the
+// bench works; it asserts nothing about speed).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
-#include <iterator>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
 #include <systemc>
+#include <vector>
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_DUMP_STATS_AT(x)
+#endif
 
 #include "firmware-shim/verbs.h"
 #include "sim/fabric.h"
@@ -33,92 +58,370 @@ struct Floor : sc_core::sc_module {
   uint64_t count = 0, target = 0;
 };
 
+struct PhaseResult {
+  std::string name;
+  uint64_t items = 0;
+  double wall_s = 0;
+  double instructions = 0;  // with --instructions
+};
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double rss_mib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return double(resident) * double(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+struct Options {
+  bool quick = false, instructions = false, child = false;
+};
+
+struct Report {
+  std::vector<PhaseResult> phases;
+  double startup_s = 0, startup_mib = 0, floor_lo = 0, floor_hi = 0;
+  uint32_t num_cqs = 0;
+};
+
+// Runs `body` as one measured phase: instructions are zeroed before and dumped after (under
+// callgrind), wall time is taken around it. The body returns the items it processed.
+template <typename Body>
+PhaseResult phase(const std::string& name, Body body) {
+  CALLGRIND_ZERO_STATS;
+  const auto t0 = std::chrono::steady_clock::now();
+  PhaseResult r{name, body(), 0, 0};
+  r.wall_s = seconds_since(t0);
+  CALLGRIND_DUMP_STATS_AT(name.c_str());
+  return r;
+}
+
+// Records for `cqs` CQs, round robin, one per cycle, in chunks.
+uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns, uint64_t n) {
+  vhca::CompletionRecord r;
+  r.opcode = vhca::cqe::kRespSend;
+  r.byte_cnt = 64;
+  const uint64_t before = sys.hca.cq.stats().cqes, chunk = 1000;
+  for (uint64_t done = 0; done < n; done += chunk) {
+    const uint64_t base = sys.cycle() + 1;
+    for (uint64_t i = 0; i < chunk && done + i < n; ++i) {
+      r.wr_id = done + i;
+      r.cqn = cqns[(done + i) % cqns.size()];
+      sys.hca.inject(r, base + i);
+    }
+    sys.wait_cycle(base + chunk);
+  }
+  // Until every record is written: the link (88 bytes a CQE on the wire) cannot take one every
+  // cycle, so the writer is held by PCIe credits and the records queue behind it.
+  while (sys.hca.cq.stats().cqes - before < n && sys.hca.cq.stats().dropped == 0) sys.wait_cycle(sys.cycle() + 1000);
+  return sys.hca.cq.stats().cqes - before;
+}
+
+// `k` overrun-ignore CQs loaded straight into the CQ writer through its control stream (the
+// firmware's path without the command round trip, so that 64 K of them load in a moment), the
+// highest CQNs of the table, all writing one shared ring: the cost measured is the writer's.
+std::vector<uint32_t> load_cqs(vhca::System& sys, uint32_t k, uint64_t ring, uint64_t dbr, uint32_t eqn) {
+  std::vector<uint32_t> cqns;
+  const uint32_t top = sys.hca.cq.config().num_cqs;
+  for (uint32_t cqn = top - k; cqn < top; ++cqn) {
+    vhca::CqControl c;
+    c.op = vhca::CqControl::Op::create;
+    c.cqn = cqn;
+    c.cfg.log_size = 6;
+    c.cfg.base = ring;
+    c.cfg.dbr = dbr;
+    c.cfg.eqn = eqn;
+    c.cfg.overrun_ignore = true;
+    vhca::Stream<vhca::CqControl>& ctl = sys.hca.cq.s_ctl.stream();
+    while (!ctl.can_push(sys.cycle())) sys.wait_cycle(sys.cycle() + 1);
+    ctl.push(c, sys.cycle());
+    cqns.push_back(cqn);
+  }
+  sys.wait_cycle(sys.cycle() + 4);
+  return cqns;
+}
+
+int run_phases(const Options& opt, Report& rep) {
+  const uint64_t n = opt.quick ? 20000 : 1000000;
+  // Start-up: a System whose HCA has a 64 K-entry CQ context table.
+  const double rss0 = rss_mib();
+  const auto t_build = std::chrono::steady_clock::now();
+  Floor floor("floor");
+  vhca::System sys;
+  rep.startup_s = seconds_since(t_build);
+  rep.startup_mib = rss_mib() - rss0;
+  rep.num_cqs = sys.hca.cq.config().num_cqs;
+  std::vector<PhaseResult>& results = rep.phases;
+  bool ok = true;
+  sys.run(
+      [&] {
+        // The floor: the median of three runs by wall time (one run alone swung by 2x on a
+        // 2-core machine); the middle run is the one measured for instructions.
+        double runs[3];
+        for (double& w : runs) {
+          floor.count = 0;
+          floor.target = n;
+          const auto t0 = std::chrono::steady_clock::now();
+          floor.ev.notify(sc_core::SC_ZERO_TIME);
+          sc_core::wait(sc_core::sc_time(2.0 * double(n) + 10, sc_core::SC_NS));
+          w = seconds_since(t0);
+        }
+        PhaseResult f = phase("floor", [&] {
+          floor.count = 0;
+          floor.target = n;
+          floor.ev.notify(sc_core::SC_ZERO_TIME);
+          sc_core::wait(sc_core::sc_time(2.0 * double(n) + 10, sc_core::SC_NS));
+          return n;
+        });
+        std::sort(std::begin(runs), std::end(runs));
+        f.wall_s = runs[1];
+        rep.floor_lo = runs[0];
+        rep.floor_hi = runs[2];
+        results.push_back(f);
+
+        if (!sys.driver.boot().ok()) {
+          ok = false;
+          return;
+        }
+        vhca::Cq* cq = nullptr;
+        if (vhca::verbs::create_cq(sys.driver, 4096, 0, &cq, {}, vhca::cmd::kCqFlagOverrunIgnore) != 0) {
+          ok = false;
+          return;
+        }
+        results.push_back(phase("cqe", [&] { return inject_round_robin(sys, {cq->cqn}, n); }));
+
+        // One CQE per interrupt: the CQ handler polls and re-arms, records 5 us apart.
+        vhca::Cq* ecq = nullptr;
+        vhca::verbs::create_cq(sys.driver, 64, 0, &ecq);
+        uint64_t handled = 0;
+        vhca::verbs::set_comp_handler(*ecq, [&](vhca::Cq& c) {
+          vhca::Wc wc[4];
+          handled += uint64_t(vhca::verbs::poll_cq(c, 4, wc, vhca::CpuContext::hardirq));
+          vhca::verbs::req_notify_cq(c, vhca::kNotifyNext, vhca::CpuContext::hardirq);
+        });
+        vhca::verbs::req_notify_cq(*ecq, vhca::kNotifyNext);
+        const uint64_t interrupts0 = sys.cpu.interrupts();
+        results.push_back(phase("event", [&] {
+          vhca::CompletionRecord r;
+          r.cqn = ecq->cqn;
+          r.opcode = vhca::cqe::kRespSend;
+          r.byte_cnt = 64;
+          const uint64_t events = n / 20;
+          for (uint64_t i = 0; i < events; ++i) {
+            r.wr_id = i;
+            sys.hca.inject_now(r);
+            sc_core::wait(sc_core::sc_time(5, sc_core::SC_US));
+          }
+          return handled;
+        }));
+        ok &= handled == n / 20 && sys.cpu.interrupts() - interrupts0 >= handled;
+
+        namespace fb = vhca::fabric;
+        vhca::Pd* pd = fb::alloc_pd(sys.driver);
+        vhca::Cq* scq = fb::create_cq(sys.driver, 1024);
+        vhca::Cq* rcq = fb::create_cq(sys.driver, 1024);
+        vhca::Qp* a = fb::create_qp(*pd, scq, scq, vhca::QpType::rc, 256);
+        vhca::Qp* b = fb::create_qp(*pd, rcq, rcq, vhca::QpType::rc, 256);
+        fb::connect_rc(*a, *b);
+        fb::Buffer buf = fb::reg_buffer(*pd, 1 << 16);
+        results.push_back(phase("message", [&] {
+          vhca::SendWr w;
+          w.opcode = vhca::sqwqe::kSend;
+          w.flags = vhca::kSendSignaled;
+          w.sg_list = {buf.sge(0, 64)};
+          const std::vector<vhca::SendWr> sends(32, w);
+          const std::vector<vhca::RecvWr> recvs(32, vhca::RecvWr{0, {buf.sge(4096, 64)}});
+          vhca::Wc wc[64];
+          uint64_t sent = 0, received = 0, posted_recv = 0, posted_send = 0;
+          const uint64_t messages = n / 10 / 32 * 32;
+          while (sent < messages || received < messages) {
+            // Receives ahead of the sends (no RNR), both rings kept full.
+            if (posted_recv < messages && uint16_t(b->rq_pi - b->rq_ci) + recvs.size() <= b->rq_depth) {
+              vhca::verbs::post_recv(*b, recvs);
+              posted_recv += recvs.size();
+            }
+            if (posted_send < posted_recv && uint16_t(a->sq_pi - a->sq_ci) + sends.size() <= a->sq_depth) {
+              vhca::verbs::post_send(*a, sends);
+              posted_send += sends.size();
+            }
+            int got = vhca::verbs::poll_cq(*scq, 64, wc);
+            sent += uint64_t(std::max(got, 0));
+            int rgot = vhca::verbs::poll_cq(*rcq, 64, wc);
+            received += uint64_t(std::max(rgot, 0));
+            if (got <= 0 && rgot <= 0) sc_core::wait(sc_core::sc_time(200, sc_core::SC_NS));
+          }
+          return received;
+        }));
+
+        // Cost per CQE against the number of CQs in use.
+        const uint64_t ring = sys.memory.allocate(4096), dbr = sys.memory.allocate(64);
+        const uint32_t eqn = sys.hca.cq.context(ecq->cqn).cfg.eqn;  // the completion EQ
+        const std::vector<uint32_t> sizes = opt.quick ? std::vector<uint32_t>{1, 64, 4096}
+                                                      : std::vector<uint32_t>{1, 64, 4096, 65024};
+        for (uint32_t k : sizes) {
+          const std::vector<uint32_t> cqns = load_cqs(sys, k, ring, dbr, eqn);
+          results.push_back(phase("scale_" + std::to_string(k), [&] { return inject_round_robin(sys, cqns, n); }));
+          for (uint32_t cqn : cqns) {  // unload: the next size loads its own
+            vhca::CqControl c;
+            c.op = vhca::CqControl::Op::destroy;
+            c.cqn = cqn;
+            vhca::Stream<vhca::CqControl>& ctl = sys.hca.cq.s_ctl.stream();
+            while (!ctl.can_push(sys.cycle())) sys.wait_cycle(sys.cycle() + 1);
+            ctl.push(c, sys.cycle());
+          }
+          sys.wait_cycle(sys.cycle() + 4);
+        }
+
+        const uint64_t creates = opt.quick ? 200 : 2000;
+        results.push_back(phase("cq_create", [&] {
+          uint64_t made = 0;
+          for (uint64_t i = 0; i < creates; ++i) {
+            vhca::Cq* c = nullptr;
+            if (vhca::verbs::create_cq(sys.driver, 64, 0, &c) == 0) ++made;
+          }
+          return made;
+        }));
+        ok &= results.back().items == creates;
+      },
+      sc_core::sc_time(1000, sc_core::SC_SEC));
+  return ok ? 0 : 1;
+}
+
+// The child under callgrind prints its report as lines; the parent reads them back.
+void print_lines(const Report& rep) {
+  std::printf("STARTUP %.6f %.1f %u\n", rep.startup_s, rep.startup_mib, rep.num_cqs);
+  std::printf("FLOOR_RANGE %.9f %.9f\n", rep.floor_lo, rep.floor_hi);
+  for (const auto& p : rep.phases)
+    std::printf("PHASE %s %llu %.9f\n", p.name.c_str(), static_cast<unsigned long long>(p.items), p.wall_s);
+}
+
+void parse_lines(const std::string& text, Report& rep) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream l(line);
+    std::string tag;
+    l >> tag;
+    if (tag == "PHASE") {
+      PhaseResult p;
+      l >> p.name >> p.items >> p.wall_s;
+      rep.phases.push_back(p);
+    } else if (tag == "STARTUP") {
+      l >> rep.startup_s >> rep.startup_mib >> rep.num_cqs;
+    } else if (tag == "FLOOR_RANGE") {
+      l >> rep.floor_lo >> rep.floor_hi;
+    }
+  }
+}
+
+std::map<std::string, double> callgrind_dumps(const std::string& dir) {
+  std::map<std::string, double> ir;
+  FILE* ls = popen(("ls " + dir).c_str(), "r");
+  char name[512];
+  while (ls && std::fgets(name, sizeof name, ls)) {
+    std::string file = dir + "/" + std::string(name, strcspn(name, "\n"));
+    std::ifstream f(file);
+    std::string line, phase;
+    double summary = -1;
+    while (std::getline(f, line)) {
+      const std::string trigger = "desc: Trigger: Client Request: ";
+      if (line.rfind(trigger, 0) == 0) phase = line.substr(trigger.size());
+      if (line.rfind("summary: ", 0) == 0) summary = std::atof(line.c_str() + 9);
+    }
+    if (!phase.empty() && summary >= 0) ir[phase] = summary;
+  }
+  if (ls) pclose(ls);
+  return ir;
+}
+
+void print_report(const Report& rep, bool instructions) {
+  const PhaseResult* floor = nullptr;
+  for (const auto& p : rep.phases)
+    if (p.name == "floor") floor = &p;
+  if (!floor || floor->items == 0) return;
+  const double floor_ns = floor->wall_s / double(floor->items) * 1e9;
+  const double floor_ir = floor->instructions / double(floor->items);
+  std::printf("start-up: a System with a %u-CQ HCA in %.1f ms, +%.1f MiB resident\n", rep.num_cqs,
+              rep.startup_s * 1e3, rep.startup_mib);
+  std::printf("kernel floor: %.1f ns per timed SC_METHOD activation (median of 3: %.1f .. %.1f)%s\n", floor_ns,
+              rep.floor_lo / double(floor->items) * 1e9, rep.floor_hi / double(floor->items) * 1e9,
+              instructions ? "" : "");
+  if (instructions) std::printf("              %.0f instructions per activation (callgrind)\n", floor_ir);
+  std::printf("\n%-12s %10s %12s %10s", "phase", "items", "wall ns/item", "floors");
+  if (instructions) std::printf(" %14s %10s", "instr/item", "floors");
+  std::printf("\n");
+  for (const auto& p : rep.phases) {
+    if (p.items == 0) continue;
+    const double ns = p.wall_s / double(p.items) * 1e9;
+    std::printf("%-12s %10llu %12.1f %10.2f", p.name.c_str(), static_cast<unsigned long long>(p.items), ns,
+                ns / floor_ns);
+    if (instructions) {
+      const double ir = p.instructions / double(p.items);
+      std::printf(" %14.0f %10.2f", ir, ir / floor_ir);
+    }
+    std::printf("\n");
+  }
 }
 
 }  // namespace
 
 int sc_main(int argc, char* argv[]) {
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
-  const uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1000000;
-  Floor floor("floor");
-  vhca::System sys;
-
-  double floor_s = 0, model_s = 0, message_s = 0;
-  double floor_runs[3] = {};
-  uint64_t written = 0, messages = 0;
-  sys.run([&] {
-    // The floor is the median of three runs: one run alone swung by 2x on this 2-core machine.
-    for (double& run : floor_runs) {
-      floor.count = 0;
-      floor.target = n;
-      const auto start = std::chrono::steady_clock::now();
-      floor.ev.notify(sc_core::SC_ZERO_TIME);
-      sc_core::wait(sc_core::sc_time(2.0 * double(n) + 10, sc_core::SC_NS));
-      run = seconds_since(start);
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") opt.quick = true;
+    else if (a == "--instructions") opt.instructions = true;
+    else if (a == "--callgrind-child") opt.child = true;
+    else if (a == "--help" || a == "-h") {
+      std::printf("usage: vhca-bench [--quick] [--instructions]\n"
+                  "  --quick         small counts (CI: proves the bench runs)\n"
+                  "  --instructions  also count instructions per item under callgrind (needs valgrind)\n");
+      return 0;
+    } else {
+      std::fprintf(stderr, "vhca-bench: unknown option %s (try --help)\n", a.c_str());
+      return 2;
     }
-    std::sort(std::begin(floor_runs), std::end(floor_runs));
-    floor_s = floor_runs[1];
-    auto t0 = std::chrono::steady_clock::now();
-
-    if (!sys.driver.boot().ok()) return;
-    vhca::Cq* cq = nullptr;
-    if (vhca::verbs::create_cq(sys.driver, 4096, 0, &cq, {}, vhca::cmd::kCqFlagOverrunIgnore) != 0) return;
-    vhca::CompletionRecord r;
-    r.cqn = cq->cqn;
-    r.opcode = vhca::cqe::kRespSend;
-    r.byte_cnt = 64;
-    const uint64_t before = sys.hca.cq.stats().cqes;
-    t0 = std::chrono::steady_clock::now();
-    const uint64_t chunk = 1000;
-    for (uint64_t done = 0; done < n; done += chunk) {
-      const uint64_t base = sys.cycle() + 1;
-      for (uint64_t i = 0; i < chunk && done + i < n; ++i) {
-        r.wr_id = done + i;
-        sys.hca.inject(r, base + i);
-      }
-      sys.wait_cycle(base + chunk);
+  }
+  if (!opt.instructions) {
+    Report rep;
+    const int rc = run_phases(opt, rep);
+    if (opt.child)
+      print_lines(rep);
+    else
+      print_report(rep, false);
+    return rc;
+  }
+  // Under callgrind: the same phases in a child process, one dump per phase.
+  char dir_template[] = "/tmp/vhca-bench-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (!dir) return 1;
+  const std::string cmd = std::string("valgrind --tool=callgrind --callgrind-out-file=") + dir +
+                          "/cg.%p " + argv[0] + (opt.quick ? " --quick" : "") + " --callgrind-child 2>/dev/null";
+  FILE* child = popen(cmd.c_str(), "r");
+  if (!child) return 1;
+  std::string text;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, child)) text += buf;
+  const int status = pclose(child);
+  Report rep;
+  parse_lines(text, rep);
+  if (rep.phases.empty()) {
+    std::fprintf(stderr, "vhca-bench: the callgrind run printed no phase (is valgrind installed?)\n");
+    return 1;
+  }
+  const auto ir = callgrind_dumps(dir);
+  bool counted = true;
+  for (auto& p : rep.phases) {
+    if (auto it = ir.find(p.name); it != ir.end()) p.instructions = it->second;
+    if (p.instructions <= 0) {
+      std::fprintf(stderr, "vhca-bench: no instruction count for phase %s\n", p.name.c_str());
+      counted = false;
     }
-    sc_core::wait(sc_core::sc_time(2, sc_core::SC_US));
-    model_s = seconds_since(t0);
-    written = sys.hca.cq.stats().cqes - before;
-
-    namespace fb = vhca::fabric;
-    vhca::Pd* pd = fb::alloc_pd(sys.driver);
-    vhca::Cq* scq = fb::create_cq(sys.driver, 1024);
-    vhca::Qp* a = fb::create_qp(*pd, scq, scq, vhca::QpType::rc, 256);
-    vhca::Qp* b = fb::create_qp(*pd, scq, scq, vhca::QpType::rc, 256);
-    fb::connect_rc(*a, *b);
-    fb::Buffer buf = fb::reg_buffer(*pd, 1 << 16);
-    vhca::SendWr w;
-    w.opcode = vhca::sqwqe::kRdmaWrite;
-    w.flags = vhca::kSendSignaled;
-    w.sg_list = {buf.sge(0, 64)};
-    w.remote_addr = buf.addr + 4096;
-    w.rkey = buf.mr->rkey;
-    const std::vector<vhca::SendWr> batch(32, w);
-    vhca::Wc wc[64];
-    t0 = std::chrono::steady_clock::now();
-    while (messages < n / 10) {
-      if (uint16_t(a->sq_pi - a->sq_ci) + batch.size() <= a->sq_depth) vhca::verbs::post_send(*a, batch);
-      const int got = vhca::verbs::poll_cq(*scq, 64, wc);
-      if (got > 0) messages += uint64_t(got);
-      else sc_core::wait(sc_core::sc_time(200, sc_core::SC_NS));
-    }
-    message_s = seconds_since(t0);
-  }, sc_core::sc_time(100, sc_core::SC_SEC));
-
-  const double floor_ns = floor_s / double(n) * 1e9, model_ns = model_s / double(written ? written : 1) * 1e9;
-  std::printf("kernel floor (timed SC_METHOD activation): %8.1f ns each (median of 3 x %llu activations: %.1f .. %.1f)\n",
-              floor_ns, static_cast<unsigned long long>(n), floor_runs[0] / double(n) * 1e9,
-              floor_runs[2] / double(n) * 1e9);
-  std::printf("CQE path (writer+DMA+link+memory):         %8.1f ns per CQE (%llu CQEs, %.2f M CQE/s)\n", model_ns,
-              static_cast<unsigned long long>(written), written / model_s / 1e6);
-  std::printf("ratio CQE path / kernel floor:             %8.2f\n", model_ns / floor_ns);
-  const double message_ns = message_s / double(messages ? messages : 1) * 1e9;
-  std::printf("message path (RC WRITE, loopback):         %8.1f ns per message (%llu messages)\n", message_ns,
-              static_cast<unsigned long long>(messages));
-  std::printf("ratio message path / kernel floor:         %8.2f\n", message_ns / floor_ns);
-  return written == n ? 0 : 1;
+  }
+  print_report(rep, true);
+  std::system((std::string("rm -rf ") + dir).c_str());
+  return counted && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

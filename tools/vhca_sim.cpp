@@ -301,130 +301,31 @@ int sc_main(int argc, char* argv[]) {
   return r.ok ? 0 : 1;
 }
 
-// `vhca-sim inject`: the CQ engine alone, fed through the completion-injection port.
+// `vhca-sim inject`: the CQ engine alone. A shorthand for a scenario whose arrivals are
+// completions injected into the CQs (`arrival.kind: cqe`, traces/cq-engine.yaml): one QP's worth
+// of receive completions per CQ, Poisson over all of them.
 int run_inject(int argc, char** argv) {
   const Options opt = parse(argc, argv);
-  vhca::SystemConfig cfg;
-  cfg.driver.num_comp_vectors = uint32_t(opt.vectors);
-  if (opt.rtl) {
-    if (opt.cqs + 1 > int(vhca::RtlCqWriter::kRtlNumCqs)) usage("--rtl supports at most 63 CQs");
-    cfg.hca.cq.num_cqs = vhca::RtlCqWriter::kRtlNumCqs;
-    cfg.hca.cq_engine = [](const vhca::CqeWriterConfig& c) { return std::make_unique<vhca::RtlCqWriter>(c); };
-  }
-  vhca::System sys(cfg);
-
-  struct Request {
-    vhca::CqeDone done;
-    uint64_t injected_cycle = 0;
-  };
-  std::vector<Request> requests;
-  std::vector<double> latency_ns;
-  uint64_t completed = 0, misordered = 0;
-  std::vector<uint64_t> next_expected(size_t(opt.cqs), 0);
-  vhca::HostCpu& cpu = sys.cpu;
-  bool ok = true;
-  double wall_s = 0;
-  sc_core::sc_time sim_start, sim_end;
-
-  sys.run([&] {
-    vhca::CommandResult r = sys.driver.boot();
-    if (!r.ok()) {
-      std::fprintf(stderr, "vhca-sim: boot failed: %s\n", r.message().c_str());
-      ok = false;
-      return;
-    }
-    vhca::CqPool pool(sys.driver);
-    std::vector<vhca::IbCq*> cqs;
-    for (int i = 0; i < opt.cqs; ++i) {
-      vhca::IbCq* cq = pool.alloc_cq(opt.cq_size, uint32_t(i % opt.vectors), opt.context,
-                                     vhca::CqModeration{uint16_t(opt.mod_count), uint16_t(opt.mod_period_us), opt.mode});
-      if (!cq) {
-        std::fprintf(stderr, "vhca-sim: %s\n", sys.driver.last_error().c_str());
-        ok = false;
-        return;
-      }
-      cqs.push_back(cq);
-    }
-    // Poisson arrivals over all CQs, drawn from a fully specified generator (mt19937_64 and
-    // inverse-CDF sampling) so that every platform produces the same workload.
-    std::mt19937_64 rng(opt.seed);
-    auto uniform = [&] { return (double(rng() >> 11) + 0.5) * (1.0 / 9007199254740992.0); };
-    const double mean_gap_cycles = sys.hca.clock.mhz() / opt.rate_mcqe;
-    const uint64_t start = sys.cycle() + 100;
-    const uint64_t end = start + uint64_t(opt.duration_us * sys.hca.clock.mhz());
-    double t = double(start);
-    std::vector<std::pair<uint64_t, int>> arrivals;
-    while ((t += -std::log(uniform()) * mean_gap_cycles) < double(end))
-      arrivals.emplace_back(uint64_t(t), int(rng() % uint64_t(opt.cqs)));
-    requests.resize(arrivals.size());
-    std::vector<uint64_t> seq(size_t(opt.cqs), 0);
-    for (size_t i = 0; i < arrivals.size(); ++i) {
-      Request& req = requests[i];
-      const int q = arrivals[i].second;
-      const uint64_t order = seq[size_t(q)]++;
-      req.injected_cycle = arrivals[i].first;
-      req.done.done = [&, q, order, i](vhca::IbCq&, const vhca::Wc& wc) {
-        ++completed;
-        if (wc.status != 0 || order != next_expected[size_t(q)]) ++misordered;
-        next_expected[size_t(q)] = order + 1;
-        // From the cycle the device wrote the CQE (its timestamp) to the done callback.
-        latency_ns.push_back((sc_core::sc_time_stamp() - sys.hca.clock.at(wc.timestamp)).to_seconds() * 1e9);
-      };
-      pool.track(req.done);
-      vhca::CompletionRecord rec;
-      rec.cqn = cqs[size_t(q)]->cq->cqn;
-      rec.opcode = vhca::cqe::kRespSend;
-      rec.byte_cnt = 1024;
-      rec.qpn = 0x100 + uint32_t(q);
-      rec.wr_id = vhca::CqPool::wr_id_of(req.done);
-      sys.hca.inject(rec, req.injected_cycle);
-    }
-    sim_start = sc_core::sc_time_stamp();
-    const auto wall0 = std::chrono::steady_clock::now();
-    sys.wait_cycle(end);
-    // Let the last completions through moderation and polling.
-    sc_core::wait(sc_core::sc_time(opt.mod_period_us + 50, sc_core::SC_US));
-    wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    sim_end = sc_core::sc_time_stamp();
-    for (vhca::IbCq* cq : cqs) {
-      if (vhca::verbs::peek_cq(*cq->cq, opt.cq_size) != 0) ok = false;  // stranded completions
-    }
-  }, sc_core::sc_time(opt.duration_us + 10000, sc_core::SC_US));
-
-  const uint64_t injected = requests.size();
-  const uint64_t interrupts = cpu.interrupts();
-  const uint64_t eqes = sys.driver.eqes_handled();
-  const double sim_s = (sim_end - sim_start).to_seconds();
-  std::vector<double> lat = latency_ns;
-  const double p50 = vhca::percentile(lat, 0.50), p99 = vhca::percentile(lat, 0.99), pmax = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
-  const auto& st = sys.hca.cq.stats();
-  if (completed != injected || misordered != 0 || st.overflows != 0) ok = false;
-
-  std::printf("vhca-sim%s: %d CQs on %d vectors, moderation %d CQEs / %d us (%s mode), %s polling, Poisson %.2f M CQE/s, seed %llu\n",
-              opt.rtl ? " (RTL CQ writer in the loop)" : "", opt.cqs, opt.vectors, opt.mod_count, opt.mod_period_us, opt.mode == vhca::PeriodMode::eqe ? "EQE" : "CQE",
-              vhca::poll_context_name(opt.context), opt.rate_mcqe, static_cast<unsigned long long>(opt.seed));
-  std::printf("  %-34s %12llu\n", "CQEs injected", static_cast<unsigned long long>(injected));
-  std::printf("  %-34s %12llu\n", "CQEs written", static_cast<unsigned long long>(st.cqes));
-  std::printf("  %-34s %12llu\n", "CQEs delivered to done callbacks", static_cast<unsigned long long>(completed));
-  std::printf("  %-34s %12llu  (by count %llu, by period %llu, at arm %llu)\n", "completion events",
-              static_cast<unsigned long long>(st.events), static_cast<unsigned long long>(st.events_by_count),
-              static_cast<unsigned long long>(st.events_by_period), static_cast<unsigned long long>(st.events_at_arm));
-  std::printf("  %-34s %12llu\n", "EQEs handled", static_cast<unsigned long long>(eqes));
-  std::printf("  %-34s %12llu\n", "interrupts", static_cast<unsigned long long>(interrupts));
-  std::printf("  %-34s %12.1f k/s\n", "interrupt rate", sim_s > 0 ? double(interrupts) / sim_s / 1e3 : 0.0);
-  std::printf("  %-34s %12.2f\n", "CQEs per interrupt", interrupts ? double(completed) / double(interrupts) : 0.0);
-  std::printf("  %-34s %12.3f us\n", "CQE write -> done callback p50", p50 / 1e3);
-  std::printf("  %-34s %12.3f us\n", "CQE write -> done callback p99", p99 / 1e3);
-  std::printf("  %-34s %12.3f us\n", "CQE write -> done callback max", pmax / 1e3);
-  std::printf("  %-34s %12.2f %%  (hardirq %.2f, softirq %.2f, thread %.2f, workqueue %.2f)\n", "host CPU busy",
-              sim_s > 0 ? cpu.busy_total().to_seconds() / sim_s * 100 : 0.0,
-              cpu.busy(vhca::CpuContext::hardirq).to_seconds() / sim_s * 100,
-              cpu.busy(vhca::CpuContext::softirq).to_seconds() / sim_s * 100,
-              cpu.busy(vhca::CpuContext::thread).to_seconds() / sim_s * 100,
-              cpu.busy(vhca::CpuContext::workqueue).to_seconds() / sim_s * 100);
-  std::printf("  %-34s %12.3f ms\n", "simulated time", sim_s * 1e3);
-  std::printf("  %-34s %12.3f s\n", "wall time", wall_s);
-  std::printf("  %-34s %12.0f\n", "simulated CQEs per wall second", wall_s > 0 ? double(completed) / wall_s : 0.0);
-  std::printf("  %-34s %12s\n", "every CQE delivered once, in order", ok ? "yes" : "NO");
-  return ok ? 0 : 1;
+  if (opt.rtl && opt.cqs > 62) usage("--rtl supports at most 62 CQs per host");
+  vhca::TrafficOptions o;
+  o.name = "inject";
+  o.qps = opt.cqs;
+  o.cqs = opt.cqs;
+  o.vectors = opt.vectors;
+  o.cq_size = opt.cq_size;
+  o.depth = 16;  // the QPs carry no work requests
+  o.duration_us = opt.duration_us;
+  o.moderation.mod = vhca::CqModeration{uint16_t(opt.mod_count), uint16_t(opt.mod_period_us), opt.mode};
+  o.context = opt.context;
+  o.seed = opt.seed;
+  o.rtl = opt.rtl;
+  o.workload.sizes = {1024};
+  o.workload.write_fraction = 0;
+  o.workload.read_fraction = 0;
+  o.workload.arrival = vhca::Arrival::poisson;
+  o.workload.rate_kmsg = opt.rate_mcqe * 1000;
+  o.workload.inject_cqes = true;
+  const vhca::TrafficResult r = vhca::run_traffic(o);
+  if (!opt.quiet) vhca::print_summary(o, r);
+  return r.ok ? 0 : 1;
 }

@@ -16,9 +16,8 @@ uint64_t SimClock::cycle_at_or_after(const sc_core::sc_time& t) const {
 }
 
 sc_core::sc_time SimClock::until(uint64_t cycle) const {
-  sc_core::sc_time t = at(cycle);
-  sc_core::sc_time n = sc_core::sc_time_stamp();
-  return t > n ? t - n : sc_core::SC_ZERO_TIME;
+  const uint64_t t = period_.value() * cycle, n = sc_core::sc_time_stamp().value();
+  return t > n ? sc_core::sc_time::from_value(t - n) : sc_core::SC_ZERO_TIME;
 }
 
 uint64_t SimClock::cycles_from_ns(double ns) const { return uint64_t(std::llround(ns * mhz_ / 1000.0)); }

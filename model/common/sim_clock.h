@@ -14,7 +14,8 @@ class SimClock {
   // The current cycle: the number of whole periods elapsed (an edge counts as its own cycle).
   uint64_t now() const;
   // Absolute time of a cycle's edge.
-  sc_core::sc_time at(uint64_t cycle) const { return period_ * double(cycle); }
+  // In whole time-resolution units (integer arithmetic: exact, and cheaper than sc_time * double).
+  sc_core::sc_time at(uint64_t cycle) const { return sc_core::sc_time::from_value(period_.value() * cycle); }
   // The first edge at or after t.
   uint64_t cycle_at_or_after(const sc_core::sc_time& t) const;
   // Delay from now until the edge of `cycle` (zero if that edge is now or past).

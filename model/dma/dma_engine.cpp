@@ -50,6 +50,7 @@ void DmaEngine::write_step() {
     socket->b_transport(tx, delay);
     tx.clear_extension(&tag);
     ++writes_;
+    write_issued_.notify(sc_core::SC_ZERO_TIME);
     log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
   }
   if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
@@ -109,7 +110,7 @@ void DmaEngine::fence_writes() {
   // Wait until the writes queued so far have been issued, not for an empty queue, which
   // sustained traffic may never give. The link then keeps a later read behind them.
   const uint64_t fence = writes_ + s_write->size();
-  while (writes_ < fence) sc_core::wait(clock_.period());
+  while (writes_ < fence) sc_core::wait(write_issued_);
 }
 
 bool DmaEngine::read_now(uint64_t addr, uint8_t* out, uint32_t len, bool fence) {

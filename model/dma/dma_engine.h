@@ -72,6 +72,7 @@ class DmaEngine : public sc_core::sc_module {
   PostedTag write_tag_;
   sc_core::sc_event read_work_;
   sc_core::sc_event write_space_;  // the write queue stopped being full
+  sc_core::sc_event write_issued_;  // a write left for the link (fences wait for it)
   std::deque<FirmwareRead*> firmware_reads_;
   uint64_t writes_ = 0, reads_ = 0, read_errors_ = 0, credit_stalls_ = 0;
 };
