@@ -48,12 +48,13 @@ void Hca::bind_streams() {
     if (on_mmio_space) on_mmio_space(clock.until(c));
   };
   transport.s_doorbell->on_space.add(mmio_space);
+  cq.s_arm->on_space.add(mmio_space);
+  eq.s_db->on_space.add(mmio_space);
+  // Inputs no port feeds, named for the queue report.
   transport.s_doorbell->set_fed_by("bar0: UAR_SQ_DB, UAR_RQ_DB writes (held by PCIe credits)");
   cq.s_arm->set_fed_by("bar0: UAR_CQ_ARM writes (held by PCIe credits)");
   eq.s_db->set_fed_by("bar0: UAR_EQ_ARM, UAR_EQ_UPDATE writes (held by PCIe credits)");
   cq.s_access_error->set_fed_by("PCIe: CQE write failures (LOST_EVENTS when full)");
-  cq.s_arm->on_space.add(mmio_space);
-  eq.s_db->on_space.add(mmio_space);
 }
 
 void Hca::bind_registers() {

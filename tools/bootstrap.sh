@@ -23,7 +23,9 @@ fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 # ccache (Debian) makes a repeated clean build, in a fresh clone on the same machine, take about
-# a minute instead of ten.
+# a minute instead of ten. Paths are made relative to the clone and the working directory is left
+# out of the hash (with debug info it is in by default), so clones in other folders share it.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 
 case "$mode" in
