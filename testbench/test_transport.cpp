@@ -274,3 +274,189 @@ TEST_CASE("[S17] streaming: 4 QPs share CQs, every byte arrives, every WQE gets 
     CHECK(verbs::peek_cq(*rcq, 16) == 0);
   });
 }
+
+namespace {
+// Path timing from docs/timing.md and transport.md, at the defaults (500 MHz, Gen4 x16 PCIe,
+// 100 Gb/s IB with 400 ns latency), composed from the links' serialization times.
+constexpr uint64_t kPeriodPs = 2000;
+uint64_t edge_at_or_after(uint64_t ps) { return (ps + kPeriodPs - 1) / kPeriodPs; }
+uint64_t ps(const sc_core::sc_time& t) { return uint64_t(t.value()); }
+// A device DMA read of `len` bytes issued on an edge: the request TLP, the link latency, the host's
+// read access, the completion TLPs (256-byte chunks), the latency back; usable from the next edge.
+uint64_t read_cycles(uint32_t len) {
+  const PcieLinkConfig& c = sys().node(0).link.config();
+  uint64_t t = ps(sys().node(0).link.wire_time(c.request_overhead)) + ps(c.latency) + ps(c.read_access) + ps(c.latency);
+  for (uint32_t left = len; left > 0; left -= std::min(left, c.completion_size))
+    t += ps(sys().node(0).link.wire_time(std::min(left, c.completion_size) + c.completion_overhead));
+  return edge_at_or_after(t);
+}
+}  // namespace
+
+TEST_CASE("[S18] RC SEND path, exact cycles: doorbell, WQE read, payload read, packet, receive WQE reads, RECV CQE, coalesced ACK, SEND CQE") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    fb::post_recv(*b.qp, RecvWr{0xB0, {b.buf.sge(0, 4096)}});
+    wait_us(5);
+    const TransportConfig& tc = sys().node(0).hca.transport.config();
+    uint64_t doorbell = 0, sent = 0, ack_sent = 0, ack_in = 0;
+    uint32_t send_bytes = 0, ack_bytes = 0;
+    sys().node(0).hca.transport.on_doorbell.add([&](const WqDoorbell&, uint64_t c) { doorbell = c; });
+    sys().node(0).hca.transport.on_packet_sent.add([&](const IbPacket& p, uint64_t c) {
+      sent = c;
+      send_bytes = p.wire_bytes();
+    });
+    sys().node(1).hca.transport.on_packet_sent.add([&](const IbPacket& p, uint64_t c) {
+      ack_sent = c;
+      ack_bytes = p.wire_bytes();
+    });
+    sys().node(0).hca.transport.on_ack_received.add([&](uint32_t, uint32_t, uint64_t c) { ack_in = c; });
+    fb::post_send(*a.qp, send_wr(0xA0, a.buf.sge(0, 64)));
+    const uint64_t doorbell_issued = ps(sc_core::sc_time_stamp());  // the doorbell is post_send's last act
+    auto rwc = poll_n(*b.rcq, 1);
+    auto swc = poll_n(*a.scq, 1);
+    REQUIRE(rwc.size() == 1);
+    REQUIRE(swc.size() == 1);
+    const PcieLink& pcie = sys().node(0).link;
+    // The 8-byte doorbell lands at the BAR one serialization and one latency after it was issued;
+    // it enters the FIFO on that cycle and the doorbell unit takes it on the next.
+    const uint64_t d = (doorbell_issued + ps(pcie.wire_time(8 + pcie.config().request_overhead)) +
+                        ps(pcie.config().latency)) / kPeriodPs + 1;
+    CHECK(doorbell == d);
+    // The control thread reads the 128-byte WQE; the transmit thread reads the 64-byte payload,
+    // builds the packet (tx_packet_cycles) and puts it on the idle wire on that edge.
+    const uint64_t p = d + read_cycles(sqwqe::kSize) + read_cycles(64) + tc.tx_packet_cycles;
+    CHECK(sent == p);
+    // The packet crosses the IB link (serialization + latency); the receive thread takes it on the
+    // next edge, checks it (rx_packet_cycles), reads the RQ doorbell record (4 bytes) and the one
+    // receive WQE (64 bytes), queues the data write and hands over the completion: the RECV CQE is
+    // written one cycle later.
+    const uint64_t arrives = ps(sys().node(0).hca.clock.at(p)) + ps(sys().ib.wire_time(send_bytes)) +
+                             ps(sys().ib.config().latency);
+    const uint64_t r = edge_at_or_after(arrives) + tc.rx_packet_cycles + read_cycles(4) + read_cycles(rqwqe::kSize);
+    CHECK(rwc[0].timestamp == r + 1);
+    // One ACK-requesting message: the ACK waits ack_delay_cycles for company, then is built
+    // (tx_packet_cycles) and sent; it crosses back, is checked, and the SEND CQE follows it by one cycle.
+    CHECK(ack_sent == r + tc.ack_delay_cycles + tc.tx_packet_cycles);
+    const uint64_t ack_arrives = ps(sys().node(1).hca.clock.at(ack_sent)) + ps(sys().ib.wire_time(ack_bytes)) +
+                                 ps(sys().ib.config().latency);
+    CHECK(ack_in == edge_at_or_after(ack_arrives) + tc.rx_packet_cycles);
+    CHECK(swc[0].timestamp == ack_in + 1);
+  });
+}
+
+namespace {
+// Cycles on the receiving side from a packet leaving `from` on cycle `sent`: IB serialization and
+// latency, the next edge, then the receive check.
+uint64_t received_at(uint32_t from, uint64_t sent, uint32_t wire_bytes) {
+  const uint64_t arrives = ps(sys().node(from).hca.clock.at(sent)) + ps(sys().ib.wire_time(wire_bytes)) +
+                           ps(sys().ib.config().latency);
+  return edge_at_or_after(arrives) + sys().node(from).hca.transport.config().rx_packet_cycles;
+}
+}  // namespace
+
+TEST_CASE("[S18] RC WRITE and READ paths, exact cycles: request, responder, ACK or response, CQE") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    wait_us(5);
+    const TransportConfig& tc = sys().node(0).hca.transport.config();
+    struct Seen {
+      uint64_t cycle = 0;
+      uint32_t bytes = 0;
+    };
+    std::vector<Seen> out0, out1;
+    uint64_t doorbell = 0, ack_in = 0;
+    sys().node(0).hca.transport.on_doorbell.add([&](const WqDoorbell&, uint64_t c) { doorbell = c; });
+    sys().node(0).hca.transport.on_packet_sent.add([&](const IbPacket& p, uint64_t c) { out0.push_back({c, p.wire_bytes()}); });
+    sys().node(1).hca.transport.on_packet_sent.add([&](const IbPacket& p, uint64_t c) { out1.push_back({c, p.wire_bytes()}); });
+    sys().node(0).hca.transport.on_ack_received.add([&](uint32_t, uint32_t, uint64_t c) { ack_in = c; });
+
+    // WRITE: the same request side as a SEND; the responder places the data (no receive WQE, no
+    // CQE) and owes a coalesced ACK.
+    fb::post_send(*a.qp, remote_wr(1, a.buf.sge(0, 64), sqwqe::kRdmaWrite, b.buf, 0));
+    auto wwc = poll_n(*a.scq, 1);
+    REQUIRE(wwc.size() == 1);
+    REQUIRE(out0.size() == 1);
+    REQUIRE(out1.size() == 1);
+    CHECK(out0[0].cycle == doorbell + read_cycles(sqwqe::kSize) + read_cycles(64) + tc.tx_packet_cycles);
+    const uint64_t placed = received_at(0, out0[0].cycle, out0[0].bytes);
+    CHECK(out1[0].cycle == placed + tc.ack_delay_cycles + tc.tx_packet_cycles);
+    CHECK(ack_in == received_at(1, out1[0].cycle, out1[0].bytes));
+    CHECK(wwc[0].timestamp == ack_in + 1);
+
+    // READ: the request carries no payload (no read before it); the responder reads the data
+    // (fenced behind its earlier writes) and sends the response, which the requester places and
+    // completes.
+    wait_us(5);
+    out0.clear();
+    out1.clear();
+    fb::post_send(*a.qp, remote_wr(2, a.buf.sge(4096, 64), sqwqe::kRdmaRead, b.buf, 0));
+    auto rwc = poll_n(*a.scq, 1);
+    REQUIRE(rwc.size() == 1);
+    REQUIRE(out0.size() == 1);
+    REQUIRE(out1.size() == 1);
+    CHECK(out0[0].cycle == doorbell + read_cycles(sqwqe::kSize) + tc.tx_packet_cycles);
+    const uint64_t asked = received_at(0, out0[0].cycle, out0[0].bytes);
+    CHECK(out1[0].cycle == asked + read_cycles(64) + tc.tx_packet_cycles);
+    CHECK(rwc[0].timestamp == received_at(1, out1[0].cycle, out1[0].bytes) + 1);
+  });
+}
+
+TEST_CASE("[S22] RNR path, exact cycles: no receive WQE, RNR NAK at once, the retry one RNR timer later") {
+  sys().run([] {
+    auto [a, b] = rc_pair();  // min_rnr_timer 1: 10 us
+    wait_us(5);
+    const TransportConfig& tc = sys().node(0).hca.transport.config();
+    struct Seen {
+      uint64_t cycle = 0;
+      uint32_t bytes = 0;
+      IbOp op;
+      AckKind kind;
+    };
+    std::vector<Seen> out0, out1;
+    sys().node(0).hca.transport.on_packet_sent.add([&](const IbPacket& p, uint64_t c) { out0.push_back({c, p.wire_bytes(), p.op, p.ack_kind}); });
+    sys().node(1).hca.transport.on_packet_sent.add([&](const IbPacket& p, uint64_t c) { out1.push_back({c, p.wire_bytes(), p.op, p.ack_kind}); });
+    fb::post_send(*a.qp, send_wr(0xA1, a.buf.sge(0, 64)));
+    wait_us(5);
+    // The responder finds no receive WQE: it reads the RQ doorbell record (4 bytes), finds
+    // nothing new, and NAKs (RNR) at once: NAKs do not wait for coalescing.
+    REQUIRE(out0.size() == 1);
+    REQUIRE(out1.size() == 1);
+    CHECK(out1[0].kind == AckKind::rnr_nak);
+    const uint64_t checked = received_at(0, out0[0].cycle, out0[0].bytes);
+    CHECK(out1[0].cycle == checked + read_cycles(4) + tc.tx_packet_cycles);
+    // The requester waits the RNR timer from the NAK (10 us = 5000 cycles), then sends again:
+    // the go-back rebuilds the packet, so its payload is read again.
+    fb::post_recv(*b.qp, RecvWr{0xB1, {b.buf.sge(0, 4096)}});
+    auto swc = poll_n(*a.scq, 1);
+    REQUIRE(swc.size() == 1);
+    REQUIRE(out0.size() == 2);
+    const uint64_t nak_in = received_at(1, out1[0].cycle, out1[0].bytes);
+    CHECK(out0[1].cycle == nak_in + 5000 + read_cycles(64) + tc.tx_packet_cycles);
+    CHECK(sys().node(0).hca.transport.stats().rnr_retries == 1);
+  });
+}
+
+TEST_CASE("[S19] retransmit path, exact cycles: a lost request is sent again one local ACK timeout after it left") {
+  sys().run([] {
+    fb::RcParams params;
+    params.timeout = 8;  // 4.096 us x 2^8 = 1048.576 us
+    auto [a, b] = rc_pair(1 << 20, params);
+    fb::post_recv(*b.qp, RecvWr{0xB2, {b.buf.sge(0, 4096)}});
+    wait_us(5);
+    const TransportConfig& tc = sys().node(0).hca.transport.config();
+    std::vector<uint64_t> sent;
+    sys().node(0).hca.transport.on_packet_sent.add([&](const IbPacket&, uint64_t c) { sent.push_back(c); });
+    const uint64_t lost = sys().ib.stats(0).packets + 1;  // host 0's next packet is dropped on the wire
+    sys().ib.set_faults(0, {LinkFault{LinkFault::Kind::drop, 0, lost}});
+    fb::post_send(*a.qp, send_wr(0xA2, a.buf.sge(0, 64)));
+    auto swc = poll_n(*a.scq, 1, 3000);
+    REQUIRE(swc.size() == 1);
+    CHECK(swc[0].status == 0);
+    REQUIRE(sent.size() == 2);
+    // The timer starts when the packet leaves and expires 4.096 us x 2^8 later (rounded to whole
+    // cycles); the go-back rebuilds the packet, reading its payload again.
+    const uint64_t timeout = sys().node(0).hca.clock.cycles_from_ns(4096.0 * 256);
+    CHECK(sent[1] == sent[0] + timeout + read_cycles(64) + tc.tx_packet_cycles);
+    CHECK(sys().node(0).hca.transport.stats().timeouts == 1);
+  });
+}
