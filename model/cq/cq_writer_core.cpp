@@ -24,7 +24,7 @@ CqWriterCore::CqWriterCore(const CqeWriterConfig& cfg, double clock_mhz)
     : CqWriterEngine(cfg), clock_mhz_(clock_mhz), table_(cfg.num_cqs) {}
 
 void CqWriterCore::reset() {
-  for (auto& cq : table_) cq = CqContext{};
+  table_.clear();
   timers_ = {};
   waiting_ci_ = false;
   refreshed_ = false;
@@ -66,7 +66,7 @@ uint64_t CqWriterCore::next_cycle(uint64_t now) {
 }
 
 void CqWriterCore::apply_control(const CqControl& c, uint64_t now) {
-  CqContext& cq = table_.at(c.cqn);
+  CqContext& cq = table_.touch_at(c.cqn);
   switch (c.op) {
     case CqControl::Op::create: {
       const uint32_t gen = cq.timer_gen + 1;  // timers of an earlier CQ with this CQN stay stale
@@ -110,7 +110,7 @@ void CqWriterCore::apply_control(const CqControl& c, uint64_t now) {
 void CqWriterCore::apply_access_error(uint32_t cqn, uint64_t now) {
   if (!cq_exists(cqn) || table_[cqn].state == CqState::error) return;
   log::error("CQ {}: a CQE write failed at the host (buffer unmapped): CQ enters error", cqn);
-  enter_error(table_[cqn], cqn, eqe::kCqAccessViolation, now);
+  enter_error(table_.touch(cqn), cqn, eqe::kCqAccessViolation, now);
 }
 
 bool CqWriterCore::apply_ci_response(const CiResponse& r, uint64_t now) {
@@ -118,7 +118,7 @@ bool CqWriterCore::apply_ci_response(const CiResponse& r, uint64_t now) {
   // reset, is dropped).
   if (!waiting_ci_ || s_cpl.empty() || s_cpl.front().cqn != r.cqn || r.cqn >= table_.size()) return true;
   waiting_ci_ = false;
-  CqContext& cq = table_[r.cqn];
+  CqContext& cq = table_.touch(r.cqn);
   if (!cq.valid) return true;
   if (!r.ok) {
     log::error("CQ {}: doorbell record read at {:#x} failed: CQ enters error", r.cqn, cq.cfg.dbr);
@@ -147,7 +147,7 @@ bool CqWriterCore::apply_ci_response(const CiResponse& r, uint64_t now) {
 bool CqWriterCore::expire_timer(uint64_t now) {
   while (!timers_.empty()) {
     Timer t = timers_.top();
-    CqContext& cq = table_[t.cqn];
+    CqContext& cq = table_.touch(t.cqn);
     if (t.gen != cq.timer_gen || cq.timer_deadline == 0) {
       timers_.pop();
       continue;
@@ -172,7 +172,7 @@ void CqWriterCore::apply_arm(const ArmRequest& a, uint64_t now) {
     if (on_bad_doorbell) on_bad_doorbell(dberr::kUnknownObject, a.cqn);
     return;
   }
-  CqContext& cq = table_[a.cqn];
+  CqContext& cq = table_.touch(a.cqn);
   if (cq.state == CqState::error) {
     log::error("arm doorbell for CQ {} which is in error: ignored", a.cqn);
     if (on_bad_doorbell) on_bad_doorbell(dberr::kObjectInError, a.cqn);
@@ -233,7 +233,7 @@ bool CqWriterCore::apply_completion(const CompletionRecord& r, uint64_t now) {
     log::error("completion record for CQ {} which does not exist: dropped (wr_id {:#x})", r.cqn, r.wr_id);
     return true;
   }
-  CqContext& cq = table_[r.cqn];
+  CqContext& cq = table_.touch(r.cqn);
   if (cq.state == CqState::error) {
     ++stats_.dropped;
     ++cq.dropped;

@@ -7,6 +7,7 @@
 #include <queue>
 #include <vector>
 
+#include "model/common/paged_table.h"
 #include "model/cq/cq_writer_engine.h"
 
 namespace vhca {
@@ -48,7 +49,7 @@ class CqWriterCore : public CqWriterEngine {
   uint64_t period_cycles(const CqContext& cq) const;
 
   double clock_mhz_;
-  std::vector<CqContext> table_;
+  PagedTable<CqContext> table_;  // grows with the CQs used
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   bool waiting_ci_ = false;   // the head completion waits for a consumer-index refresh
   bool refreshed_ = false;    // the consumer index was just refreshed for the head completion
