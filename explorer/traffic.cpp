@@ -352,22 +352,22 @@ class TrafficRun {
   // The one set of observation hooks per host, feeding CQE visibility, the timeline and the VCD.
   void observe(int h) {
     Node& n = *h_[h];
-    n.link.on_upstream_landed = [this, h](DmaSource s, uint32_t id, uint64_t) {
+    n.link.on_upstream_landed.add([this, h](DmaSource s, uint32_t id, uint64_t) {
       if (s == DmaSource::cqe) visible_[h].landed(id);
       if (s == DmaSource::msix && id < waves_[h].msix.size()) vcd_.set(waves_[h].msix[id], ++waves_[h].messages[id]);
       if (!timeline_.enabled()) return;
       if (s == DmaSource::cqe) timeline_.instant(h, cq_track(h, id), "CQE");
       if (s == DmaSource::eqe) timeline_.instant(h, "EQ " + std::to_string(id), "EQE");
       if (s == DmaSource::msix) timeline_.instant(h, "MSI-X " + std::to_string(id), "MSI-X");
-    };
-    n.cpu.on_handler_done = [this, h](uint32_t vector, const sc_time& begin) {
+    });
+    n.cpu.on_handler_done.add([this, h](uint32_t vector, const sc_time& begin) {
       if (vector < waves_[h].irq.size()) {
         vcd_.set(waves_[h].irq[vector], 1, begin);
         vcd_.set(waves_[h].irq[vector], 0);
       }
       if (timeline_.enabled()) timeline_.span(h, "IRQ handler, vector " + std::to_string(vector), "handler", begin);
-    };
-    pool_[h]->on_poll_done = [this, h](IbCq& cq, const sc_time& begin, int cqes) {
+    });
+    pool_[h]->on_poll_done.add([this, h](IbCq& cq, const sc_time& begin, int cqes) {
       HostWaves::Cq& w = waves_[h].cqs[size_t(cq_index_[h][cq.cq->cqn])];
       if (w.any) {
         vcd_.set(w.id[kPolling], 1, begin);
@@ -377,7 +377,7 @@ class TrafficRun {
         vcd_.set(w.id[kOccupancy], index_distance(w.ci, w.pi));
       }
       if (timeline_.enabled()) timeline_.span(h, cq_track(h, cq.cq->cqn), "poll", begin, cqes);
-    };
+    });
     if (vcd_.signals() == 0) return;  // the engines' hooks cost a call per action: only when dumping
     n.hca.cq.on_acted.add([this, h](uint64_t) { sample_cqs(h); });
     n.hca.eq.on_acted.add([this, h](uint64_t) { sample_eqs(h); });

@@ -176,7 +176,7 @@ int CqPool::process(IbCq& ib, int budget, CpuContext ctx) {
     completed += n;
   }
   ib.completions += uint64_t(completed);
-  if (on_poll_done) on_poll_done(ib, begin, completed);
+  on_poll_done(ib, begin, completed);
   return completed;
 }
 

@@ -92,7 +92,7 @@ class CqPool {
   // Observation: DIM chose a new profile for `cq`; its worker starts in this delta cycle.
   std::function<void(IbCq& cq)> on_dim_change;
   // Observation: one polling turn of `cq` took from `begin` to now and returned `n` CQEs.
-  std::function<void(IbCq& cq, const sc_core::sc_time& begin, int n)> on_poll_done;
+  Observers<IbCq&, const sc_core::sc_time&, int> on_poll_done;  // (CQ, when the turn began, CQEs polled)
 
  private:
   int process(IbCq& cq, int budget, CpuContext ctx);

@@ -247,7 +247,7 @@ void Driver::dispatch(const uint8_t* e) {
     }
     cq->arm_sn = (cq->arm_sn + 1) & 3;  // the device expects the next arm with the next sn
     ++cq->events;
-    if (on_completion_event) on_completion_event(*cq, e);
+    on_completion_event(*cq, e);
     if (cq->comp_handler) cq->comp_handler(*cq);
     return;
   }

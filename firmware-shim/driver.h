@@ -96,7 +96,7 @@ class Driver {
   uint64_t eqes_handled() const { return eqes_handled_; }
   uint64_t eq_overruns_recovered() const { return eq_overruns_recovered_; }
   // Called for every completion event before the CQ's handler (measurement hook).
-  std::function<void(Cq&, const uint8_t* eqe)> on_completion_event;
+  Observers<Cq&, const uint8_t*> on_completion_event;  // (CQ, its completion EQE)
 
  private:
   struct Eq {

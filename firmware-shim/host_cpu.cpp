@@ -111,7 +111,7 @@ void HostCpu::irq_thread() {
     const sc_core::sc_time begin = sc_core::sc_time_stamp();
     charge(CpuContext::hardirq, cfg_.handler_entry);
     it->second();
-    if (on_handler_done) on_handler_done(p.vector, begin);
+    on_handler_done(p.vector, begin);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include "model/common/observers.h"
 #include "tlm/pcie_credits.h"
 
 namespace vhca {
@@ -61,7 +62,7 @@ class HostCpu : public sc_core::sc_module {
   void set_irq_handler(uint32_t vector, std::function<void()> handler);
   uint64_t interrupts() const { return interrupts_; }
   // Observation: a hard-IRQ handler ran for `vector` from `begin` to now (timelines).
-  std::function<void(uint32_t vector, const sc_core::sc_time& begin)> on_handler_done;
+  Observers<uint32_t, const sc_core::sc_time&> on_handler_done;  // (vector, when the handler began)
 
   // Spend `t` of CPU time in context `ctx` (the calling thread advances by t).
   void charge(CpuContext ctx, const sc_core::sc_time& t);

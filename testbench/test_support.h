@@ -68,11 +68,11 @@ struct EventLog {
   std::vector<uint32_t> cqns;
   std::vector<uint64_t> eqe_cycles;
   void attach() {
-    sys().driver.on_completion_event = [this](Cq& cq, const uint8_t* e) {
+    sys().driver.on_completion_event.add([this](Cq& cq, const uint8_t* e) {
       times.push_back(sc_core::sc_time_stamp());
       cqns.push_back(cq.cqn);
       eqe_cycles.push_back(get_field(e, eqe::timestamp));
-    };
+    });
   }
   size_t count() const { return times.size(); }
   size_t count_for(uint32_t cqn) const { return size_t(std::count(cqns.begin(), cqns.end(), cqn)); }

@@ -199,7 +199,7 @@ void PcieLink::deliver_due(int dir) {
     tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     sc_time zero = sc_core::SC_ZERO_TIME;
     out(dir)->b_transport(tx, zero);
-    if (tx.is_response_ok() && dir == 0 && on_upstream_landed) on_upstream_landed(p.source, p.id, p.addr);
+    if (tx.is_response_ok() && dir == 0) on_upstream_landed(p.source, p.id, p.addr);
     if (!tx.is_response_ok()) {
       if (dir == 0 && on_upstream_write_error) on_upstream_write_error(p.source, p.id, p.addr);
       if (dir == 1 && on_downstream_write_error) on_downstream_write_error(p.addr);

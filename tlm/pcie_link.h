@@ -26,6 +26,7 @@
 #include <tlm_utils/simple_target_socket.h>
 #include <vector>
 
+#include "model/common/observers.h"
 #include "tlm/pcie_credits.h"
 #include "tlm/posted_tag.h"
 
@@ -77,7 +78,7 @@ class PcieLink : public sc_core::sc_module {
   std::function<void(DmaSource, uint32_t id, uint64_t addr)> on_upstream_write_error;
   std::function<void(uint64_t addr)> on_downstream_write_error;
   // Observation: a device write has landed in host memory (tools measure when a CQE is visible).
-  std::function<void(DmaSource, uint32_t id, uint64_t addr)> on_upstream_landed;
+  Observers<DmaSource, uint32_t, uint64_t> on_upstream_landed;  // (source, id, address)
 
   // Posted-write flow control toward the device (its credits): asked before each downstream
   // posted write is delivered. While it says no, that write and everything behind it wait in the
