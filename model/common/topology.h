@@ -1,7 +1,7 @@
 // The HCA's wiring as the SystemC object hierarchy holds it: every queue between blocks (a stream
 // a block exports, or a block's own input queue behind an export) with its bound, high-water mark
-// and traffic, the block that consumes it and every port that produces into it. vhca-sim
-// topology prints it; docs/architecture.md is drawn from it.
+// and traffic, the block that consumes it and every port that produces into it. `vhca-sim run
+// --queues` prints it after a run; docs/architecture.md is drawn from it.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -6,7 +6,6 @@ CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const 
                                      const CompletionArbiterConfig& cfg)
     : sc_module(name), clock_(clock), cfg_(cfg), wakeup_(clock) {
   s_transport.bind(*this);
-  set_fed_by("(the injection port also feeds m_cpl)");
   m_cpl.on_space([this](uint64_t c) { wakeup_.wake(c); });
   SC_METHOD(step);
   sensitive << wakeup_.event();
