@@ -4,6 +4,7 @@
 // Each exits non-zero if any completion was lost, duplicated or reordered (or data damaged), so
 // that its run is also a test.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +16,8 @@
 #include <systemc>
 #include <vector>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "firmware-shim/cq_pool.h"
 #include "model/common/log.h"
@@ -42,9 +45,7 @@ struct Options {
   bool rtl = false;  // the Verilated RTL CQ writer inside the HCA
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "vhca-sim: %s\n"
+const char* const kUsage =
                "usage: vhca-sim [traffic] [--qps N] [--cqs N] [--vectors N] [--msg-size BYTES] [--write-fraction F]\n"
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
                "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
@@ -57,9 +58,18 @@ struct Options {
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
                "                [--seed S] [--rtl] [--log CATEGORIES] [--quiet]\n"
-               "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n",
-               why.c_str());
+               "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n";
+
+// Bad input: the reason, then the usage; exit 2 (README: exit codes).
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr, "vhca-sim: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
+}
+
+// --help on any command: the usage on standard output, exit 0.
+[[noreturn]] void help() {
+  std::fputs(kUsage, stdout);
+  std::exit(0);
 }
 
 // Walks argv from `first`, handing each option to `on` with helpers for its value.
@@ -72,13 +82,24 @@ struct ArgWalker {
     if (i + 1 >= argc) usage("option " + a + " needs a value");
     return argv[++i];
   }
+  // A finite number in [lo, hi], the whole value (no trailing characters); NaN is refused.
   double number(double lo, double hi) {
     std::string v = value();
     char* end = nullptr;
     double d = std::strtod(v.c_str(), &end);
-    if (end == v.c_str() || *end || d < lo || d > hi)
-      usage(a + ": '" + v + "' is not a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (end == v.c_str() || *end || !(d >= lo && d <= hi))
+      usage(a + ": '" + v + "' is not a number in [" + fmt::format("{}", lo) + ", " + fmt::format("{}", hi) + "]");
     return d;
+  }
+  // A whole number in [lo, hi]: decimal digits only (no sign, fraction or exponent), no overflow.
+  uint64_t integer(uint64_t lo, uint64_t hi) {
+    std::string v = value();
+    const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+    errno = 0;
+    const unsigned long long n = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
+    if (!digits || errno == ERANGE || n < lo || n > hi)
+      usage(a + ": '" + v + "' is not a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return n;
   }
   vhca::PeriodMode mode() {
     std::string v = value();
@@ -100,20 +121,20 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
   for (ArgWalker w{argc, argv, first, {}}; w.i < argc; ++w.i) {
     w.a = argv[w.i];
     const std::string& a = w.a;
-    if (a == "--qps") o.qps = int(w.number(1, 1000));
-    else if (a == "--cqs") o.cqs = int(w.number(1, 60));
-    else if (a == "--vectors") o.vectors = int(w.number(1, 31));
-    else if (a == "--msg-size") o.workload.sizes = {uint32_t(w.number(1, 1 << 20))};
+    if (a == "--qps") o.qps = int(w.integer(1, 1000));
+    else if (a == "--cqs") o.cqs = int(w.integer(1, 60));
+    else if (a == "--vectors") o.vectors = int(w.integer(1, 31));
+    else if (a == "--msg-size") o.workload.sizes = {uint32_t(w.integer(1, 1 << 20))};
     else if (a == "--write-fraction") o.workload.write_fraction = w.number(0, 1);
     else if (a == "--rate-kmsg") o.workload.rate_kmsg = w.number(0.001, 1e5);
     else if (a == "--duration-us") o.duration_us = w.number(1, 1e7);
-    else if (a == "--depth") o.depth = int(w.number(1, 4096));
-    else if (a == "--cq-size") o.cq_size = int(w.number(1, 1 << 22));
-    else if (a == "--count") o.moderation.mod.count = uint16_t(w.number(0, 65535));
-    else if (a == "--period-us") o.moderation.mod.period_us = uint16_t(w.number(0, 4095));
+    else if (a == "--depth") o.depth = int(w.integer(1, 4096));
+    else if (a == "--cq-size") o.cq_size = int(w.integer(1, 1 << 22));
+    else if (a == "--count") o.moderation.mod.count = uint16_t(w.integer(0, 65535));
+    else if (a == "--period-us") o.moderation.mod.period_us = uint16_t(w.integer(0, 4095));
     else if (a == "--mode") o.moderation.mod.mode = w.mode();
     else if (a == "--context") o.context = w.context();
-    else if (a == "--seed") o.seed = uint64_t(w.number(0, 1e18));
+    else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
     else if (a == "--rtl") o.rtl = true;
     else if (a == "--loss") o.link.loss_rate = w.number(0, 0.5);
     else if (a == "--fault") {
@@ -122,6 +143,7 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
       o.fault_flip_payload = true;
     }
     else if (a == "--quiet") {}
+    else if (a == "--help" || a == "-h") help();
     else if (a == "--queues") o.queues = true;
     else if (a == "--log") vhca::log::enable(w.value());
     else usage("traffic: unknown option " + a);
@@ -134,15 +156,16 @@ Options parse(int argc, char** argv) {
   for (ArgWalker w{argc, argv, 2, {}}; w.i < argc; ++w.i) {
     w.a = argv[w.i];
     const std::string& a = w.a;
-    if (a == "--cqs") o.cqs = int(w.number(1, 4096));
-    else if (a == "--vectors") o.vectors = int(w.number(1, 31));
+    if (a == "--cqs") o.cqs = int(w.integer(1, 4096));
+    else if (a == "--vectors") o.vectors = int(w.integer(1, 31));
     else if (a == "--rate") o.rate_mcqe = w.number(0.001, 1000);
     else if (a == "--duration-us") o.duration_us = w.number(1, 1e7);
-    else if (a == "--cq-size") o.cq_size = int(w.number(1, 1 << 22));
-    else if (a == "--count") o.mod_count = int(w.number(0, 65535));
-    else if (a == "--period-us") o.mod_period_us = int(w.number(0, 4095));
-    else if (a == "--seed") o.seed = uint64_t(w.number(0, 1e18));
+    else if (a == "--cq-size") o.cq_size = int(w.integer(1, 1 << 22));
+    else if (a == "--count") o.mod_count = int(w.integer(0, 65535));
+    else if (a == "--period-us") o.mod_period_us = int(w.integer(0, 4095));
+    else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
     else if (a == "--quiet") o.quiet = true;
+    else if (a == "--help" || a == "-h") help();
     else if (a == "--rtl") o.rtl = true;
     else if (a == "--log") vhca::log::enable(w.value());
     else if (a == "--mode") o.mode = w.mode();
@@ -156,17 +179,15 @@ Options parse(int argc, char** argv) {
 int run_cosim_command(int argc, char** argv) {
   vhca::CosimOptions o;
   o.cqes = 1000000;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage("option " + a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--cqes") o.cqes = std::strtoull(value().c_str(), nullptr, 10);
-    else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
-    else if (a == "--vcd") o.vcd = value();
+  for (ArgWalker w{argc, argv, 2, {}}; w.i < argc; ++w.i) {
+    w.a = argv[w.i];
+    const std::string& a = w.a;
+    if (a == "--help" || a == "-h") help();
+    else if (a == "--cqes") o.cqes = w.integer(1, uint64_t(1) << 40);
+    else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
+    else if (a == "--vcd") o.vcd = w.value();
     else if (a == "--fault") {
-      std::string f = value();
+      std::string f = w.value();
       if (f == "owner") o.faults.flip_owner_at_cqe = 1000;
       else if (f == "late-event") o.faults.delay_event_at = 100;
       else usage("--fault: '" + f + "' is neither owner nor late-event");
@@ -204,6 +225,7 @@ int run_inject(int argc, char** argv);
 // `vhca-sim sweep SCENARIO --grid key=v1,v2 ... [--set key=value] [--jobs N] [--out DIR]
 // [--emit-jobs] [--collect]`.
 int run_sweep_command(int argc, char** argv) {
+  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) help();
   if (argc < 3) usage("sweep: which scenario file?");
   vhca::SweepOptions o;
   char self[4096] = {};
@@ -214,7 +236,8 @@ int run_sweep_command(int argc, char** argv) {
     w.a = argv[w.i];
     if (w.a == "--grid") o.grids.push_back(w.value());
     else if (w.a == "--set") o.sets.push_back(w.value());
-    else if (w.a == "--jobs") o.jobs = int(w.number(1, 256));
+    else if (w.a == "--help" || w.a == "-h") help();
+    else if (w.a == "--jobs") o.jobs = int(w.integer(1, 256));
     else if (w.a == "--out") o.out = w.value();
     else if (w.a == "--emit-jobs") o.emit_jobs = true;
     else if (w.a == "--collect") o.collect = true;
@@ -238,6 +261,7 @@ bool write_file(const std::string& path, const std::string& text) {
 // `vhca-sim run SCENARIO [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE] [--vcd FILE
 // [--signals GLOBS]] [--record FILE]`.
 int run_scenario_command(int argc, char** argv) {
+  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) help();
   if (argc < 3) usage("run: which scenario file?");
   const std::string path = argv[2];
   std::vector<std::string> sets;
@@ -245,7 +269,8 @@ int run_scenario_command(int argc, char** argv) {
   bool queues = false;
   for (ArgWalker w{argc, argv, 3, {}}; w.i < argc; ++w.i) {
     w.a = argv[w.i];
-    if (w.a == "--set") sets.push_back(w.value());
+    if (w.a == "--help" || w.a == "-h") help();
+    else if (w.a == "--set") sets.push_back(w.value());
     else if (w.a == "--queues") queues = true;
     else if (w.a == "--json") json = w.value();
     else if (w.a == "--csv") csv = w.value();
