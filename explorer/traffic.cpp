@@ -129,6 +129,7 @@ void pattern(std::vector<uint8_t>& out, int qp, uint64_t seq) {
 }
 constexpr uint64_t kReadTag = uint64_t(1) << 32;  // READ sources use their own patterns
 constexpr uint8_t kInjected = 0xFF;  // a Message that is an injected completion, not a WQE
+constexpr uint32_t kInjectedQpnBase = 0x800000;  // the QPN injected records carry: stream q is base + q
 
 struct Samples {
   std::vector<double> to_cqe_ns, to_handler_ns;
@@ -317,6 +318,11 @@ class TrafficRun {
     fb::RcParams rc;
     rc.path_mtu = o_.path_mtu;
     for (int q = 0; q < qps(); ++q) {
+      if (workload_of(q).inject_cqes) {  // its arrivals are completions: no QP carries them
+        qp_[0].push_back(nullptr);
+        qp_[1].push_back(nullptr);
+        continue;
+      }
       Cq* c0 = cqs_[0][size_t(cq_of_[size_t(q)])]->cq;
       Cq* c1 = cqs_[1][size_t(cq_of_[size_t(q)])]->cq;
       qp_[0].push_back(fb::create_qp(*pd_[0], c0, c0, QpType::rc, uint32_t(o_.depth)));
@@ -342,7 +348,7 @@ class TrafficRun {
           pool_[h]->track(d);
           d.done = [this, h, q, j](IbCq& cq, const Wc& wc) { on_receive(h, q, uint64_t(j), cq, wc); };
         }
-        if (h == 1 || pingpong(q))
+        if ((h == 1 || pingpong(q)) && qp_[h][size_t(q)])
           for (int j = 0; j < o_.depth; ++j) post_receive(h, q);
       }
     }
@@ -548,7 +554,7 @@ class TrafficRun {
     r.is_send = false;
     r.opcode = cqe::kRespSend;
     r.byte_cnt = size;
-    r.qpn = qp_[0][size_t(q)]->qpn;
+    r.qpn = kInjectedQpnBase + uint32_t(q);  // a stream of records, not a QP the HCA has
     r.wr_id = CqPool::wr_id_of(m.done);
     h_[0]->hca.inject_now(r);
     ++r_.posted;
