@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "model/common/log.h"
 
@@ -134,8 +135,12 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
     PostedTag* tag = nullptr;
     tx.get_extension(tag);
     const uint32_t tlps = uint32_t(std::max<uint64_t>(1, (len + cfg_.max_payload - 1) / cfg_.max_payload));
-    Posted p{arrival, tlps, tx.get_address(), std::vector<uint8_t>(tx.get_data_ptr(), tx.get_data_ptr() + len),
-             tag ? tag->source : DmaSource::other, tag ? tag->id : 0};
+    Posted p{arrival, tlps, tx.get_address(), uint32_t(len), {}, {}, tag ? tag->source : DmaSource::other,
+             tag ? tag->id : 0};
+    if (len <= p.small.size())
+      std::memcpy(p.small.data(), tx.get_data_ptr(), len);
+    else
+      p.large.assign(tx.get_data_ptr(), tx.get_data_ptr() + len);
     bool was_empty = d.in_flight.empty();
     d.in_flight.push_back(std::move(p));
     if (was_empty) d.arrival_event.notify(arrival - sc_core::sc_time_stamp());
@@ -189,13 +194,13 @@ void PcieLink::deliver_due(int dir) {
     Posted p = std::move(d.in_flight.front());
     d.in_flight.pop_front();
     // The far side has taken it: its credits are on their way back.
-    d.credits.give_back(now + cfg_.latency, p.tlps, Credits::data_credits(p.data.size()), 0);
+    d.credits.give_back(now + cfg_.latency, p.tlps, Credits::data_credits(p.len), 0);
     tlm::tlm_generic_payload& tx = delivery_tx_;
     tx.set_command(tlm::TLM_WRITE_COMMAND);
     tx.set_address(p.addr);
-    tx.set_data_ptr(p.data.data());
-    tx.set_data_length(uint32_t(p.data.size()));
-    tx.set_streaming_width(uint32_t(p.data.size()));
+    tx.set_data_ptr(p.data());
+    tx.set_data_length(p.len);
+    tx.set_streaming_width(p.len);
     tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     sc_time zero = sc_core::SC_ZERO_TIME;
     out(dir)->b_transport(tx, zero);

@@ -17,6 +17,7 @@
 // device (a full doorbell FIFO) keeps its credits, so its sender stalls in turn.
 #pragma once
 #include <cstdint>
+#include <array>
 #include <deque>
 #include <functional>
 #include <map>
@@ -101,7 +102,12 @@ class PcieLink : public sc_core::sc_module {
     sc_core::sc_time arrival;
     uint32_t tlps;  // posted header credits it holds (its data credits follow from its length)
     uint64_t addr;
-    std::vector<uint8_t> data;
+    // The payload: up to 64 bytes (CQEs, EQEs, MSI-X and doorbell writes) in place, larger ones on
+    // the heap, so the common write allocates nothing.
+    uint32_t len = 0;
+    std::array<uint8_t, 64> small{};
+    std::vector<uint8_t> large;
+    uint8_t* data() { return len <= small.size() ? small.data() : large.data(); }
     DmaSource source;
     uint32_t id;
   };

@@ -1,5 +1,7 @@
 #include "model/cq/completion_arbiter.h"
 
+#include <algorithm>
+
 namespace vhca {
 
 CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const SimClock& clock,
@@ -25,8 +27,15 @@ bool CompletionArbiter::try_put(const CompletionRecord& r) {
 }
 
 void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
-  injections_.emplace(std::max(cycle, clock_.now()), r);
-  wakeup_.wake(injections_.begin()->first);
+  const uint64_t at = std::max(cycle, clock_.now());
+  if (injections_.empty() || at >= injections_.back().first) {
+    injections_.emplace_back(at, r);
+  } else {
+    auto after = std::upper_bound(injections_.begin(), injections_.end(), at,
+                                  [](uint64_t c, const auto& e) { return c < e.first; });
+    injections_.insert(after, {at, r});
+  }
+  wakeup_.wake(injections_.front().first);
 }
 
 void CompletionArbiter::reset() {
@@ -53,15 +62,15 @@ void CompletionArbiter::step() {
       m_cpl->push(transport_.front(), now);
       transport_.pop_front();
     } else {
-      m_cpl->push(injections_.begin()->second, now);
-      injections_.erase(injections_.begin());
+      m_cpl->push(injections_.front().second, now);
+      injections_.pop_front();
       ++injected_;
     }
     if (from_transport && from_injection) transport_turn_ = !take_transport;
   }
   // A slot freed on this cycle is the transport's from the next.
   if (transport_was_full && transport_.size() < cfg_.transport_depth) space_.notify(clock_.until(now + 1));
-  if (!injections_.empty() && transport_.empty()) wakeup_.wake(std::max(injections_.begin()->first, now + 1));
+  if (!injections_.empty() && transport_.empty()) wakeup_.wake(std::max(injections_.front().first, now + 1));
 }
 
 }  // namespace vhca

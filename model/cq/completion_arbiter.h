@@ -12,7 +12,6 @@
 #pragma once
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <systemc>
 
 #include "model/common/sim_clock.h"
@@ -64,13 +63,15 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
 
  private:
   void step();
-  bool injection_due(uint64_t now) const { return !injections_.empty() && injections_.begin()->first <= now; }
+  bool injection_due(uint64_t now) const { return !injections_.empty() && injections_.front().first <= now; }
 
   const SimClock& clock_;
   CompletionArbiterConfig cfg_;
   Wakeup wakeup_;
   std::deque<CompletionRecord> transport_;  // at most transport_depth
-  std::multimap<uint64_t, CompletionRecord> injections_;  // the injection port's schedule
+  // The injection port's schedule, by cycle, records of one cycle in the order they were given
+  // (usually given in order: appended; otherwise inserted after the last of their cycle).
+  std::deque<std::pair<uint64_t, CompletionRecord>> injections_;
   bool transport_turn_ = true;  // round robin: whose record goes first when both have one
   sc_core::sc_event space_;
   uint64_t injected_ = 0, injection_stalls_ = 0, transport_stalls_ = 0, transport_puts_ = 0;
