@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <stdexcept>
+#include <string>
 
 namespace vhca {
 namespace {
@@ -79,12 +80,23 @@ void System::run(std::function<void()> body, sc_core::sc_time limit) {
         sc_core::sc_pause();
       },
       sc_core::sc_gen_unique_name("run"));
-  const sc_core::sc_time end = sc_core::sc_time_stamp() + limit;
+  const sc_core::sc_time start = sc_core::sc_time_stamp(), end = start + limit;
+  auto limit_reached = [&](const std::string& detail) {
+    return std::runtime_error("simulated time limit reached before the body finished: " + limit.to_string() +
+                              " from " + start.to_string() + detail);
+  };
   while (!done) {
+    // SC_EXIT_ON_STARVATION returns when no event is left before `end` without moving time to
+    // it, so each outcome is told apart here; none may start the loop over unchanged.
     sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
     if (done) break;
-    if (sc_core::sc_time_stamp() >= end) throw std::runtime_error("simulated time limit reached before the body finished");
-    if (!sc_core::sc_pending_activity()) throw std::runtime_error("simulation starved before the body finished");
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (now >= end) throw limit_reached("");
+    if (!sc_core::sc_pending_activity())
+      throw std::runtime_error("simulation starved at " + now.to_string() +
+                               " before the body finished: no event is pending (a deadlock)");
+    const sc_core::sc_time next = now + sc_core::sc_time_to_pending_activity();
+    if (next > end) throw limit_reached("; the next event is at " + next.to_string());
   }
   if (error) std::rethrow_exception(error);
 }

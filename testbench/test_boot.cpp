@@ -39,3 +39,11 @@ TEST_CASE("event-driven: no HCA block runs on idle cycles") {
     CHECK(sys().hca.cq.activations() - writer <= 3);
   });
 }
+
+// Issue 14, item 2: a run ends with a clear message when its time limit comes before the body
+// finishes, also when the next event lies beyond the limit (this looped for ever).
+TEST_CASE("System::run stops at its time limit with a message, even when the next event lies beyond it") {
+  CHECK_THROWS_WITH(sys().run([] { sc_core::wait(sc_core::sc_time(10, sc_core::SC_MS)); },
+                              sc_core::sc_time(1, sc_core::SC_MS)),
+                    Catch::Contains("simulated time limit"));
+}
