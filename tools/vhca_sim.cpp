@@ -3,27 +3,18 @@
 // the CQ engine alone through the completion-injection port; `cosim` runs the lockstep RTL check.
 // Each exits non-zero if any completion was lost, duplicated or reordered (or data damaged), so
 // that its run is also a test.
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <map>
-#include <random>
 #include <string>
 #include <systemc>
 #include <vector>
-#include <unistd.h>
+#include <unistd.h>  // readlink: the sweep re-runs this executable
 
 #include <fmt/format.h>
 
-#include "firmware-shim/cq_pool.h"
 #include "model/common/log.h"
 #include "cosim/cosim.h"
-#include "cosim/rtl_cq_writer.h"
-#include "sim/system.h"
 #include "explorer/scenario.h"
 #include "explorer/sweep.h"
 #include "explorer/traffic.h"
