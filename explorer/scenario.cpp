@@ -160,12 +160,16 @@ YAML::Node list_item(const YAML::Node& n, const std::string& part, const std::st
   static const std::regex item(R"(^([A-Za-z_][A-Za-z0-9_]*)\[([0-9]+)\]$)");
   std::smatch m;
   if (!std::regex_match(part, m, item)) return YAML::Node(YAML::NodeType::Undefined);
-  const std::string list = m[1];
-  const size_t k = std::stoul(m[2]);
-  if (!n[list].IsSequence() || k >= n[list].size())
-    throw ScenarioError("--set " + set + ": '" + list + "' has no item " + std::to_string(k) +
-                        (n[list].IsSequence() ? " (it has " + std::to_string(n[list].size()) + ")" : " (it is not a list)"));
-  return n[list][k];
+  const std::string list = m[1], index = m[2];
+  // Nine digits at most: a longer index names no item and would overflow the conversion.
+  const size_t k = index.size() <= 9 ? std::stoul(index) : SIZE_MAX;
+  // A missing key reads as an invalid node, which throws on anything but IsDefined().
+  const YAML::Node items = n.IsMap() ? n[list] : YAML::Node(YAML::NodeType::Undefined);
+  const bool is_list = items.IsDefined() && items.IsSequence();
+  if (!is_list || k >= items.size())
+    throw ScenarioError("--set " + set + ": '" + list + "' has no item " + index +
+                        (is_list ? " (it has " + std::to_string(items.size()) + ")" : " (it is not a list)"));
+  return items[k];
 }
 
 // Applies "a.b.c=value" (parts may be list items, "groups[1]") to the tree, creating maps on the way.
@@ -526,11 +530,32 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
   return o;
 }
 
-TrafficOptions parse_tree(YAML::Node root, const std::string& source, const std::vector<std::string>& sets) {
+TrafficOptions parse_tree_checked(YAML::Node root, const std::string& source, const std::vector<std::string>& sets) {
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap())
+    throw ScenarioError(source + ":1: a scenario is a map of keys, not " +
+                        (root.IsSequence() ? std::string("a list") : "a single value"));
   std::set<std::string> from_set;
   for (const std::string& s : sets) apply_set(root, s, from_set);
   return read_scenario(root, Reader(source, from_set));
+}
+
+// Whatever yaml-cpp or a conversion throws becomes a ScenarioError naming the file (and line),
+// so a caller never sees a raw exception (a YAML complex key, an unexpected node type).
+TrafficOptions parse_tree(YAML::Node root, const std::string& source, const std::vector<std::string>& sets) {
+  try {
+    return parse_tree_checked(root, source, sets);
+  } catch (const ScenarioError&) {
+    throw;
+  } catch (const YAML::BadConversion& e) {
+    throw ScenarioError(source + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) + ": " + e.msg +
+                        " (keys are plain words; values are numbers with units, words, or the maps and lists of the "
+                        "format)");
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(source + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) + ": " + e.msg);
+  } catch (const std::exception& e) {
+    throw ScenarioError(source + ": " + e.what());
+  }
 }
 
 }  // namespace

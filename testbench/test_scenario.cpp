@@ -131,6 +131,16 @@ TEST_CASE("every shipped scenario in traces/ loads") {
   CHECK_THROWS_WITH(load_scenario("/nonexistent.yaml"), "/nonexistent.yaml: cannot be read");
 }
 
+TEST_CASE("malformed input never escapes as a raw exception: a list item under a missing key, a scalar file, a complex key, a 20-digit index") {
+  CHECK(error_of("name: x\n", {"workload.groups[0].qps=2"}) ==
+        "--set workload.groups[0].qps=2: 'groups' has no item 0 (it is not a list)");
+  CHECK(error_of("just a scalar\n", {"name=y"}) == "t.yaml:1: a scenario is a map of keys, not a single value");
+  CHECK(error_of("- a\n- b\n") == "t.yaml:1: a scenario is a map of keys, not a list");
+  CHECK_THAT(error_of("? [a, b]\n: 1\n"), Catch::StartsWith("t.yaml:1: bad conversion (keys are plain words"));
+  CHECK(error_of("name: x\n", {"cqs.overrides[99999999999999999999].cq=1"}) ==
+        "--set cqs.overrides[99999999999999999999].cq=1: 'overrides' has no item 99999999999999999999 (it is not a list)");
+}
+
 TEST_CASE("arrival.kind: cqe injects completions instead of posting work requests, and a ping-pong refuses it") {
   TrafficOptions o = load_scenario(std::string(VHCA_SOURCE_DIR) + "/traces/cq-engine.yaml");
   CHECK(o.workload.inject_cqes);
