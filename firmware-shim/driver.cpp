@@ -146,10 +146,7 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
   // write lands (or the deadline), steps to that poll and counts the polling time it spent.
   const sc_core::sc_time start = sc_core::sc_time_stamp(), interval = cpu_.config().command_poll_interval;
   const sc_core::sc_time deadline = start + cfg_.command_timeout;
-  auto poll_at_or_after = [&](const sc_core::sc_time& t) {
-    const double polls = std::ceil((t - start) / interval);
-    return uint64_t(polls);
-  };
+  auto poll_at_or_after = [&](const sc_core::sc_time& t) { return uint64_t(std::ceil((t - start) / interval)); };
   uint64_t polls = 0;  // polls that found the block still owned by the device
   cpu_.begin_polling(CpuContext::app, interval);
   for (;;) {
@@ -159,8 +156,8 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
       r.timed_out = true;
       break;
     }
-    arm_command_timeout(start + interval * double(poll_at_or_after(deadline)));
-    sc_core::wait(cmd_reply_ | cmd_timeout_);
+    cmd_timeout_.arm(start + interval * double(poll_at_or_after(deadline)));
+    sc_core::wait(cmd_reply_ | cmd_timeout_.event());
     const uint64_t poll = std::max(polls + 1, poll_at_or_after(sc_core::sc_time_stamp()));
     const sc_core::sc_time poll_time = start + interval * double(poll);
     if (poll_time > sc_core::sc_time_stamp()) sc_core::wait(poll_time - sc_core::sc_time_stamp());
@@ -178,17 +175,6 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
   }
   cmd_lock_.unlock();
   return r;
-}
-
-// One pending notification at a time, for the earliest deadline: a later deadline waits for the
-// earlier notification to fire (a spurious wake) and is armed then, so finished commands leave
-// no cancelled timeouts in SystemC's timed queue.
-void Driver::arm_command_timeout(const sc_core::sc_time& at) {
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
-  if (cmd_timeout_at_ <= now) cmd_timeout_at_ = sc_core::sc_max_time();
-  if (at >= cmd_timeout_at_) return;
-  cmd_timeout_at_ = at;
-  cmd_timeout_.notify(at - now);
 }
 
 // Re-read each affected CQ's arm sequence number from the device and call its handler, as if its

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "firmware-shim/host_cpu.h"
+#include "model/common/earliest_timer.h"
 #include "model/cmd/commands.h"
 #include "model/regs/tables.h"
 
@@ -122,9 +123,7 @@ class Driver {
   uint8_t token_ = 0;
   sc_core::sc_mutex cmd_lock_;
   sc_core::sc_event cmd_reply_;    // the device wrote the command block
-  sc_core::sc_event cmd_timeout_;  // a command's deadline (the earliest pending one)
-  sc_core::sc_time cmd_timeout_at_ = sc_core::sc_max_time();
-  void arm_command_timeout(const sc_core::sc_time& at);
+  EarliestTimer cmd_timeout_;      // a command's deadline: finished commands leave no cancelled timeout
   std::vector<Eq> eqs_;
   size_t async_eq_ = 0;
   std::vector<size_t> comp_eqs_;

@@ -74,8 +74,7 @@ void PcieLink::Credits::want_wake() const {
 
 bool PcieLink::Credits::can_post(uint64_t bytes) const {
   apply_due();
-  const uint64_t tlps = std::max<uint64_t>(1, (bytes + mps_ - 1) / mps_);
-  const bool ok = ph_used_ + tlps <= ph_ && pd_used_ + data_credits(bytes) <= pd_;
+  const bool ok = ph_used_ + headers(bytes) <= ph_ && pd_used_ + data_credits(bytes) <= pd_;
   if (!ok) want_wake();
   return ok;
 }
@@ -92,7 +91,7 @@ void PcieLink::Credits::take_posted(uint64_t bytes) {
     ++overdrafts;
     log::error("PCIe: a posted write of {} bytes was sent without its flow-control credits", bytes);
   }
-  ph_used_ += uint32_t(std::max<uint64_t>(1, (bytes + mps_ - 1) / mps_));
+  ph_used_ += headers(bytes);
   pd_used_ += data_credits(bytes);
   pd_max = std::max(pd_max, pd_used_);
 }
@@ -134,8 +133,7 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
     sc_time arrival = serialize(d, now, len, cfg_.max_payload, cfg_.request_overhead);
     PostedTag* tag = nullptr;
     tx.get_extension(tag);
-    const uint32_t tlps = uint32_t(std::max<uint64_t>(1, (len + cfg_.max_payload - 1) / cfg_.max_payload));
-    Posted p{arrival, tlps, tx.get_address(), uint32_t(len), {}, {}, tag ? tag->source : DmaSource::other,
+    Posted p{arrival, d.credits.headers(len), tx.get_address(), uint32_t(len), {}, {}, tag ? tag->source : DmaSource::other,
              tag ? tag->id : 0};
     if (len <= p.small.size())
       std::memcpy(p.small.data(), tx.get_data_ptr(), len);

@@ -17,6 +17,7 @@
 // device (a full doorbell FIFO) keeps its credits, so its sender stalls in turn.
 #pragma once
 #include <cstdint>
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <functional>
@@ -119,6 +120,8 @@ class PcieLink : public sc_core::sc_module {
     const sc_core::sc_event& returned_event() const override { return returned_; }
     void on_return(std::function<void()> wake) override { wakes_.push_back(std::move(wake)); }
     bool can_read() const;
+    // Posted header credits (one per TLP of at most the max payload size) a write of `bytes` needs.
+    uint32_t headers(uint64_t bytes) const { return uint32_t(std::max<uint64_t>(1, (bytes + mps_ - 1) / mps_)); }
     void take_posted(uint64_t bytes);
     void take_nonposted() { ++nph_used_; }
     // Schedule the return of a TLP's credits at `at`. Returns are applied lazily, when credits

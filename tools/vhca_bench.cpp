@@ -119,6 +119,13 @@ uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns
   return sys.hca.cq.stats().cqes - before;
 }
 
+// A control op into the CQ writer's control stream, waiting a cycle at a time while it is full.
+void push_control(vhca::System& sys, const vhca::CqControl& c) {
+  vhca::Stream<vhca::CqControl>& ctl = sys.hca.cq.s_ctl.stream();
+  while (!ctl.can_push(sys.cycle())) sys.wait_cycle(sys.cycle() + 1);
+  ctl.push(c, sys.cycle());
+}
+
 // `k` overrun-ignore CQs loaded straight into the CQ writer through its control stream (the
 // firmware's path without the command round trip, so that 64 K of them load in a moment), the
 // highest CQNs of the table, all writing one shared ring: the cost measured is the writer's.
@@ -134,9 +141,7 @@ std::vector<uint32_t> load_cqs(vhca::System& sys, uint32_t k, uint64_t ring, uin
     c.cfg.dbr = dbr;
     c.cfg.eqn = eqn;
     c.cfg.overrun_ignore = true;
-    vhca::Stream<vhca::CqControl>& ctl = sys.hca.cq.s_ctl.stream();
-    while (!ctl.can_push(sys.cycle())) sys.wait_cycle(sys.cycle() + 1);
-    ctl.push(c, sys.cycle());
+    push_control(sys, c);
     cqns.push_back(cqn);
   }
   sys.wait_cycle(sys.cycle() + 4);
@@ -267,9 +272,7 @@ int run_phases(const Options& opt, Report& rep) {
             vhca::CqControl c;
             c.op = vhca::CqControl::Op::destroy;
             c.cqn = cqn;
-            vhca::Stream<vhca::CqControl>& ctl = sys.hca.cq.s_ctl.stream();
-            while (!ctl.can_push(sys.cycle())) sys.wait_cycle(sys.cycle() + 1);
-            ctl.push(c, sys.cycle());
+            push_control(sys, c);
           }
           sys.wait_cycle(sys.cycle() + 4);
         }

@@ -81,6 +81,8 @@ struct DmaWrite {
   std::vector<uint8_t> bulk;  // payload writes: the data, when not in `data` (len ignored)
   DmaSource source = DmaSource::other;
   uint32_t id = 0;
+  uint32_t bytes() const { return bulk.empty() ? len : uint32_t(bulk.size()); }
+  uint8_t* payload() { return bulk.empty() ? data.data() : bulk.data(); }
 };
 
 // An event for the EQ engine: a completion event for an EQ, or an asynchronous event.

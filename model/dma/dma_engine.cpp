@@ -29,8 +29,7 @@ void DmaEngine::write_step() {
   write_wakeup_.count();
   const uint64_t now = clock_.now();
   if (s_write->ready(now)) {
-    const DmaWrite& head = s_write->front();
-    if (credits.size() && !credits->can_post(head.bulk.empty() ? head.len : head.bulk.size())) {
+    if (credits.size() && !credits->can_post(s_write->front().bytes())) {
       ++credit_stalls_;
       return;  // woken when credits return
     }
@@ -41,8 +40,8 @@ void DmaEngine::write_step() {
     tag.id = w.id;
     tx.set_command(tlm::TLM_WRITE_COMMAND);
     tx.set_address(w.addr);
-    const uint32_t len = w.bulk.empty() ? w.len : uint32_t(w.bulk.size());
-    tx.set_data_ptr(w.bulk.empty() ? w.data.data() : w.bulk.data());
+    const uint32_t len = w.bytes();
+    tx.set_data_ptr(w.payload());
     tx.set_data_length(len);
     tx.set_streaming_width(len);
     tx.set_extension(&tag);

@@ -49,21 +49,11 @@ void TransportEngine::tx_thread() {
       continue;
     }
     if (tx_pending_.size() < cfg_.tx_read_tags && (issue_response() || issue_request())) continue;
-    arm_tx_timer(next_timer(now), now);
-    sc_core::wait(tx_work_ | tx_timer_);
+    // One timer for the earliest deadline (a `wait(timeout, event)` left a cancelled retransmit
+    // timeout, tens of milliseconds out, in SystemC's timed queue at almost every wait).
+    if (const uint64_t next = next_timer(now); next != UINT64_MAX) tx_timer_.arm(clock_.at(next));
+    sc_core::wait(tx_work_ | tx_timer_.event());
   }
-}
-
-// The transmit thread's one timer: notified for the earliest deadline, and only when that moves
-// earlier. A deadline that moved later (a timer restarted or stopped by work) leaves the old
-// notification to fire, and the thread re-arms for the new one then. A `wait(timeout, event)`
-// instead left one cancelled timeout in SystemC's timed queue per wait, almost always a
-// retransmit timeout tens of milliseconds out, and every later notify paid for them.
-void TransportEngine::arm_tx_timer(uint64_t next, uint64_t now) {
-  if (tx_timer_at_ <= now) tx_timer_at_ = UINT64_MAX;  // fired
-  if (next == UINT64_MAX || next >= tx_timer_at_) return;
-  tx_timer_at_ = next;
-  tx_timer_.notify(clock_.until(next));
 }
 
 // A gather worker: reads the payload of one built packet at a time.

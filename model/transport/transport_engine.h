@@ -22,6 +22,7 @@
 #include <tlm_utils/simple_target_socket.h>
 #include <vector>
 
+#include "model/common/earliest_timer.h"
 #include "model/common/observers.h"
 #include "model/common/sim_clock.h"
 #include "model/common/stream.h"
@@ -264,7 +265,6 @@ class TransportEngine : public sc_core::sc_module {
   void check_timers(uint64_t now);
   void retransmit_timeout(uint32_t qpn, QpRuntime& rt);
   uint64_t next_timer(uint64_t now);
-  void arm_tx_timer(uint64_t next, uint64_t now);
   long wqe_at(const QpRuntime& rt, uint32_t psn) const;
   void requester_receive(IbPacket& p);
   void ack_through(uint32_t qpn, uint32_t psn);
@@ -297,8 +297,7 @@ class TransportEngine : public sc_core::sc_module {
   Wakeup doorbell_wakeup_;
   uint64_t doorbell_free_ = 0;  // the doorbell unit takes the next doorbell from this cycle
   sc_core::sc_event tx_work_, control_work_, rx_work_;
-  sc_core::sc_event tx_timer_;            // the earliest transport timer deadline
-  uint64_t tx_timer_at_ = UINT64_MAX;     // the cycle tx_timer_ is notified for
+  EarliestTimer tx_timer_;  // the earliest transport timer deadline
   std::deque<uint32_t> tx_ring_;     // QPs with SQ work, round robin
   std::deque<uint32_t> ack_queue_;   // QPs with an ACK or NAK due
   std::deque<ResponseJob> responses_;
