@@ -16,9 +16,12 @@ PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cf
       dir_{{cfg.up_posted_headers, cfg.up_posted_data, cfg.up_nonposted_headers, cfg.max_payload},
            {cfg.down_posted_headers, cfg.down_posted_data, cfg.down_nonposted_headers, cfg.max_payload}} {
   up_in.register_b_transport(this, &PcieLink::up_transport);
+  up_in.register_nb_transport_fw(this, &PcieLink::up_nb_transport);
   down_in.register_b_transport(this, &PcieLink::down_transport);
   up_credits.bind(dir_[0].credits);
   down_credits.bind(dir_[1].credits);
+  dir_[0].credits.on_return([this] { take_read_credits(0); });
+  dir_[1].credits.on_return([this] { take_read_credits(1); });
   SC_METHOD(returns_up);
   sensitive << dir_[0].credits.return_event();
   dont_initialize();
@@ -121,7 +124,6 @@ void PcieLink::down_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { tr
 // so the caller is in step with SystemC's time when it returns).
 void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) {
   Direction& d = dir_[dir];
-  Direction& back = dir_[1 - dir];
   if (!tx.is_write() && delay != sc_core::SC_ZERO_TIME) {
     sc_core::wait(delay);
     delay = sc_core::SC_ZERO_TIME;
@@ -145,38 +147,108 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
     tx.set_response_status(tlm::TLM_OK_RESPONSE);
     return;
   }
-  // Non-posted read: request TLPs (header only, one per MRRS chunk) go out in this direction,
-  // each once a non-posted header credit is free.
-  uint64_t requests = std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request);
-  for (uint64_t i = 0; i < requests; ++i) {
-    if (!d.credits.can_read()) ++d.credits.np_waits;
-    while (!d.credits.can_read()) sc_core::wait(d.credits.returned_event());
-    d.credits.take_nonposted();
+  // Non-posted read, from a thread: the stages below, waited for.
+  sc_core::sc_event done;
+  bool finished = false;
+  start_read(Read{&tx, dir, 0, [&] {
+                    finished = true;
+                    done.notify();  // the waiting thread runs in this evaluation phase
+                  }});
+  while (!finished) sc_core::wait(done);
+}
+
+// Upstream reads without a thread: accepted at once (END_REQ), answered with BEGIN_RESP on the
+// backward path when the completion has arrived.
+tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_time& delay) {
+  if (phase != tlm::BEGIN_REQ || tx.is_write()) {
+    log::error("{}: only reads may use the non-blocking path (phase {})", up_in.name(), int(phase));
+    tx.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+    return tlm::TLM_COMPLETED;
   }
+  Read r{&tx, 0, 0, [this, &tx] {
+           tlm::tlm_phase resp = tlm::BEGIN_RESP;
+           sc_time zero = sc_core::SC_ZERO_TIME;
+           up_in->nb_transport_bw(tx, resp, zero);  // the initiator completes it
+         }};
+  if (delay == sc_core::SC_ZERO_TIME)
+    start_read(std::move(r));
+  else
+    actions_.at(sc_core::sc_time_stamp() + delay, [this, r = std::move(r)]() mutable { start_read(std::move(r)); });
+  phase = tlm::END_REQ;
+  delay = sc_core::SC_ZERO_TIME;
+  return tlm::TLM_UPDATED;
+}
+
+// Request TLPs (header only, one per MRRS chunk) go out in the read's direction, each once a
+// non-posted header credit is free; reads waiting for credits take them in issue order.
+void PcieLink::start_read(Read r) {
+  const uint64_t len = r.tx->get_data_length();
+  r.requests_left = uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request));
+  const int dir = r.dir;
+  dir_[dir].credit_waits.push_back(std::move(r));
+  take_read_credits(dir);
+}
+
+void PcieLink::take_read_credits(int dir) {
+  Direction& d = dir_[dir];
+  while (!d.credit_waits.empty()) {
+    Read& r = d.credit_waits.front();
+    while (r.requests_left > 0 && d.credits.can_read()) {
+      d.credits.take_nonposted();
+      --r.requests_left;
+    }
+    if (r.requests_left > 0) {
+      ++d.credits.np_waits;  // woken by the credits' return (on_return)
+      return;
+    }
+    Read ready = std::move(r);
+    d.credit_waits.pop_front();
+    send_read_requests(std::move(ready));
+  }
+}
+
+void PcieLink::send_read_requests(Read r) {
+  Direction& d = dir_[r.dir];
+  const uint64_t len = r.tx->get_data_length();
+  const uint32_t requests = uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request));
   sc_time t = std::max(sc_core::sc_time_stamp(), d.free_at);
-  for (uint64_t i = 0; i < requests; ++i) t += wire_time(cfg_.request_overhead);
-  d.wire_bytes += requests * cfg_.request_overhead;
+  for (uint32_t i = 0; i < requests; ++i) t += wire_time(cfg_.request_overhead);
+  d.wire_bytes += uint64_t(requests) * cfg_.request_overhead;
   d.free_at = t;
-  sc_time at_far_side = t + cfg_.latency;
-  d.credits.give_back(at_far_side + cfg_.latency, 0, 0, uint32_t(requests));
-  sc_core::wait(at_far_side - sc_core::sc_time_stamp());
-  deliver_due(dir);  // posted writes that arrived no later are visible to this read
-  while (d.held && due_writes_waiting(d)) {
-    sc_core::wait(d.resume_event);
-    deliver_due(dir);
+  const sc_time at_far_side = t + cfg_.latency;
+  d.credits.give_back(at_far_side + cfg_.latency, 0, 0, requests);
+  actions_.at(at_far_side, [this, r = std::move(r)]() mutable { read_at_far_side(std::move(r)); });
+}
+
+void PcieLink::read_at_far_side(Read r) {
+  Direction& d = dir_[r.dir];
+  deliver_due(r.dir);  // posted writes that arrived no later are visible to this read
+  if ((d.held && due_writes_waiting(d)) || !d.held_reads.empty()) {
+    d.held_reads.push_back(std::move(r));  // resume_down() brings it back
+    return;
   }
   sc_time zero = sc_core::SC_ZERO_TIME;
-  out(dir)->b_transport(tx, zero);
+  out(r.dir)->b_transport(*r.tx, zero);
   // The completion takes its place on the return wire only once its data is ready, so posted
   // writes issued meanwhile are not queued behind it.
-  sc_core::wait(cfg_.read_access);
-  sc_time back_at = serialize(back, sc_core::sc_time_stamp(), len, cfg_.completion_size, cfg_.completion_overhead);
-  sc_core::wait(back_at - sc_core::sc_time_stamp());
+  actions_.at(sc_core::sc_time_stamp() + cfg_.read_access, [this, r = std::move(r)]() mutable { send_completion(std::move(r)); });
+}
+
+void PcieLink::send_completion(Read r) {
+  Direction& back = dir_[1 - r.dir];
+  const sc_time back_at =
+      serialize(back, sc_core::sc_time_stamp(), r.tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
+  actions_.at(back_at, std::move(r.done));
 }
 
 void PcieLink::resume_down(const sc_time& delay) {
   dir_[1].arrival_event.notify(delay);
-  dir_[1].resume_event.notify(delay);
+  actions_.at(sc_core::sc_time_stamp() + delay, [this] {
+    Direction& d = dir_[1];
+    std::deque<Read> held;
+    held.swap(d.held_reads);
+    for (Read& r : held) read_at_far_side(std::move(r));
+  });
 }
 
 void PcieLink::deliver_due(int dir) {

@@ -7,9 +7,12 @@
 // (payload + overhead) / bandwidth, then arrives `latency` later.
 //
 // Posted writes return at once (the initiator does not wait); their data lands at the far side at
-// its arrival time, in order. A non-posted read blocks the calling SC_THREAD until its completion
-// has arrived; before a read executes at the far side, every posted write that arrived no later is
-// applied (PCIe ordering: a read does not pass a posted write).
+// its arrival time, in order. A non-posted read either blocks the calling SC_THREAD until its
+// completion has arrived (b_transport), or, upstream, follows the TLM-2.0 base protocol without a
+// thread (nb_transport_fw BEGIN_REQ, answered END_REQ at once; BEGIN_RESP on the backward path
+// when the completion has arrived): the device's data path reads that way. Both run the same
+// stages, timed by the link's action queue. Before a read executes at the far side, every posted
+// write that arrived no later is applied (PCIe ordering: a read does not pass a posted write).
 //
 // Flow control: each direction has the far receiver's posted header / data and non-posted header
 // credits (tlm/pcie_credits.h). A TLP takes its credits when it is sent and they return one link
@@ -28,6 +31,7 @@
 #include <tlm_utils/simple_target_socket.h>
 #include <vector>
 
+#include "model/common/action_queue.h"
 #include "model/common/observers.h"
 #include "tlm/pcie_credits.h"
 #include "tlm/posted_tag.h"
@@ -147,20 +151,37 @@ class PcieLink : public sc_core::sc_module {
     std::vector<std::function<void()>> wakes_;
   };
 
+  // A non-posted read on its way: its request credits, the far side, the completion back.
+  struct Read {
+    tlm::tlm_generic_payload* tx;
+    int dir;
+    uint32_t requests_left;  // request TLPs still waiting for a non-posted header credit
+    std::function<void()> done;
+  };
+
   struct Direction {
     Direction(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps) : credits(ph, pd, nph, mps) {}
     sc_core::sc_time free_at;  // when its serializer can start the next TLP
     Credits credits;
     std::deque<Posted> in_flight;
     sc_core::sc_event arrival_event;
-    sc_core::sc_event resume_event;
     bool held = false;
     uint64_t wire_bytes = 0;
+    std::deque<Read> credit_waits;  // reads waiting for non-posted credits, in issue order
+    std::deque<Read> held_reads;    // reads at the far side behind a held posted write
   };
 
   void up_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   void down_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   void transport(int dir, tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
+  tlm::tlm_sync_enum up_nb_transport(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay);
+  // The stages of a read: credits for its request TLPs, the requests on the wire, the access at
+  // the far side (after the posted writes that arrived no later), the completion back.
+  void start_read(Read r);
+  void take_read_credits(int dir);
+  void send_read_requests(Read r);
+  void read_at_far_side(Read r);
+  void send_completion(Read r);
   // Serialize `len` bytes as TLPs of at most `chunk` payload; returns the arrival time of the last.
   sc_core::sc_time serialize(Direction& d, sc_core::sc_time start, uint64_t len, uint32_t chunk,
                              uint32_t overhead);
@@ -176,6 +197,7 @@ class PcieLink : public sc_core::sc_module {
   }
 
   PcieLinkConfig cfg_;
+  ActionQueue actions_{"actions"};
   Direction dir_[2];  // 0 upstream, 1 downstream
   uint64_t down_stalls_ = 0;
   tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write

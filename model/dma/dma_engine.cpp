@@ -8,15 +8,19 @@ namespace vhca {
 
 DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg)
     : sc_module(name), s_write("s_write", cfg.write_queue_depth), s_ci_req("s_ci_req", 4), clock_(clock),
-      write_wakeup_(clock) {
+      write_wakeup_(clock),
+      channel_wakeup_(clock) {
   s_write->on_data = [this](uint64_t c) { write_wakeup_.wake(c); };
-  s_ci_req->on_data = [this](uint64_t c) { read_work_.notify(clock_.until(c)); };
-  m_ci_rsp.hold_threads(clock);
+  s_ci_req->on_data = [this](uint64_t c) { channel_wakeup_.wake(c); };
+  m_ci_rsp.on_space([this](uint64_t c) { channel_wakeup_.wake(c); });
+  socket.register_nb_transport_bw(this, &DmaEngine::read_response);
   s_write->on_space.add([this](uint64_t c) { write_space_.notify(clock_.until(c)); });
   SC_METHOD(write_step);
   sensitive << write_wakeup_.event();
   dont_initialize();
-  SC_THREAD(read_thread);
+  SC_METHOD(serve_channel);
+  sensitive << channel_wakeup_.event();
+  dont_initialize();
 }
 
 void DmaEngine::end_of_elaboration() {
@@ -50,71 +54,136 @@ void DmaEngine::write_step() {
     tx.clear_extension(&tag);
     ++writes_;
     write_issued_.notify(sc_core::SC_ZERO_TIME);
+    release_fenced_reads();
     log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
   }
   if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
 }
 
-bool DmaEngine::issue_read(uint64_t addr, uint8_t* out, uint32_t len) {
-  tlm::tlm_generic_payload tx;
+void DmaEngine::read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done) {
+  // Wait until the writes queued so far have been issued, not for an empty queue, which
+  // sustained traffic may never give. The link then keeps the read behind them.
+  const uint64_t after = writes_ + s_write->size();
+  if (fence && (writes_ < after || !fenced_.empty())) {
+    fenced_.push_back(FencedRead{after, addr, out, len, std::move(done)});
+    return;
+  }
+  issue(addr, out, len, std::move(done));
+}
+
+void DmaEngine::release_fenced_reads() {
+  while (!fenced_.empty() && fenced_.front().after_writes <= writes_) {
+    FencedRead r = std::move(fenced_.front());
+    fenced_.pop_front();
+    issue(r.addr, r.out, r.len, std::move(r.done));
+  }
+}
+
+void DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done) {
+  std::unique_ptr<ReadSlot> slot;
+  if (free_slots_.empty()) {
+    slot = std::make_unique<ReadSlot>();
+  } else {
+    slot = std::move(free_slots_.back());
+    free_slots_.pop_back();
+  }
+  ReadSlot& tx = *slot.release();  // owned by the link until its response
   tx.set_command(tlm::TLM_READ_COMMAND);
   tx.set_address(addr);
   tx.set_data_ptr(out);
   tx.set_data_length(len);
   tx.set_streaming_width(len);
   tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  tx.done = std::move(done);
   ++reads_;
-  socket->b_transport(tx, delay);  // blocks until the completion has arrived
-  // The data is usable from the next core-clock edge.
-  sc_core::wait(clock_.until(clock_.cycle_at_or_after(sc_core::sc_time_stamp())));
-  if (!tx.is_response_ok()) {
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  const tlm::tlm_sync_enum status = socket->nb_transport_fw(tx, phase, delay);
+  if (status == tlm::TLM_COMPLETED) {  // refused at once (the link logs why)
+    sc_core::sc_time now = sc_core::sc_time_stamp();
+    completions_.at(clock_.at(clock_.cycle_at_or_after(now)), [this, &tx] { finish_read(&tx); });
+  }
+}
+
+// BEGIN_RESP: the completion has arrived; the data is usable from the next core-clock edge.
+tlm::tlm_sync_enum DmaEngine::read_response(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay) {
+  if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;
+  ReadSlot* slot = static_cast<ReadSlot*>(&tx);
+  const uint64_t usable = clock_.cycle_at_or_after(sc_core::sc_time_stamp() + delay);
+  completions_.at(clock_.at(usable), [this, slot] { finish_read(slot); });
+  phase = tlm::END_RESP;
+  return tlm::TLM_COMPLETED;
+}
+
+void DmaEngine::finish_read(ReadSlot* slot) {
+  const bool ok = slot->is_response_ok();
+  if (!ok) {
     ++read_errors_;
-    log::error("DMA read of {} bytes at {:#x} failed: {}", len, addr, tx.get_response_string());
+    log::error("DMA read of {} bytes at {:#x} failed: {}", slot->get_data_length(), slot->get_address(),
+               slot->get_response_string());
   }
-  log::write(log::Cat::dma, "read {} bytes at {:#x}", len, addr);
-  return tx.is_response_ok();
-}
-
-void DmaEngine::read_thread() {
-  for (;;) {
-    const uint64_t now = clock_.now();
-    const bool on_edge = clock_.at(now) == sc_core::sc_time_stamp();
-    if (on_edge && s_ci_req->ready(now)) {
-      CiRequest req = s_ci_req->pop(now);
-      uint8_t buf[4] = {};
-      bool ok = issue_read(req.dbr, buf, 4);
-      m_ci_rsp.push_held(CiResponse{req.cqn, get_be32(buf) & 0xFFFFFF, ok});
-      continue;
-    }
-    if (on_edge && !firmware_reads_.empty()) {
-      FirmwareRead* r = firmware_reads_.front();
-      firmware_reads_.pop_front();
-      r->ok = issue_read(r->addr, r->out, r->len);
-      r->done = true;
-      r->done_event->notify(sc_core::SC_ZERO_TIME);
-      continue;
-    }
-    if (!s_ci_req->empty() || !firmware_reads_.empty()) {
-      uint64_t next = s_ci_req->empty() ? now + 1 : std::max(s_ci_req->head_ready_cycle(), now + 1);
-      if (!on_edge) next = std::min(next, now + 1);
-      sc_core::wait(clock_.until(next));
-    } else {
-      sc_core::wait(read_work_);
-    }
-  }
-}
-
-void DmaEngine::fence_writes() {
-  // Wait until the writes queued so far have been issued, not for an empty queue, which
-  // sustained traffic may never give. The link then keeps a later read behind them.
-  const uint64_t fence = writes_ + s_write->size();
-  while (writes_ < fence) sc_core::wait(write_issued_);
+  log::write(log::Cat::dma, "read {} bytes at {:#x}", slot->get_data_length(), slot->get_address());
+  ReadDone done = std::move(slot->done);
+  free_slots_.emplace_back(slot);
+  done(ok);
 }
 
 bool DmaEngine::read_now(uint64_t addr, uint8_t* out, uint32_t len, bool fence) {
-  if (fence) fence_writes();
-  return issue_read(addr, out, len);
+  bool finished = false, ok = false;
+  sc_core::sc_event done;
+  read(addr, out, len, fence, [&](bool r) {
+    ok = r;
+    finished = true;
+    done.notify();  // the waiting thread runs on this edge
+  });
+  while (!finished) sc_core::wait(done);
+  return ok;
+}
+
+void DmaEngine::serve_channel() {
+  if (channel_busy_) return;
+  const uint64_t now = clock_.now();
+  if (clock_.at(now) != sc_core::sc_time_stamp()) {
+    channel_wakeup_.wake(now + 1);
+    return;
+  }
+  if (ci_held_) {
+    if (!m_ci_rsp->can_push(now)) return;  // woken when the stream has room
+    m_ci_rsp->push(*ci_held_, now);
+    ci_held_.reset();
+  }
+  if (s_ci_req->ready(now)) {
+    const CiRequest req = s_ci_req->pop(now);
+    channel_busy_ = true;
+    issue(req.dbr, ci_buf_, 4, [this, cqn = req.cqn](bool ok) {
+      ci_held_ = CiResponse{cqn, get_be32(ci_buf_) & 0xFFFFFF, ok};
+      channel_done();
+    });
+    return;
+  }
+  if (!firmware_reads_.empty()) {
+    FirmwareRead* r = firmware_reads_.front();
+    firmware_reads_.pop_front();
+    channel_busy_ = true;
+    issue(r->addr, r->out, r->len, [this, r](bool ok) {
+      r->ok = ok;
+      r->done = true;
+      r->done_event->notify();
+      channel_done();
+    });
+    return;
+  }
+  if (!s_ci_req->empty()) channel_wakeup_.wake(s_ci_req->head_ready_cycle());
+}
+
+void DmaEngine::channel_done() {
+  channel_busy_ = false;
+  serve_channel();
+}
+
+void DmaEngine::fence_writes() {
+  const uint64_t fence = writes_ + s_write->size();
+  while (writes_ < fence) sc_core::wait(write_issued_);
 }
 
 bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
@@ -124,7 +193,7 @@ bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
   sc_core::sc_event done;
   FirmwareRead r{addr, out, len, false, false, &done};
   firmware_reads_.push_back(&r);
-  read_work_.notify(sc_core::SC_ZERO_TIME);
+  channel_wakeup_.wake(clock_.now());
   while (!r.done) sc_core::wait(done);
   return r.ok;
 }

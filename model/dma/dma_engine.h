@@ -1,16 +1,21 @@
 // The DMA engine: one ordered posted-write channel shared by every block (CQE, EQE, MSI-X and
 // command writes leave in the order they were queued: an EQE can never pass its CQE, an MSI-X
-// message never its EQE) issuing at most one write per cycle, and one read channel that serves
-// consumer-index refreshes before firmware reads, one read at a time.
+// message never its EQE) issuing at most one write per cycle; data-path reads, many in flight,
+// each finishing by a callback on the cycle its data is usable (TLM-2.0 non-blocking, no thread
+// held); and one read channel that serves consumer-index refreshes before firmware reads, one
+// read at a time.
 #pragma once
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <vector>
 
+#include "model/common/action_queue.h"
 #include "model/common/sim_clock.h"
 #include "model/common/stream.h"
 #include "model/common/wakeup.h"
@@ -41,9 +46,13 @@ class DmaEngine : public sc_core::sc_module {
   // on the cycle its completion has arrived, and a write queued behind everything already queued.
   bool read_blocking(uint64_t addr, uint8_t* out, uint32_t len);
   void write_blocking(DmaWrite w);
-  // Data-path read from the calling thread, with others in flight (PCIe allows many outstanding
-  // reads); returns on the cycle its data is usable. `fence`: first wait for every write queued
-  // before it to be issued, so that the read observes them (RDMA READ after WRITE, atomics).
+  // Data-path read, with others in flight (PCIe allows many outstanding reads): `done(ok)` runs
+  // on the cycle its data is usable (from the engine's own process: it may start more reads, but
+  // not wait). `fence`: first wait for every write queued before it to be issued, so that the
+  // read observes them (RDMA READ after WRITE, atomics). `out` must stay valid until done.
+  using ReadDone = std::function<void(bool ok)>;
+  void read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done);
+  // The same from an SC_THREAD that waits for it; returns on the cycle its data is usable.
   bool read_now(uint64_t addr, uint8_t* out, uint32_t len, bool fence);
 
   uint64_t writes_issued() const { return writes_; }
@@ -60,17 +69,40 @@ class DmaEngine : public sc_core::sc_module {
     bool done;
     sc_core::sc_event* done_event;
   };
+  // A read on the link: its payload and what to do when it completes. Recycled.
+  struct ReadSlot : tlm::tlm_generic_payload {
+    ReadDone done;
+  };
+  // A fenced read waiting for the writes queued before it to be issued.
+  struct FencedRead {
+    uint64_t after_writes;
+    uint64_t addr;
+    uint8_t* out;
+    uint32_t len;
+    ReadDone done;
+  };
   void write_step();
   void end_of_elaboration() override;
-  void read_thread();
-  bool issue_read(uint64_t addr, uint8_t* out, uint32_t len);
+  void issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
+  tlm::tlm_sync_enum read_response(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay);
+  void finish_read(ReadSlot* slot);
+  void release_fenced_reads();
+  // The read channel: a consumer-index refresh, else a firmware read, one at a time, on an edge.
+  void serve_channel();
+  void channel_done();
   void fence_writes();
 
   const SimClock& clock_;
   Wakeup write_wakeup_;
   tlm::tlm_generic_payload write_tx_;  // reused: constructing a payload per write costs an allocation
   PostedTag write_tag_;
-  sc_core::sc_event read_work_;
+  ActionQueue completions_{"read_completions"};  // reads, answered on the edge their data is usable
+  std::vector<std::unique_ptr<ReadSlot>> free_slots_;
+  std::deque<FencedRead> fenced_;
+  Wakeup channel_wakeup_;
+  bool channel_busy_ = false;
+  uint8_t ci_buf_[4] = {};
+  std::optional<CiResponse> ci_held_;  // a refresh answer waiting for room in m_ci_rsp
   sc_core::sc_event write_space_;  // the write queue stopped being full
   sc_core::sc_event write_issued_;  // a write left for the link (fences wait for it)
   std::deque<FirmwareRead*> firmware_reads_;
