@@ -46,13 +46,6 @@ struct Qp {
   uint16_t sq_pi = 0, sq_ci = 0, rq_pi = 0, rq_ci = 0;
 };
 
-// A scatter/gather entry of a work request.
-struct Sge {
-  uint64_t addr = 0;
-  uint32_t length = 0;
-  uint32_t lkey = 0;
-};
-
 enum SendFlags : uint32_t { kSendSignaled = 1u << 0, kSendSolicited = 1u << 1, kSendFence = 1u << 2, kSendInline = 1u << 3 };
 
 // A send work request; opcodes are the WQE opcodes (tables.h sqwqe::kSend, ...).

@@ -92,7 +92,7 @@ void Hca::bind_registers() {
 }
 
 void Hca::bind_transport() {
-  transport.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
+  transport.on_bad_doorbell.add([this](uint8_t r, uint32_t n) { bad_doorbell(r, n); });
   cmd.on_qp_state = [this](uint32_t qpn, QpState from, QpState to) {
     if (qpn == UINT32_MAX)
       transport.reset();

@@ -50,8 +50,8 @@ class Hca : public sc_core::sc_module {
   tlm_utils::simple_target_socket<Bar0>& bar() { return bar0.socket; }
   tlm_utils::simple_initiator_socket<DmaEngine>& dma_socket() { return dma.socket; }
   // The IB port: packets out to the link, packets in from it.
-  tlm_utils::simple_initiator_socket<TransportEngine>& port_out() { return transport.port_out; }
-  tlm_utils::simple_target_socket<TransportEngine>& port_in() { return transport.port_in; }
+  tlm::tlm_initiator_socket<>& port_out() { return transport.port_out; }
+  tlm::tlm_target_socket<>& port_in() { return transport.port_in; }
 
   // Doorbell backpressure (PCIe posted-write credits): may the posted MMIO write to `offset` be
   // delivered now? A full doorbell FIFO (SQ/RQ, CQ arm, EQ) holds it, and everything behind it,

@@ -57,12 +57,12 @@ sc_time PcieLink::serialize(Direction& d, sc_time start, uint64_t len, uint32_t 
 bool PcieLink::Credits::apply_due() const {
   const sc_time now = sc_core::sc_time_stamp();
   bool any = false;
-  while (!returns_.empty() && returns_.begin()->first <= now) {
-    const Return& r = returns_.begin()->second;
+  while (!returns_.empty() && returns_.front().at <= now) {
+    const Return& r = returns_.front();
     ph_used_ -= r.ph;
     pd_used_ -= r.pd;
     nph_used_ -= r.nph;
-    returns_.erase(returns_.begin());
+    returns_.pop_front();
     any = true;
   }
   return any;
@@ -72,7 +72,7 @@ void PcieLink::Credits::want_wake() const {
   if (waiting_) return;
   waiting_ = true;  // give_back() notifies if no return is on its way yet
   if (!returns_.empty())
-    const_cast<sc_core::sc_event&>(return_due_).notify(returns_.begin()->first - sc_core::sc_time_stamp());
+    const_cast<sc_core::sc_event&>(return_due_).notify(returns_.front().at - sc_core::sc_time_stamp());
 }
 
 bool PcieLink::Credits::can_post(uint64_t bytes) const {
@@ -100,15 +100,17 @@ void PcieLink::Credits::take_posted(uint64_t bytes) {
 }
 
 void PcieLink::Credits::give_back(sc_time at, uint32_t ph, uint32_t pd, uint32_t nph) {
-  const bool earliest = returns_.empty() || at < returns_.begin()->first;
-  returns_.emplace(at, Return{ph, pd, nph});
+  const bool earliest = returns_.empty() || at < returns_.front().at;
+  auto pos = returns_.end();
+  while (pos != returns_.begin() && std::prev(pos)->at > at) --pos;
+  returns_.insert(pos, Return{at, ph, pd, nph});
   if (waiting_ && earliest) return_due_.notify(at - sc_core::sc_time_stamp());
 }
 
 // A refused sender waits: tell it when credits come back.
 void PcieLink::Credits::process_returns() {
   if (!apply_due()) {
-    if (waiting_ && !returns_.empty()) return_due_.notify(returns_.begin()->first - sc_core::sc_time_stamp());
+    if (waiting_ && !returns_.empty()) return_due_.notify(returns_.front().at - sc_core::sc_time_stamp());
     return;
   }
   waiting_ = false;
@@ -150,10 +152,7 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
   // Non-posted read, from a thread: the stages below, waited for.
   sc_core::sc_event done;
   bool finished = false;
-  start_read(Read{&tx, dir, 0, [&] {
-                    finished = true;
-                    done.notify();  // the waiting thread runs in this evaluation phase
-                  }});
+  start_read(tx, dir, &done, &finished);
   while (!finished) sc_core::wait(done);
 }
 
@@ -165,15 +164,10 @@ tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::
     tx.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
     return tlm::TLM_COMPLETED;
   }
-  Read r{&tx, 0, 0, [this, &tx] {
-           tlm::tlm_phase resp = tlm::BEGIN_RESP;
-           sc_time zero = sc_core::SC_ZERO_TIME;
-           up_in->nb_transport_bw(tx, resp, zero);  // the initiator completes it
-         }};
   if (delay == sc_core::SC_ZERO_TIME)
-    start_read(std::move(r));
+    start_read(tx, 0, nullptr, nullptr);
   else
-    actions_.at(sc_core::sc_time_stamp() + delay, [this, r = std::move(r)]() mutable { start_read(std::move(r)); });
+    actions_.at(sc_core::sc_time_stamp() + delay, [this, &tx] { start_read(tx, 0, nullptr, nullptr); });
   phase = tlm::END_REQ;
   delay = sc_core::SC_ZERO_TIME;
   return tlm::TLM_UPDATED;
@@ -181,35 +175,41 @@ tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::
 
 // Request TLPs (header only, one per MRRS chunk) go out in the read's direction, each once a
 // non-posted header credit is free; reads waiting for credits take them in issue order.
-void PcieLink::start_read(Read r) {
-  const uint64_t len = r.tx->get_data_length();
-  r.requests_left = uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request));
-  const int dir = r.dir;
-  dir_[dir].credit_waits.push_back(std::move(r));
+void PcieLink::start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_event* waiter, bool* finished) {
+  Read* r;
+  if (free_reads_.empty()) {
+    r = new Read;
+  } else {
+    r = free_reads_.back().release();
+    free_reads_.pop_back();
+  }
+  const uint64_t len = tx.get_data_length();
+  *r = Read{&tx, dir, uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request)),
+            waiter, finished};
+  dir_[dir].credit_waits.push_back(r);
   take_read_credits(dir);
 }
 
 void PcieLink::take_read_credits(int dir) {
   Direction& d = dir_[dir];
   while (!d.credit_waits.empty()) {
-    Read& r = d.credit_waits.front();
-    while (r.requests_left > 0 && d.credits.can_read()) {
+    Read* r = d.credit_waits.front();
+    while (r->requests_left > 0 && d.credits.can_read()) {
       d.credits.take_nonposted();
-      --r.requests_left;
+      --r->requests_left;
     }
-    if (r.requests_left > 0) {
+    if (r->requests_left > 0) {
       ++d.credits.np_waits;  // woken by the credits' return (on_return)
       return;
     }
-    Read ready = std::move(r);
     d.credit_waits.pop_front();
-    send_read_requests(std::move(ready));
+    send_read_requests(r);
   }
 }
 
-void PcieLink::send_read_requests(Read r) {
-  Direction& d = dir_[r.dir];
-  const uint64_t len = r.tx->get_data_length();
+void PcieLink::send_read_requests(Read* r) {
+  Direction& d = dir_[r->dir];
+  const uint64_t len = r->tx->get_data_length();
   const uint32_t requests = uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request));
   sc_time t = std::max(sc_core::sc_time_stamp(), d.free_at);
   for (uint32_t i = 0; i < requests; ++i) t += wire_time(cfg_.request_overhead);
@@ -217,37 +217,51 @@ void PcieLink::send_read_requests(Read r) {
   d.free_at = t;
   const sc_time at_far_side = t + cfg_.latency;
   d.credits.give_back(at_far_side + cfg_.latency, 0, 0, requests);
-  actions_.at(at_far_side, [this, r = std::move(r)]() mutable { read_at_far_side(std::move(r)); });
+  actions_.at(at_far_side, [this, r] { read_at_far_side(r); });
 }
 
-void PcieLink::read_at_far_side(Read r) {
-  Direction& d = dir_[r.dir];
-  deliver_due(r.dir);  // posted writes that arrived no later are visible to this read
+void PcieLink::read_at_far_side(Read* r) {
+  Direction& d = dir_[r->dir];
+  deliver_due(r->dir);  // posted writes that arrived no later are visible to this read
   if ((d.held && due_writes_waiting(d)) || !d.held_reads.empty()) {
-    d.held_reads.push_back(std::move(r));  // resume_down() brings it back
+    d.held_reads.push_back(r);  // resume_down() brings it back
     return;
   }
   sc_time zero = sc_core::SC_ZERO_TIME;
-  out(r.dir)->b_transport(*r.tx, zero);
+  out(r->dir)->b_transport(*r->tx, zero);
   // The completion takes its place on the return wire only once its data is ready, so posted
   // writes issued meanwhile are not queued behind it.
-  actions_.at(sc_core::sc_time_stamp() + cfg_.read_access, [this, r = std::move(r)]() mutable { send_completion(std::move(r)); });
+  actions_.at(sc_core::sc_time_stamp() + cfg_.read_access, [this, r] { send_completion(r); });
 }
 
-void PcieLink::send_completion(Read r) {
-  Direction& back = dir_[1 - r.dir];
+void PcieLink::send_completion(Read* r) {
+  Direction& back = dir_[1 - r->dir];
   const sc_time back_at =
-      serialize(back, sc_core::sc_time_stamp(), r.tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
-  actions_.at(back_at, std::move(r.done));
+      serialize(back, sc_core::sc_time_stamp(), r->tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
+  actions_.at(back_at, [this, r] { complete_read(r); });
+}
+
+// The completion has arrived: wake the blocked reader, or answer on the backward path.
+void PcieLink::complete_read(Read* r) {
+  const Read done = *r;
+  free_reads_.emplace_back(r);
+  if (done.waiter) {
+    *done.finished = true;
+    done.waiter->notify();  // the waiting thread runs in this evaluation phase
+    return;
+  }
+  tlm::tlm_phase resp = tlm::BEGIN_RESP;
+  sc_time zero = sc_core::SC_ZERO_TIME;
+  up_in->nb_transport_bw(*done.tx, resp, zero);  // the initiator completes it
 }
 
 void PcieLink::resume_down(const sc_time& delay) {
   dir_[1].arrival_event.notify(delay);
   actions_.at(sc_core::sc_time_stamp() + delay, [this] {
     Direction& d = dir_[1];
-    std::deque<Read> held;
+    std::deque<Read*> held;
     held.swap(d.held_reads);
-    for (Read& r : held) read_at_far_side(std::move(r));
+    for (Read* r : held) read_at_far_side(r);
   });
 }
 

@@ -24,7 +24,8 @@
 #include <array>
 #include <deque>
 #include <functional>
-#include <map>
+#include <iterator>
+#include <memory>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -139,24 +140,31 @@ class PcieLink : public sc_core::sc_module {
 
    private:
     struct Return {
+      sc_core::sc_time at;
       uint32_t ph, pd, nph;
     };
     bool apply_due() const;  // applies the returns due by now; true if any
     void want_wake() const;  // a sender was refused: wake it at the next return
     uint32_t ph_, pd_, nph_, mps_;
     mutable uint32_t ph_used_ = 0, pd_used_ = 0, nph_used_ = 0;
-    mutable std::multimap<sc_core::sc_time, Return> returns_;  // by the time they arrive back
+    // By the time they arrive back (equal times in the order given). Returns are nearly always
+    // given in time order, so a deque with an insertion from the back costs no allocation per
+    // TLP, as a tree node did.
+    mutable std::deque<Return> returns_;
     mutable bool waiting_ = false;
     sc_core::sc_event return_due_, returned_;
     std::vector<std::function<void()>> wakes_;
   };
 
-  // A non-posted read on its way: its request credits, the far side, the completion back.
+  // A non-posted read on its way: its request credits, the far side, the completion back. Kept
+  // in a pool: the stages pass a pointer (no allocation per stage).
   struct Read {
-    tlm::tlm_generic_payload* tx;
-    int dir;
-    uint32_t requests_left;  // request TLPs still waiting for a non-posted header credit
-    std::function<void()> done;
+    tlm::tlm_generic_payload* tx = nullptr;
+    int dir = 0;
+    uint32_t requests_left = 0;  // request TLPs still waiting for a non-posted header credit
+    // A blocking read's waiter (null: answer on the non-blocking backward path).
+    sc_core::sc_event* waiter = nullptr;
+    bool* finished = nullptr;
   };
 
   struct Direction {
@@ -167,8 +175,8 @@ class PcieLink : public sc_core::sc_module {
     sc_core::sc_event arrival_event;
     bool held = false;
     uint64_t wire_bytes = 0;
-    std::deque<Read> credit_waits;  // reads waiting for non-posted credits, in issue order
-    std::deque<Read> held_reads;    // reads at the far side behind a held posted write
+    std::deque<Read*> credit_waits;  // reads waiting for non-posted credits, in issue order
+    std::deque<Read*> held_reads;    // reads at the far side behind a held posted write
   };
 
   void up_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
@@ -177,11 +185,12 @@ class PcieLink : public sc_core::sc_module {
   tlm::tlm_sync_enum up_nb_transport(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   // The stages of a read: credits for its request TLPs, the requests on the wire, the access at
   // the far side (after the posted writes that arrived no later), the completion back.
-  void start_read(Read r);
+  void start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_event* waiter, bool* finished);
   void take_read_credits(int dir);
-  void send_read_requests(Read r);
-  void read_at_far_side(Read r);
-  void send_completion(Read r);
+  void send_read_requests(Read* r);
+  void read_at_far_side(Read* r);
+  void send_completion(Read* r);
+  void complete_read(Read* r);
   // Serialize `len` bytes as TLPs of at most `chunk` payload; returns the arrival time of the last.
   sc_core::sc_time serialize(Direction& d, sc_core::sc_time start, uint64_t len, uint32_t chunk,
                              uint32_t overhead);
@@ -198,6 +207,7 @@ class PcieLink : public sc_core::sc_module {
 
   PcieLinkConfig cfg_;
   ActionQueue actions_{"actions"};
+  std::vector<std::unique_ptr<Read>> free_reads_;
   Direction dir_[2];  // 0 upstream, 1 downstream
   uint64_t down_stalls_ = 0;
   tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write

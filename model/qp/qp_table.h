@@ -17,6 +17,14 @@ const char* qp_type_name(QpType t);
 constexpr uint32_t kAccessLocalWrite = 1u << 0, kAccessRemoteRead = 1u << 1, kAccessRemoteWrite = 1u << 2,
                    kAccessRemoteAtomic = 1u << 3;
 
+// A scatter/gather entry of a work request, as the driver writes it into a WQE and the device
+// decodes it (format: sge:: in model/regs/tables.h).
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
 struct QpContext {
   bool valid = false;
   QpType type = QpType::rc;

@@ -1,320 +1,429 @@
-// The receive thread and the responder: RC requests (SEND, WRITE, READ, atomics) with PSN
-// checking, duplicate handling, RNR, MR checks and ACK coalescing; UD receives.
+#include "model/transport/responder.h"
+
 #include <algorithm>
 
 #include "model/common/log.h"
 #include "model/regs/tables.h"
-#include "model/transport/transport_engine.h"
-#include "tlm/annotated_delay.h"
 
 namespace vhca {
 
-void TransportEngine::receive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
-  if (refuse_annotated_delay(port_in.name(), tx, delay)) return;
-  IbPacketExt* ext = nullptr;
-  tx.get_extension(ext);
-  tx.set_response_status(tlm::TLM_OK_RESPONSE);
-  if (!ext) return;
-  if (rx_fifo_.size() >= cfg_.rx_fifo_depth) {
-    log::error("port rx FIFO full: {} psn {:#x} dropped", ib_op_name(ext->packet.op), ext->packet.psn);
-    return;
-  }
-  rx_fifo_.push_back(std::move(ext->packet));
-  rx_work_.notify(sc_core::SC_ZERO_TIME);
+Responder::Responder(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
+                     QpTables& tables, TransportTimers& timers, RecvQueue& rq, DmaEngine& dma,
+                     sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats)
+    : sc_module(name),
+      clock_(clock),
+      cfg_(cfg),
+      tables_(tables),
+      timers_(timers),
+      rq_(rq),
+      dma_(dma),
+      stats_(stats),
+      outbox_("outbox", clock, dma, completions, stats),
+      qps_(tables.qps.size()) {}
+
+void Responder::begin_packet() { awaited_ = Awaited{}; }
+
+CompletionRecord Responder::completion(const QpContext& q, uint32_t qpn, const RecvWqe& w) const {
+  CompletionRecord r;
+  r.cqn = q.recv_cqn;
+  r.is_send = false;
+  r.opcode = cqe::kRespSend;
+  r.wr_id = w.wr_id;
+  r.qpn = qpn;
+  r.wqe_counter = w.index;
+  if (q.type == QpType::gsi) r.pkey_index = q.pkey_index;
+  return r;
 }
 
-void TransportEngine::rx_thread() {
-  for (;;) {
-    if (rx_fifo_.empty()) sc_core::wait(rx_work_);
-    wait_edge();
-    IbPacket p = std::move(rx_fifo_.front());
-    rx_fifo_.pop_front();
-    wait_cycles(cfg_.rx_packet_cycles);
-    ++stats_.packets_received;
-    if (p.corrupt) {
-      ++stats_.corrupt_dropped;  // ICRC mismatch: silently dropped, as IB requires
-      log::write(log::Cat::wq, "rx {} psn {:#x}: ICRC error, dropped", ib_op_name(p.op), p.psn);
+void Responder::scatter(const std::vector<Sge>& sges, uint32_t offset, const uint8_t* data, uint32_t len) {
+  for_each_piece(sges, offset, len, [&](uint64_t addr, uint32_t n, uint32_t at) { outbox_.write(addr, data + at, n); });
+}
+
+Responder::Need Responder::recv_wqe(uint32_t qpn, const Resume& resume) {
+  if (rq_.has_wqe(qpn)) return Need::ready;
+  if (awaited_.recv_wqe.has_value()) return Need::none;  // fetched for this packet: nothing posted
+  rq_.ensure(qpn, [this, resume](bool found) {
+    awaited_.recv_wqe = found;
+    resume();
+  });
+  return Need::wait;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Acknowledgements and responses owed.
+
+void Responder::owe_response(const ResponseJob& job) {
+  ++qps_[job.qpn].responses_owed;
+  responses_.push_back(job);
+  on_tx_work();
+}
+
+void Responder::queue_ack(uint32_t qpn, RecvState& s) {
+  if (s.ack_queued) return;
+  s.ack_queued = true;
+  ack_queue_.push_back(qpn);
+}
+
+void Responder::request_ack(uint32_t qpn, RecvState& s, uint32_t psn) {
+  s.ack_due = true;
+  s.ack_psn = psn;
+  if (++s.ack_count >= cfg_.ack_coalesce)
+    queue_ack(qpn, s);
+  else
+    timers_.set(qpn, TimerKind::ack, clock_.now() + cfg_.ack_delay_cycles);
+  on_tx_work();
+}
+
+void Responder::queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn) {
+  RecvState& s = qps_[qpn];
+  s.nak_due = true;
+  s.nak_kind = kind;
+  s.nak_code = code;
+  s.nak_psn = psn;
+  s.ack_due = false;  // a NAK acknowledges everything before its PSN
+  queue_ack(qpn, s);
+  on_tx_work();
+}
+
+void Responder::timer_expired(uint32_t qpn, TimerKind kind) {
+  if (kind != TimerKind::ack) return;
+  RecvState& s = qps_[qpn];
+  if (!s.ack_due || s.ack_queued) return;
+  queue_ack(qpn, s);
+  on_tx_work();
+}
+
+bool Responder::next_ack(IbPacket& p) {
+  for (size_t tries = ack_queue_.size(); tries > 0; --tries) {
+    const uint32_t qpn = ack_queue_.front();
+    ack_queue_.pop_front();
+    RecvState& s = qps_[qpn];
+    s.ack_queued = false;
+    if (!tables_.qp_exists(qpn) || (!s.ack_due && !s.nak_due)) continue;
+    if (!s.nak_due && s.responses_owed > 0) {
+      // An ACK may not overtake the READ responses before it: it waits behind them.
+      queue_ack(qpn, s);
       continue;
     }
-    log::write(log::Cat::wq, "rx {} qp {:#x} psn {:#x} len {}", ib_op_name(p.op), p.dest_qpn, p.psn, p.payload.size());
-    if (is_response(p.op))
-      requester_receive(p);
-    else if (p.op == IbOp::ud_send)
-      ud_receive(p);
-    else
-      responder_receive(p);
-  }
-}
-
-// A receive WQE is at the head of the QP's RQ cache, fetched now if need be (reading the
-// doorbell record first when the device has taken every WQE it knew of).
-bool TransportEngine::ensure_recv_wqe(uint32_t qpn) {
-  QpRuntime& rt = rt_[qpn];
-  if (!rt.rq.empty()) return true;
-  const uint32_t gen = rt.gen;
-  if (rt.rq_fetched == rt.rq_pi && !refresh_rq_pi(qpn)) return false;
-  if (rt.gen != gen || rt.rq_fetched == rt.rq_pi) return false;
-  return fetch_rq(qpn) && rt.gen == gen && !rt.rq.empty();
-}
-
-void TransportEngine::owe_response(const ResponseJob& job) {
-  ++rt_[job.qpn].responses_owed;
-  responses_.push_back(job);
-}
-
-void TransportEngine::request_ack(uint32_t qpn, QpRuntime& rt, uint32_t psn) {
-  rt.ack_due = true;
-  rt.ack_psn = psn;
-  if (++rt.ack_count >= cfg_.ack_coalesce) {
-    if (!rt.ack_queued) {
-      rt.ack_queued = true;
-      ack_queue_.push_back(qpn);
+    p = IbPacket{};
+    p.op = IbOp::ack;
+    p.slid = cfg_.lid;
+    p.dest_qpn = tables_.qps[qpn].dest_qpn;
+    p.msn = s.msn;
+    if (s.nak_due) {
+      p.psn = s.nak_psn;
+      p.ack_kind = s.nak_kind;
+      p.ack_code = s.nak_code;
+      s.nak_due = false;
+      ++(p.ack_kind == AckKind::rnr_nak ? stats_.rnr_naks_sent : stats_.naks_sent);
+    } else {
+      p.psn = s.ack_psn;
+      ++stats_.acks_sent;
     }
-  } else {
-    set_timer(qpn, TimerKind::ack, clock_.now() + cfg_.ack_delay_cycles);
+    s.ack_due = false;
+    s.ack_count = 0;
+    timers_.stop(qpn, TimerKind::ack);
+    return true;
   }
-  kick_tx();
+  return false;
 }
 
-void TransportEngine::queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn) {
-  QpRuntime& rt = rt_[qpn];
-  rt.nak_due = true;
-  rt.nak_kind = kind;
-  rt.nak_code = code;
-  rt.nak_psn = psn;
-  rt.ack_due = false;  // a NAK acknowledges everything before its PSN
-  if (!rt.ack_queued) {
-    rt.ack_queued = true;
-    ack_queue_.push_back(qpn);
+// Builds the next READ response packet or atomic ACK owed.
+bool Responder::next_response(std::unique_ptr<PendingTx>& out) {
+  while (!responses_.empty()) {
+    ResponseJob& job = responses_.front();
+    if (!tables_.qp_exists(job.qpn) || qps_[job.qpn].gen != job.gen) {
+      responses_.pop_front();
+      continue;
+    }
+    const QpContext& q = tables_.qps[job.qpn];
+    out = std::make_unique<PendingTx>();
+    out->qpn = job.qpn;
+    out->gen = job.gen;
+    out->response = true;
+    IbPacket& p = out->packet;
+    p.slid = cfg_.lid;
+    p.dest_qpn = q.dest_qpn;
+    p.msn = qps_[job.qpn].msn;
+    if (job.atomic) {
+      p.op = IbOp::atomic_ack;
+      p.psn = job.first_psn;
+      p.atomic_orig = job.atomic_orig;
+      out->last_of_job = true;
+      out->ready = true;
+      responses_.pop_front();
+      return true;
+    }
+    const uint32_t mtu = path_mtu_bytes(q);
+    const uint32_t k = job.sent;
+    const uint32_t offset = k * mtu;
+    p.psn = psn_add(job.first_psn, k);
+    p.op = job.npkts == 1         ? IbOp::read_resp_only
+           : k == 0               ? IbOp::read_resp_first
+           : k + 1 == job.npkts   ? IbOp::read_resp_last
+                                  : IbOp::read_resp_middle;
+    p.payload.resize(std::min(mtu, job.length - std::min(job.length, offset)));
+    out->va = job.va + offset;
+    out->fence = k == 0;  // the first read waits for earlier writes to this memory (READ after WRITE)
+    out->ready = p.payload.empty();
+    if (++job.sent == job.npkts) {
+      out->last_of_job = true;
+      responses_.pop_front();
+    }
+    return true;
   }
-  kick_tx();
+  return false;
 }
 
-// The responder found an error it reports in the receive WQE's CQE: the NAK goes out, the
-// CQE is written and the QP enters the error state.
-void TransportEngine::responder_error(uint32_t qpn, uint8_t syn, uint8_t nak_code, uint32_t psn) {
+bool Responder::may_send(const PendingTx& job) {
+  if (!tables_.qp_exists(job.qpn) || qps_[job.qpn].gen != job.gen) return false;
+  RecvState& s = qps_[job.qpn];
+  if (job.last_of_job && s.responses_owed > 0) --s.responses_owed;
+  if (!job.ok) {
+    // The responder's own memory failed: a remote operational error for the requester.
+    queue_nak(job.qpn, AckKind::nak, kNakRemoteOp, job.packet.psn);
+    return false;
+  }
+  return true;
+}
+
+// The responder found an error it reports in the receive WQE's CQE: the NAK goes out, the CQE is
+// written and the QP enters the error state.
+void Responder::responder_error(uint32_t qpn, uint8_t syn, uint8_t nak_code, uint32_t psn) {
   const QpContext& q = tables_.qps[qpn];
-  QpRuntime& rt = rt_[qpn];
   queue_nak(qpn, AckKind::nak, nak_code, psn);
-  if (!rt.rq.empty()) {
-    CompletionRecord r = recv_completion(q, qpn, rt.rq.front());
+  if (rq_.has_wqe(qpn)) {
+    CompletionRecord r = completion(q, qpn, rq_.pop(qpn));
     r.syndrome = syn;
-    rt.rq.pop_front();
-    emit_completion(r);
+    outbox_.complete(r);
   }
-  rt.in_send = false;
-  enter_error(qpn);
+  qps_[qpn].in_send = false;
+  on_error(qpn, QpState::err);
 }
 
-void TransportEngine::responder_receive(IbPacket& p) {
+// ---------------------------------------------------------------------------------------------
+// RC requests.
+
+Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
   const uint32_t qpn = p.dest_qpn;
   if (!tables_.qp_exists(qpn) || tables_.qps[qpn].type != QpType::rc) {
     ++stats_.dropped_no_qp;
-    return;
+    return Step::done;
   }
   QpContext& q = tables_.qps[qpn];
-  QpRuntime& rt = rt_[qpn];
+  RecvState& s = qps_[qpn];
   if (q.state != QpState::rtr && q.state != QpState::rts && q.state != QpState::sqd) {
     ++stats_.dropped_no_qp;  // RESET / INIT drop silently; a QP in error answers nothing
-    return;
+    return Step::done;
   }
-  const int32_t d = psn_diff(p.psn, rt.epsn);
+  const int32_t d = psn_diff(p.psn, s.epsn);
   if (d > 0) {
     // A gap: one PSN-sequence-error NAK until the expected packet arrives.
-    if (!rt.nak_seq_sent) {
-      rt.nak_seq_sent = true;
-      queue_nak(qpn, AckKind::nak, kNakPsnSeqError, rt.epsn);
+    if (!s.nak_seq_sent) {
+      s.nak_seq_sent = true;
+      queue_nak(qpn, AckKind::nak, kNakPsnSeqError, s.epsn);
     }
-    return;
+    return Step::done;
   }
   const uint32_t mtu = path_mtu_bytes(q);
   if (d < 0) {
     ++stats_.duplicates;
     if (p.op == IbOp::read_request) {
-      if (mr_allows(q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteRead)) {
+      if (mr_allows(tables_, q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteRead)) {
         const uint32_t npkts = std::max<uint32_t>(1, (p.dma_len + mtu - 1) / mtu);
-        owe_response(ResponseJob{qpn, rt.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
-        kick_tx();
+        owe_response(ResponseJob{qpn, s.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
       }
     } else if (p.op == IbOp::cmp_swap || p.op == IbOp::fetch_add) {
-      if (p.psn == rt.last_atomic_psn) {
-        owe_response(ResponseJob{qpn, rt.gen, true, p.psn, 1, 0, 0, 0, rt.last_atomic_orig});
-        kick_tx();
-      }
+      if (p.psn == s.last_atomic_psn) owe_response(ResponseJob{qpn, s.gen, true, p.psn, 1, 0, 0, 0, s.last_atomic_orig});
     } else {
       // Re-acknowledge at once: the requester is retrying because it missed our ACK.
-      rt.ack_count = cfg_.ack_coalesce;
-      request_ack(qpn, rt, psn_add(rt.epsn, -1));
+      s.ack_count = cfg_.ack_coalesce;
+      request_ack(qpn, s, psn_add(s.epsn, -1));
     }
-    return;
+    return Step::done;
   }
-  rt.nak_seq_sent = false;
-  const uint32_t gen = rt.gen;
+  s.nak_seq_sent = false;
   switch (p.op) {
     case IbOp::send_first:
     case IbOp::send_only:
-      if (!ensure_recv_wqe(qpn)) {
-        if (rt.gen == gen) queue_nak(qpn, AckKind::rnr_nak, q.min_rnr_timer, p.psn);  // S22
-        return;
+      switch (recv_wqe(qpn, resume)) {
+        case Need::wait: return Step::wait;
+        case Need::none: queue_nak(qpn, AckKind::rnr_nak, q.min_rnr_timer, p.psn); return Step::done;  // S22
+        case Need::ready: break;
       }
-      if (rt.gen != gen) return;
-      if (rt.rq.front().decode_error) return responder_error(qpn, rt.rq.front().decode_error, kNakRemoteOp, p.psn);
-      if (!sges_allowed(q.pdn, rt.rq.front().sges, kAccessLocalWrite))
-        return responder_error(qpn, syndrome::kLocalProtection, kNakRemoteOp, p.psn);
-      rt.in_send = true;
-      rt.recv_offset = 0;
+      if (rq_.front(qpn).decode_error) {
+        responder_error(qpn, rq_.front(qpn).decode_error, kNakRemoteOp, p.psn);
+        return Step::done;
+      }
+      if (!sges_allowed(tables_, q.pdn, rq_.front(qpn).sges, kAccessLocalWrite)) {
+        responder_error(qpn, syndrome::kLocalProtection, kNakRemoteOp, p.psn);
+        return Step::done;
+      }
+      s.in_send = true;
+      s.recv_offset = 0;
       [[fallthrough]];
     case IbOp::send_middle:
     case IbOp::send_last: {
-      if (!rt.in_send) return responder_error(qpn, syndrome::kLocalQpOp, kNakInvalidRequest, p.psn);
-      RecvWqe& w = rt.rq.front();
-      if (rt.recv_offset + p.payload.size() > w.capacity)
-        return responder_error(qpn, syndrome::kLocalLength, kNakInvalidRequest, p.psn);  // S19 local length
-      scatter(w.sges, rt.recv_offset, p.payload.data(), uint32_t(p.payload.size()));
-      rt.recv_offset += uint32_t(p.payload.size());
+      if (!s.in_send) {
+        responder_error(qpn, syndrome::kLocalQpOp, kNakInvalidRequest, p.psn);
+        return Step::done;
+      }
+      RecvWqe& w = rq_.front(qpn);
+      if (s.recv_offset + p.payload.size() > w.capacity) {
+        responder_error(qpn, syndrome::kLocalLength, kNakInvalidRequest, p.psn);  // S19 local length
+        return Step::done;
+      }
+      scatter(w.sges, s.recv_offset, p.payload.data(), uint32_t(p.payload.size()));
+      s.recv_offset += uint32_t(p.payload.size());
       if (p.op == IbOp::send_last || p.op == IbOp::send_only) {
-        CompletionRecord r = recv_completion(q, qpn, w);
+        CompletionRecord r = completion(q, qpn, w);
         r.opcode = p.has_imm ? cqe::kRespSendImm : cqe::kRespSend;
-        r.byte_cnt = rt.recv_offset;
+        r.byte_cnt = s.recv_offset;
         r.imm_present = p.has_imm;
         r.imm = p.imm;
         r.se = p.se;
-        rt.rq.pop_front();
-        rt.in_send = false;
-        ++rt.msn;
-        emit_completion(r);  // after the data writes in the DMA queue: RECV completes once placed
+        rq_.pop(qpn);
+        s.in_send = false;
+        ++s.msn;
+        outbox_.complete(r);  // after the data writes: RECV completes once placed
       }
       break;
     }
     case IbOp::write_first:
     case IbOp::write_only:
-      if (!(q.access & kAccessRemoteWrite) || !mr_allows(q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteWrite)) {
+      if (!(q.access & kAccessRemoteWrite) || !mr_allows(tables_, q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteWrite)) {
         queue_nak(qpn, AckKind::nak, kNakRemoteAccess, p.psn);
-        return;
+        return Step::done;
       }
-      rt.write_va = p.va;
-      rt.write_left = p.dma_len;
-      rt.write_total = p.dma_len;
-      rt.in_write = true;
+      s.write_va = p.va;
+      s.write_left = p.dma_len;
+      s.write_total = p.dma_len;
+      s.in_write = true;
       [[fallthrough]];
     case IbOp::write_middle:
     case IbOp::write_last: {
-      if (!rt.in_write || p.payload.size() > rt.write_left) {
+      if (!s.in_write || p.payload.size() > s.write_left) {
         queue_nak(qpn, AckKind::nak, kNakInvalidRequest, p.psn);
-        return;
+        return Step::done;
       }
       const bool last = p.op == IbOp::write_last || p.op == IbOp::write_only;
       if (last && p.has_imm) {
         // WRITE with immediate consumes a receive WQE (S18): without one, RNR before any data
         // of this packet is placed, so that the retry finds everything as it was.
-        if (!ensure_recv_wqe(qpn)) {
-          if (rt.gen == gen) queue_nak(qpn, AckKind::rnr_nak, q.min_rnr_timer, p.psn);
-          return;
+        switch (recv_wqe(qpn, resume)) {
+          case Need::wait: return Step::wait;
+          case Need::none: queue_nak(qpn, AckKind::rnr_nak, q.min_rnr_timer, p.psn); return Step::done;
+          case Need::ready: break;
         }
-        if (rt.gen != gen) return;
       }
-      dma_write(rt.write_va, p.payload.data(), uint32_t(p.payload.size()));
-      rt.write_va += p.payload.size();
-      rt.write_left -= uint32_t(p.payload.size());
+      outbox_.write(s.write_va, p.payload.data(), uint32_t(p.payload.size()));
+      s.write_va += p.payload.size();
+      s.write_left -= uint32_t(p.payload.size());
       if (last) {
-        rt.in_write = false;
-        ++rt.msn;
+        s.in_write = false;
+        ++s.msn;
         if (p.has_imm) {
-          CompletionRecord r = recv_completion(q, qpn, rt.rq.front());
+          CompletionRecord r = completion(q, qpn, rq_.pop(qpn));
           r.opcode = cqe::kRespWriteImm;
-          r.byte_cnt = rt.write_total;
+          r.byte_cnt = s.write_total;
           r.imm_present = true;
           r.imm = p.imm;
           r.se = p.se;
-          rt.rq.pop_front();
-          emit_completion(r);
+          outbox_.complete(r);
         }
       }
       break;
     }
     case IbOp::read_request: {
-      if (!(q.access & kAccessRemoteRead) || !mr_allows(q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteRead)) {
+      if (!(q.access & kAccessRemoteRead) || !mr_allows(tables_, q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteRead)) {
         queue_nak(qpn, AckKind::nak, kNakRemoteAccess, p.psn);
-        return;
+        return Step::done;
       }
       const uint32_t npkts = std::max<uint32_t>(1, (p.dma_len + mtu - 1) / mtu);
-      owe_response(ResponseJob{qpn, rt.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
-      rt.epsn = psn_add(rt.epsn, npkts);  // a READ takes one PSN per response packet
-      ++rt.msn;
-      kick_tx();
-      return;
+      s.epsn = psn_add(s.epsn, npkts);  // a READ takes one PSN per response packet
+      ++s.msn;
+      owe_response(ResponseJob{qpn, s.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
+      return Step::done;
     }
     case IbOp::cmp_swap:
     case IbOp::fetch_add:
-      handle_atomic(qpn, q, rt, p);
-      return;
+      return handle_atomic(qpn, q, s, p, resume);
     default:
-      return;
+      return Step::done;
   }
-  rt.epsn = psn_add(rt.epsn, 1);
-  if (p.ack_req) request_ack(qpn, rt, p.psn);
+  s.epsn = psn_add(s.epsn, 1);
+  if (p.ack_req) request_ack(qpn, s, p.psn);
+  return Step::done;
 }
 
-// Atomics act on 64-bit little-endian values in host memory (x86 byte order).
-void TransportEngine::handle_atomic(uint32_t qpn, QpContext& q, QpRuntime& rt, const IbPacket& p) {
+// Atomics act on 64-bit little-endian values in host memory (x86 byte order). The old value is
+// read first (fenced behind earlier writes); the packet is taken on once it has arrived.
+Responder::Step Responder::handle_atomic(uint32_t qpn, QpContext& q, RecvState& s, const IbPacket& p,
+                                         const Resume& resume) {
   if (p.va % 8) {
     queue_nak(qpn, AckKind::nak, kNakInvalidRequest, p.psn);
-    return;
+    return Step::done;
   }
-  if (!(q.access & kAccessRemoteAtomic) || !mr_allows(q.pdn, p.rkey, p.va, 8, kAccessRemoteAtomic)) {
+  if (!(q.access & kAccessRemoteAtomic) || !mr_allows(tables_, q.pdn, p.rkey, p.va, 8, kAccessRemoteAtomic)) {
     queue_nak(qpn, AckKind::nak, kNakRemoteAccess, p.psn);
-    return;
+    return Step::done;
   }
-  const uint32_t gen = rt.gen;
-  uint8_t buf[8] = {};
-  if (!dma_.read_now(p.va, buf, 8, true)) {
-    if (rt.gen == gen) queue_nak(qpn, AckKind::nak, kNakRemoteOp, p.psn);
-    return;
+  if (!awaited_.atomic_read.has_value()) {
+    dma_.read(p.va, awaited_.atomic_value, 8, true, [this, resume](bool ok) {
+      awaited_.atomic_read = ok;
+      resume();
+    });
+    return Step::wait;
   }
-  if (rt.gen != gen) return;
+  if (!*awaited_.atomic_read) {
+    queue_nak(qpn, AckKind::nak, kNakRemoteOp, p.psn);
+    return Step::done;
+  }
+  uint8_t* buf = awaited_.atomic_value;
   uint64_t orig = 0;
   for (int b = 7; b >= 0; --b) orig = orig << 8 | buf[b];
   const uint64_t next = p.op == IbOp::fetch_add ? orig + p.compare_add : (orig == p.compare_add ? p.swap : orig);
   for (int b = 0; b < 8; ++b) buf[b] = uint8_t(next >> (8 * b));
-  if (next != orig || p.op == IbOp::fetch_add) dma_write(p.va, buf, 8);
-  rt.last_atomic_psn = p.psn;
-  rt.last_atomic_orig = orig;
-  rt.epsn = psn_add(rt.epsn, 1);
-  ++rt.msn;
-  owe_response(ResponseJob{qpn, rt.gen, true, p.psn, 1, 0, 0, 0, orig});
-  kick_tx();
+  if (next != orig || p.op == IbOp::fetch_add) outbox_.write(p.va, buf, 8);
+  s.last_atomic_psn = p.psn;
+  s.last_atomic_orig = orig;
+  s.epsn = psn_add(s.epsn, 1);
+  ++s.msn;
+  owe_response(ResponseJob{qpn, s.gen, true, p.psn, 1, 0, 0, 0, orig});
+  return Step::done;
 }
 
-void TransportEngine::ud_receive(IbPacket& p) {
+// ---------------------------------------------------------------------------------------------
+// UD.
+
+Responder::Step Responder::receive_ud(IbPacket& p, const Resume& resume) {
   const uint32_t qpn = p.dest_qpn;
   if (!tables_.qp_exists(qpn) || tables_.qps[qpn].type == QpType::rc) {
     ++stats_.dropped_no_qp;
-    return;
+    return Step::done;
   }
   const QpContext& q = tables_.qps[qpn];
-  QpRuntime& rt = rt_[qpn];
   if (q.state != QpState::rtr && q.state != QpState::rts && q.state != QpState::sqd && q.state != QpState::sqe) {
     ++stats_.dropped_no_qp;
-    return;
+    return Step::done;
   }
   if (p.qkey != q.qkey) {
     ++stats_.qkey_violations;  // IB: a Q_Key mismatch is silently dropped (and counted)
-    return;
+    return Step::done;
   }
-  const uint32_t gen = rt.gen;
-  if (!ensure_recv_wqe(qpn) || rt.gen != gen) {
-    ++stats_.ud_no_wqe;  // UD has no RNR: the datagram is dropped
-    return;
+  switch (recv_wqe(qpn, resume)) {
+    case Need::wait: return Step::wait;
+    case Need::none: ++stats_.ud_no_wqe; return Step::done;  // UD has no RNR: the datagram is dropped
+    case Need::ready: break;
   }
-  RecvWqe w = std::move(rt.rq.front());
-  rt.rq.pop_front();
-  CompletionRecord r = recv_completion(q, qpn, w);
+  RecvWqe w = rq_.pop(qpn);
+  CompletionRecord r = completion(q, qpn, w);
   const uint32_t grh_bytes = p.grh ? 40 : 0;
   const uint32_t total = grh_bytes + uint32_t(p.payload.size());
-  if (w.decode_error || total > w.capacity || !sges_allowed(q.pdn, w.sges, kAccessLocalWrite)) {
+  if (w.decode_error || total > w.capacity || !sges_allowed(tables_, q.pdn, w.sges, kAccessLocalWrite)) {
     r.syndrome = w.decode_error ? w.decode_error : total > w.capacity ? syndrome::kLocalLength : syndrome::kLocalProtection;
-    emit_completion(r);
-    return;
+    outbox_.complete(r);
+    return Step::done;
   }
   if (p.grh) {
     // The first 40 bytes of the buffer receive the GRH: IPv6 version, payload length, next header.
@@ -335,7 +444,30 @@ void TransportEngine::ud_receive(IbPacket& p) {
   r.slid = p.slid;
   r.sl = p.sl;
   r.grh = p.grh;
-  emit_completion(r);
+  outbox_.complete(r);
+  return Step::done;
+}
+
+// ---------------------------------------------------------------------------------------------
+// QP lifecycle.
+
+void Responder::flush(uint32_t qpn, const std::deque<RecvWqe>& wqes) {
+  const QpContext& q = tables_.qps[qpn];
+  for (const RecvWqe& w : wqes) {
+    CompletionRecord r = completion(q, qpn, w);
+    r.syndrome = syndrome::kWrFlush;
+    outbox_.complete(r);
+  }
+}
+
+void Responder::qp_reset(uint32_t qpn) { renew(qps_[qpn]); }
+
+void Responder::qp_ready_to_receive(uint32_t qpn) { qps_[qpn].epsn = tables_.qps[qpn].rq_psn; }
+
+void Responder::reset() {
+  for (uint32_t q = 0; q < qps_.size(); ++q) qp_reset(q);
+  ack_queue_.clear();
+  responses_.clear();
 }
 
 }  // namespace vhca

@@ -1,0 +1,82 @@
+#include "model/transport/outbox.h"
+
+#include "model/common/log.h"
+#include "model/regs/tables.h"
+
+namespace vhca {
+
+Outbox::Outbox(const sc_core::sc_module_name& name, const SimClock& clock, DmaEngine& dma,
+               sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats)
+    : sc_module(name), clock_(clock), dma_(dma), completions_(completions), stats_(stats) {
+  dma_.s_write->on_space.add([this](uint64_t c) {
+    if (held_) wake_.notify(clock_.until(c));
+  });
+  SC_METHOD(drain_method);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len) {
+  constexpr uint32_t kChunk = 4096;
+  while (len > 0) {
+    const uint32_t n = std::min(len, kChunk);
+    DmaWrite w;
+    w.addr = addr;
+    w.len = n;
+    w.bulk.assign(data, data + n);
+    w.source = DmaSource::other;
+    items_.emplace_back(std::move(w));
+    addr += n;
+    data += n;
+    len -= n;
+  }
+  drain();
+}
+
+void Outbox::complete(const CompletionRecord& r) {
+  ++stats_.completions;
+  if (r.syndrome == syndrome::kWrFlush) ++stats_.flushed;
+  log::write(log::Cat::wq, "QP {:#x} {} completion wr_id {:#x} status {:#x} -> CQ {}", r.qpn,
+             r.is_send ? "send" : "recv", r.wr_id, r.syndrome, r.cqn);
+  items_.emplace_back(r);
+  drain();
+}
+
+// Hands on what it can, in order; stops at the first item that finds no room.
+void Outbox::drain() {
+  const uint64_t now = clock_.now();
+  while (!items_.empty()) {
+    if (auto* w = std::get_if<DmaWrite>(&items_.front())) {
+      if (!dma_.s_write->can_push(now)) break;  // the stream's on_space wakes us
+      dma_.s_write->push(std::move(*w), now);
+    } else {
+      if (!completions_->try_put(std::get<CompletionRecord>(items_.front()))) {
+        // drain_method waits for the arbiter's space event (only it can wait on it).
+        if (!held_by_completions_ && !in_method_) wake_.notify(sc_core::SC_ZERO_TIME);
+        held_by_completions_ = true;
+        break;
+      }
+    }
+    items_.pop_front();
+  }
+  if (!items_.empty()) {
+    if (!held_) ++holds_;
+    held_ = true;
+    return;
+  }
+  held_by_completions_ = false;
+  if (held_) {
+    held_ = false;
+    on_empty();
+  }
+}
+
+void Outbox::drain_method() {
+  in_method_ = true;
+  held_by_completions_ = false;
+  drain();
+  in_method_ = false;
+  if (held_by_completions_) next_trigger(completions_->space_event());
+}
+
+}  // namespace vhca

@@ -1,0 +1,89 @@
+#include "model/transport/receiver.h"
+
+#include "model/common/log.h"
+#include "tlm/annotated_delay.h"
+
+namespace vhca {
+
+Receiver::Receiver(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
+                   Requester& requester, Responder& responder, TransportStats& stats)
+    : sc_module(name), clock_(clock), cfg_(cfg), requester_(requester), responder_(responder), stats_(stats),
+      wakeup_(clock) {
+  port_in.register_b_transport(this, &Receiver::arrive);
+  auto wake = [this] { wakeup_.wake(clock_.now()); };
+  requester_.outbox().on_empty.add(wake);
+  responder_.outbox().on_empty.add(wake);
+  SC_METHOD(step);
+  sensitive << wakeup_.event();
+  dont_initialize();
+}
+
+void Receiver::arrive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
+  if (refuse_annotated_delay(port_in.name(), tx, delay)) return;
+  IbPacketExt* ext = nullptr;
+  tx.get_extension(ext);
+  tx.set_response_status(tlm::TLM_OK_RESPONSE);
+  if (!ext) return;
+  if (fifo_.size() >= cfg_.rx_fifo_depth) {
+    log::error("port rx FIFO full: {} psn {:#x} dropped", ib_op_name(ext->packet.op), ext->packet.psn);
+    return;
+  }
+  fifo_.push_back(std::move(ext->packet));
+  if (state_ == State::idle) wakeup_.wake(clock_.now());
+}
+
+// On an edge: finish the check of the current packet, or take the next one.
+void Receiver::step() {
+  const uint64_t now = clock_.now();
+  if (clock_.at(now) != sc_core::sc_time_stamp()) {
+    wakeup_.wake(now + 1);
+    return;
+  }
+  if (state_ == State::checking) {
+    if (now < checked_at_) {  // woken early (an outbox emptied), which replaced the check's wake-up
+      wakeup_.wake(checked_at_);
+      return;
+    }
+    handle();
+    if (state_ == State::waiting) return;
+  }
+  if (state_ != State::idle || fifo_.empty()) return;
+  if (!requester_.outbox().empty() || !responder_.outbox().empty()) return;  // woken when they empty
+  current_ = std::move(fifo_.front());
+  fifo_.pop_front();
+  state_ = State::checking;
+  checked_at_ = now + cfg_.rx_packet_cycles;
+  wakeup_.wake(checked_at_);
+}
+
+void Receiver::handle() {
+  IbPacket& p = current_;
+  if (state_ == State::checking) {
+    ++stats_.packets_received;
+    responder_.begin_packet();
+    if (p.corrupt) {
+      ++stats_.corrupt_dropped;  // ICRC mismatch: silently dropped, as IB requires
+      log::write(log::Cat::wq, "rx {} psn {:#x}: ICRC error, dropped", ib_op_name(p.op), p.psn);
+      state_ = State::idle;
+      return;
+    }
+    log::write(log::Cat::wq, "rx {} qp {:#x} psn {:#x} len {}", ib_op_name(p.op), p.dest_qpn, p.psn, p.payload.size());
+  }
+  // The second pass of a packet that waited comes back here from the read's completion.
+  auto resume = [this] {
+    handle();
+    if (state_ == State::idle) step();
+  };
+  Responder::Step result = Responder::Step::done;
+  if (is_response(p.op))
+    requester_.receive(p);
+  else if (p.op == IbOp::ud_send)
+    result = responder_.receive_ud(p, resume);
+  else
+    result = responder_.receive(p, resume);
+  state_ = result == Responder::Step::wait ? State::waiting : State::idle;
+}
+
+void Receiver::reset() { fifo_.clear(); }
+
+}  // namespace vhca

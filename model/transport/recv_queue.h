@@ -1,0 +1,62 @@
+// The receive-queue descriptor cache: per QP, the RQ producer counter (from doorbells, or read from
+// the QP's doorbell record when the device has taken every WQE it knew of), the fetch cursor and
+// the receive WQEs fetched and not yet consumed. WQEs are fetched on demand, when a message needs
+// one, in bursts of up to fetch_burst contiguous WQEs; each read completes by a callback.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <systemc>
+#include <vector>
+
+#include "model/dma/dma_engine.h"
+#include "model/qp/qp_table.h"
+#include "model/transport/transport_types.h"
+
+namespace vhca {
+
+class RecvQueue : public sc_core::sc_module {
+ public:
+  using Done = std::function<void(bool ok)>;
+
+  RecvQueue(const sc_core::sc_module_name& name, const TransportConfig& cfg, DmaEngine& dma, QpTables& tables,
+            TransportStats& stats);
+
+  // The doorbell unit: the new producer counter, and how far the device has taken the ring.
+  void doorbell(uint32_t qpn, uint16_t pi) { qps_[qpn].pi = pi; }
+  uint16_t taken(uint32_t qpn) const { return qps_[qpn].fetched; }
+
+  // A receive WQE is at the head: `done(true)` at once if one is cached, else after reading the
+  // doorbell record (when every known WQE is taken) and fetching; done(false) if there is none,
+  // a read failed or the QP was reset meanwhile. Returns true if done was called before returning.
+  bool ensure(uint32_t qpn, Done done);
+  bool has_wqe(uint32_t qpn) const { return !qps_[qpn].wqes.empty(); }
+  RecvWqe& front(uint32_t qpn) { return qps_[qpn].wqes.front(); }
+  RecvWqe pop(uint32_t qpn);
+  // For a flush: every cached WQE, and whether the ring may hold more (then fetch_more).
+  std::deque<RecvWqe> take_all(uint32_t qpn);
+  // Reads the doorbell record if need be and fetches the next burst; done(false) when the ring
+  // holds no more WQEs (or a read failed).
+  void fetch_more(uint32_t qpn, Done done);
+  uint32_t generation(uint32_t qpn) const { return qps_[qpn].gen; }
+
+  void reset_qp(uint32_t qpn);
+  void reset();
+
+ private:
+  struct PerQp {
+    uint32_t gen = 0;  // bumped when the QP is reset: reads in flight for it are dropped
+    uint16_t pi = 0, fetched = 0;
+    std::deque<RecvWqe> wqes;
+  };
+  void refresh_pi(uint32_t qpn, Done done);
+  void fetch(uint32_t qpn, Done done);
+
+  TransportConfig cfg_;
+  DmaEngine& dma_;
+  QpTables& tables_;
+  TransportStats& stats_;
+  std::vector<PerQp> qps_;
+};
+
+}  // namespace vhca

@@ -1,0 +1,73 @@
+// What the transport's blocks share: the configuration, the doorbell record, the counters, the
+// timer kinds and a packet on its way out. Each block's own per-QP state lives in that block.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/transport/ib_packet.h"
+#include "model/transport/wqe.h"
+
+namespace vhca {
+
+struct TransportConfig {
+  uint16_t lid = 1;                 // this port's LID (PORT_LID)
+  uint32_t doorbell_fifo_depth = 16;
+  uint32_t doorbell_cycles = 1;     // cycles the doorbell unit spends on one doorbell (QP lookup)
+  uint32_t prefetch_depth = 8;      // SQ WQEs fetched ahead of the send cursor, per QP
+  uint32_t fetch_burst = 4;         // WQEs per fetch read (contiguous in the ring)
+  uint32_t tx_packet_cycles = 4;    // building one packet (headers, scheduling)
+  uint32_t rx_packet_cycles = 4;    // checking one packet (headers, PSN, QP lookup)
+  uint32_t ack_coalesce = 4;        // the responder ACKs after this many ACK-requesting messages...
+  uint32_t ack_delay_cycles = 64;   // ...or when this many cycles pass without another
+  uint32_t max_inflight_psns = 256; // requester window: unacknowledged PSNs per QP
+  uint32_t rx_fifo_depth = 256;     // packets; the link's credit limit
+  uint32_t tx_read_tags = 8;        // payload reads in flight for packets being built
+};
+
+enum class WqKind : uint8_t { sq, rq };
+struct WqDoorbell {
+  WqKind kind = WqKind::sq;
+  uint32_t qpn = 0;
+  uint16_t pi = 0;
+};
+
+struct TransportStats {
+  uint64_t doorbells = 0, bad_doorbells = 0, wqe_fetches = 0, wqes_fetched = 0, rq_fetches = 0, dbr_reads = 0,
+           packets_sent = 0, packets_received = 0, bytes_sent = 0, acks_sent = 0, naks_sent = 0, rnr_naks_sent = 0,
+           acks_received = 0, retransmits = 0, timeouts = 0, rnr_retries = 0, duplicates = 0, corrupt_dropped = 0,
+           dropped_no_qp = 0, qkey_violations = 0, ud_no_wqe = 0, completions = 0, flushed = 0, qp_errors = 0;
+};
+
+// The transport's timers, per QP, in the order they fire when due on the same cycle.
+enum class TimerKind : uint8_t { ack, rnr, retransmit };
+
+// A packet built by the transmit arbiter, waiting for its payload (read from host memory) and its
+// turn on the wire.
+struct PendingTx {
+  IbPacket packet;
+  uint32_t qpn = 0, gen = 0, epoch = 0;
+  uint16_t wqe_index = 0;
+  bool response = false, ud = false;
+  bool last_of_job = false;  // response: the job's last packet
+  std::vector<Sge> sges;     // request: gather from these at `offset`
+  uint32_t offset = 0;
+  uint64_t va = 0;           // READ response: read from here
+  bool fence = false;
+  bool ready = false, ok = true;
+  uint32_t next_piece = 0;   // request: the SGE piece whose read is next
+};
+
+// A QP's state in one block, forgotten when the QP is reset or destroyed: everything goes back to
+// its initial value except the generation, which moves on, so that work still in flight for the
+// old QP (a read completing later) sees it is stale and is dropped.
+template <typename PerQpState>
+void renew(PerQpState& s) {
+  const uint32_t gen = s.gen + 1;
+  s = PerQpState{};
+  s.gen = gen;
+}
+
+// IB path MTU encoding 1..5 = 256..4096; UD and unset RC QPs use the largest.
+inline uint32_t path_mtu_bytes(const QpContext& q) { return 128u << (q.path_mtu ? q.path_mtu : 5); }
+
+}  // namespace vhca

@@ -1,0 +1,141 @@
+#include "model/transport/tx_arbiter.h"
+
+#include <algorithm>
+
+#include "model/common/log.h"
+
+namespace vhca {
+
+TxArbiter::TxArbiter(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
+                     Requester& requester, Responder& responder, DmaEngine& dma, TransportStats& stats)
+    : sc_module(name), clock_(clock), cfg_(cfg), requester_(requester), responder_(responder), dma_(dma),
+      stats_(stats), wakeup_(clock) {
+  requester_.on_tx_work.add([this] { kick(); });
+  responder_.on_tx_work.add([this] { kick(); });
+  requester_.outbox().on_empty.add([this] { kick(); });
+  SC_METHOD(step);
+  sensitive << wakeup_.event();
+  dont_initialize();
+}
+
+void TxArbiter::step() {
+  const uint64_t now = clock_.now();
+  if (clock_.at(now) != sc_core::sc_time_stamp()) {
+    wakeup_.wake(now + 1);
+    return;
+  }
+  if (sending_ && now >= send_at_) send();
+  if (ud_job_ && now >= ud_done_at_) {
+    std::unique_ptr<PendingTx> job = std::move(ud_job_);
+    requester_.left_port(*job);
+  }
+  if (sending_ || ud_job_) {  // a wake-up for other work replaced ours: ask again
+    wakeup_.wake(sending_ ? send_at_ : ud_done_at_);
+    return;
+  }
+  run();
+}
+
+// Decides, on this edge, until the arbiter is sending or has nothing to do.
+void TxArbiter::run() {
+  for (;;) {
+    if (!requester_.outbox().empty()) return;  // held by a full DMA queue or completion input
+    IbPacket ack;
+    if (responder_.next_ack(ack)) {
+      start_send(ack, nullptr);
+      return;
+    }
+    if (!pending_.empty() && pending_.front()->ready) {
+      std::unique_ptr<PendingTx> job = std::move(pending_.front());
+      pending_.pop_front();
+      if (job->response ? responder_.may_send(*job) : requester_.may_send(*job)) {
+        const IbPacket& p = job->packet;
+        start_send(p, std::move(job));
+        return;
+      }
+      continue;
+    }
+    if (pending_.size() < cfg_.tx_read_tags) {
+      std::unique_ptr<PendingTx> built;
+      if (responder_.next_response(built) || requester_.build_next(built)) {
+        if (built) queue_built(std::move(built));
+        continue;
+      }
+    }
+    return;  // woken by the next work
+  }
+}
+
+void TxArbiter::queue_built(std::unique_ptr<PendingTx> job) {
+  PendingTx* j = job.get();
+  pending_.push_back(std::move(job));
+  if (!j->ready) read_payload(j);
+}
+
+// The payload of a built packet, from host memory: a READ response from one address, a request
+// gathered from its SGEs piece by piece. Many packets' reads are in flight at once.
+void TxArbiter::read_payload(PendingTx* job) {
+  if (job->response) {
+    IbPacket& p = job->packet;
+    dma_.read(job->va, p.payload.data(), uint32_t(p.payload.size()), job->fence, [this, job](bool ok) {
+      job->ok = ok;
+      payload_read(job);
+    });
+    return;
+  }
+  read_next_piece(job);
+}
+
+// One piece after the other; a failed piece does not stop the rest (the packet fails as a whole).
+void TxArbiter::read_next_piece(PendingTx* job) {
+  uint32_t k = 0;
+  bool issued = false;
+  for_each_piece(job->sges, job->offset, uint32_t(job->packet.payload.size()), [&](uint64_t addr, uint32_t n, uint32_t at) {
+    if (issued || k++ != job->next_piece) return;
+    issued = true;
+    dma_.read(addr, job->packet.payload.data() + at, n, false, [this, job](bool ok) {
+      job->ok = ok && job->ok;
+      ++job->next_piece;
+      read_next_piece(job);
+    });
+  });
+  if (!issued) payload_read(job);
+}
+
+void TxArbiter::payload_read(PendingTx* job) {
+  job->ready = true;
+  kick();
+}
+
+// The packet's headers take tx_packet_cycles to build; it goes out on the first edge the wire is free.
+void TxArbiter::start_send(const IbPacket& p, std::unique_ptr<PendingTx> job) {
+  const sc_core::sc_time built = clock_.at(clock_.now() + cfg_.tx_packet_cycles);
+  send_at_ = clock_.cycle_at_or_after(std::max(built, wire_free_at_));
+  sending_ = true;
+  packet_ = p;
+  job_ = std::move(job);
+  wakeup_.wake(send_at_);
+}
+
+void TxArbiter::send() {
+  sending_ = false;
+  IbPacketExt ext;
+  ext.packet = packet_;
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  carry_packet(*port_out.operator->(), ext, delay);
+  const IbPacket& p = packet_;
+  ++stats_.packets_sent;
+  stats_.bytes_sent += p.payload.size();
+  log::write(log::Cat::wq, "tx {}{} qp {:#x} psn {:#x} len {}", ib_op_name(p.op),
+             p.op != IbOp::ack ? "" : p.ack_kind == AckKind::nak ? "(NAK)" : p.ack_kind == AckKind::rnr_nak ? "(RNR NAK)" : "",
+             p.dest_qpn, p.psn, p.payload.size());
+  on_packet_sent(p, clock_.now());
+  wire_free_at_ = sc_core::sc_time_stamp() + delay;
+  std::unique_ptr<PendingTx> job = std::move(job_);
+  if (job && !job->response && requester_.sent(*job)) {
+    ud_done_at_ = clock_.cycle_at_or_after(wire_free_at_);
+    ud_job_ = std::move(job);
+  }
+}
+
+}  // namespace vhca

@@ -1,0 +1,67 @@
+// The port's transmit side. Each turn, in priority order: an ACK / NAK the responder owes; the
+// oldest built packet once its payload has arrived; the next packet to build — a READ response or
+// atomic ACK before requests, requests round robin over QPs, one packet a turn. Building a packet
+// starts its payload read (up to tx_read_tags packets built ahead), so that reads for later
+// packets overlap the wire time of earlier ones; packets leave in the order they were built.
+// A packet takes tx_packet_cycles to build (headers, scheduling) and goes out on the first edge
+// the wire is free. One SC_METHOD: it wakes for work, for the edge a packet goes out and, for a UD
+// send, for the edge it has left the port (its completion). No thread.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "model/common/observers.h"
+#include "model/common/sim_clock.h"
+#include "model/common/wakeup.h"
+#include "model/dma/dma_engine.h"
+#include "model/transport/requester.h"
+#include "model/transport/responder.h"
+#include "model/transport/transport_types.h"
+
+namespace vhca {
+
+class TxArbiter : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<TxArbiter> port_out{"port_out"};
+
+  SC_HAS_PROCESS(TxArbiter);
+  TxArbiter(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
+            Requester& requester, Responder& responder, DmaEngine& dma, TransportStats& stats);
+
+  Observers<const IbPacket&, uint64_t> on_packet_sent;  // (packet, cycle it left)
+
+ private:
+  void kick() { wakeup_.wake(clock_.now()); }
+  void step();
+  void run();
+  void queue_built(std::unique_ptr<PendingTx> job);
+  void read_payload(PendingTx* job);
+  void read_next_piece(PendingTx* job);
+  void payload_read(PendingTx* job);
+  void start_send(const IbPacket& p, std::unique_ptr<PendingTx> job);
+  void send();
+
+  const SimClock& clock_;
+  TransportConfig cfg_;
+  Requester& requester_;
+  Responder& responder_;
+  DmaEngine& dma_;
+  TransportStats& stats_;
+  Wakeup wakeup_;
+  std::deque<std::unique_ptr<PendingTx>> pending_;  // built, in wire order
+  // The packet being sent: it goes out on send_at_.
+  bool sending_ = false;
+  uint64_t send_at_ = 0;
+  IbPacket packet_;
+  std::unique_ptr<PendingTx> job_;
+  // A UD send waiting to leave the port before it completes.
+  std::unique_ptr<PendingTx> ud_job_;
+  uint64_t ud_done_at_ = 0;
+  sc_core::sc_time wire_free_at_;
+};
+
+}  // namespace vhca

@@ -1,0 +1,71 @@
+// Work queue entries as the device decodes them from host memory, and the memory-region checks
+// every block that touches host memory on a QP's behalf applies.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "model/qp/qp_table.h"
+
+namespace vhca {
+
+struct SendWqe {
+  uint16_t index = 0;
+  uint64_t wr_id = 0;
+  uint8_t opcode = 0;
+  bool signaled = false, solicited = false, fence = false, is_inline = false;
+  uint32_t imm = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t compare_add = 0, swap = 0;
+  uint32_t ud_dest_qpn = 0, ud_qkey = 0;
+  uint16_t ud_dlid = 0;
+  uint8_t ud_sl = 0;
+  bool ud_grh = false;
+  std::vector<Sge> sges;
+  std::vector<uint8_t> inline_data;
+  uint32_t length = 0;
+  uint8_t decode_error = 0;  // a syndrome found when the WQE was decoded
+  // Progress (the requester's).
+  bool started = false;
+  uint32_t first_psn = 0, npkts = 0;
+  uint32_t resp_pkts = 0;    // READ: response packets placed
+  bool done = false;         // ACKed, response placed, or UD transmitted
+  uint8_t status = 0;
+  bool is_read_or_atomic() const;
+};
+
+struct RecvWqe {
+  uint16_t index = 0;
+  uint64_t wr_id = 0;
+  std::vector<Sge> sges;
+  uint32_t capacity = 0;
+  uint8_t decode_error = 0;
+};
+
+SendWqe decode_send_wqe(const uint8_t* bytes, uint16_t index, QpType type);
+RecvWqe decode_recv_wqe(const uint8_t* bytes, uint16_t index);
+
+// MR checks: the key names a valid MR of the QP's PD that covers [addr, addr+len) with `access`.
+bool mr_allows(const QpTables& tables, uint32_t pdn, uint32_t key, uint64_t addr, uint64_t len, uint32_t access);
+bool sges_allowed(const QpTables& tables, uint32_t pdn, const std::vector<Sge>& sges, uint32_t access);
+
+// Calls visit(address, bytes, position in the data) for each piece of [offset, offset+len) of
+// the buffer an SGE list describes.
+template <typename Visit>
+void for_each_piece(const std::vector<Sge>& sges, uint32_t offset, uint32_t len, Visit visit) {
+  uint32_t done = 0;
+  for (const Sge& s : sges) {
+    if (done == len) break;
+    if (offset >= s.length) {
+      offset -= s.length;
+      continue;
+    }
+    const uint32_t n = std::min(len - done, s.length - offset);
+    visit(s.addr + offset, n, done);
+    done += n;
+    offset = 0;
+  }
+}
+
+}  // namespace vhca

@@ -1,0 +1,90 @@
+// The block that reads work queue rings on a QP's behalf, one action at a time, on core-clock
+// edges: the SQ descriptor cache's prefetch (up to prefetch_depth WQEs ahead of the send cursor,
+// in reads of up to fetch_burst contiguous WQEs, QPs round robin), and the flush of a QP in error
+// (every WQE the device holds, then the rest of each ring up to its producer counter, each with a
+// WR-flush CQE). It also owns the QP's producer counter from SQ doorbells, moves QPs into the
+// error state, and sends the transport's asynchronous events (QP fatal, SQ drained). Priority:
+// events, flushes, fetches. One SC_METHOD; reads complete by callback.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <systemc>
+#include <vector>
+
+#include "model/common/sim_clock.h"
+#include "model/common/stream.h"
+#include "model/common/wakeup.h"
+#include "model/cq/cq_types.h"
+#include "model/dma/dma_engine.h"
+#include "model/qp/qp_table.h"
+#include "model/transport/recv_queue.h"
+#include "model/transport/requester.h"
+#include "model/transport/responder.h"
+#include "model/transport/transport_types.h"
+
+namespace vhca {
+
+class WqeFetch : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(WqeFetch);
+  WqeFetch(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg, DmaEngine& dma,
+           QpTables& tables, Requester& requester, Responder& responder, RecvQueue& rq,
+           StreamOut<DeviceEvent>& events, TransportStats& stats);
+
+  // The doorbell unit: the new SQ producer counter, how far the device has taken the ring.
+  void sq_doorbell(uint32_t qpn, uint16_t pi) { qps_[qpn].pi = pi; }
+  uint16_t sq_taken(uint32_t qpn) const { return qps_[qpn].fetched; }
+  void want_fetch(uint32_t qpn);
+  void want_flush(uint32_t qpn);
+
+  // The QP enters an error state (err, or sqe for a datagram QP's send queue) and flushes.
+  void enter_error(uint32_t qpn, QpState state = QpState::err);
+  void post_event(const DeviceEvent& ev);
+
+  void qp_reset(uint32_t qpn);
+  void reset();
+
+ private:
+  struct SqCursor {
+    uint32_t gen = 0;
+    uint16_t pi = 0, fetched = 0;
+    bool in_fetch_queue = false, flush_pending = false;
+  };
+  using Burst = std::function<void(bool valid, std::vector<SendWqe>& wqes)>;
+
+  void kick() { wakeup_.wake(clock_.now()); }
+  void step();
+  void run();
+  bool start_fetch(uint32_t qpn);
+  bool start_flush(uint32_t qpn);
+  void flush_sq_rest(uint32_t qpn, uint32_t gen, QpState state);
+  void flush_rq(uint32_t qpn);
+  void finish_action();
+  // Reads the next burst of SQ WQEs from the fetch cursor (at most fetch_burst and `limit`, never
+  // past the ring's end) and advances the cursor; `valid` is false if the QP was reset or flushed
+  // while the read was in flight. A failed read marks the WQEs with a local QP operation error.
+  void read_sq_burst(uint32_t qpn, uint32_t limit, Burst done);
+  // Runs `then` once the outbox has handed everything on (a flush goes one burst at a time).
+  void after_drained(Outbox& box, std::function<void()> then);
+
+  const SimClock& clock_;
+  TransportConfig cfg_;
+  DmaEngine& dma_;
+  QpTables& tables_;
+  Requester& requester_;
+  Responder& responder_;
+  RecvQueue& rq_;
+  StreamOut<DeviceEvent>& events_out_;
+  TransportStats& stats_;
+  Wakeup wakeup_;
+  std::vector<SqCursor> qps_;
+  std::deque<uint32_t> fetch_queue_;  // QPs whose SQ wants WQEs
+  std::deque<uint32_t> flush_queue_;
+  std::deque<DeviceEvent> events_;
+  bool busy_ = false;                 // an action's reads are in flight
+  bool in_run_ = false;
+  std::function<void()> parked_;      // a flush step waiting for an outbox to drain
+};
+
+}  // namespace vhca
