@@ -12,6 +12,7 @@ void configure(SystemConfig& cfg) {
   cfg.hosts = 2;
   cfg.hca.cq.input_depth = 2;            // s_cpl and s_arm
   cfg.hca.arbiter.transport_depth = 2;   // completions the transport may have waiting
+  cfg.hca.transport.outbox_depth = 6;    // one packet's data pieces and CQE, no more
   // Doorbells leave the CPU back to back (about 1 ns apart on the PCIe wire), faster than a
   // block takes them (one a 2 ns cycle).
   cfg.cpu.mmio_write_cost = sc_core::SC_ZERO_TIME;
@@ -46,6 +47,42 @@ TEST_CASE("[S28] a flush of a whole ring fills the CQ writer's input: the transp
     wait_us(20);
     CHECK(verbs::peek_cq(*a.rcq, 16) == 0);  // nothing twice
     CHECK(sys().node(0).hca.cq.stats().dropped == 0);
+  });
+}
+
+TEST_CASE("[S28] a send queue of 60 outstanding WQEs flushes through a 6-deep outbox: handed on a few at a time, every CQE once, in order") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    // The responder's QP answers nothing in ERR: every WRITE stays outstanding at the requester.
+    QpAttr to_err;
+    to_err.cur_state = QpState::rts;
+    to_err.new_state = QpState::err;
+    REQUIRE(verbs::modify_qp(*b.qp, to_err) == 0);
+    constexpr uint64_t kWqes = 60;
+    for (uint64_t i = 0; i < kWqes; ++i)
+      fb::post_send(*a.qp, remote_wr(0x200 + i, a.buf.sge(0, 64), sqwqe::kRdmaWrite, b.buf, 0));
+    wait_us(40);
+    const TransportStats& ta = sys().node(0).hca.transport.stats();
+    REQUIRE(ta.wqes_fetched == kWqes);
+    REQUIRE(ta.packets_sent >= kWqes);  // all sent, none acknowledged
+    REQUIRE(verbs::peek_cq(*a.scq, 16) == 0);
+    Outbox& box = sys().node(0).hca.transport.requester.outbox();
+    const uint64_t holds_before = box.holds();
+    REQUIRE(verbs::modify_qp(*a.qp, to_err) == 0);
+    auto r = poll_n(*a.scq, kWqes);
+    REQUIRE(r.size() == kWqes);
+    for (uint64_t i = 0; i < kWqes; ++i) {
+      CHECK(r[i].wr_id == 0x200 + i);
+      CHECK(r[i].status == syndrome::kWrFlush);
+    }
+    // 60 completions at once: the requester handed them to its outbox while it had room, the
+    // outbox was held by the CQ writer's full input, and neither went past its bound.
+    CHECK(box.holds() > holds_before);
+    CHECK(box.s_items.high_water() == 6);
+    CHECK(box.overflows() == 0);
+    CHECK(sys().node(0).hca.arbiter.transport_high_water() == 2);
+    wait_us(20);
+    CHECK(verbs::peek_cq(*a.scq, 16) == 0);  // nothing twice
   });
 }
 
@@ -157,8 +194,9 @@ TEST_CASE("[S28] every queue between blocks is finite and fed: the hierarchy nam
     REQUIRE(sys().driver.boot().ok());
     const std::vector<QueueLink> links = queue_links({&sys().node(0).hca});
     // The HCA's queues: DMA writes and CI requests, the arbiter's transport side, the CQ writer's
-    // five inputs, the EQ engine's two, MSI-X requests and SQ/RQ doorbells.
-    REQUIRE(links.size() == 12);
+    // five inputs, the EQ engine's two, MSI-X requests, SQ/RQ doorbells, and the transport's own:
+    // the two outboxes, the packets built ahead and the rx FIFO.
+    REQUIRE(links.size() == 16);
     for (const QueueLink& l : links) {
       INFO(l.queue);
       CHECK(l.depth > 0);
@@ -179,6 +217,11 @@ TEST_CASE("[S28] every queue between blocks is finite and fed: the hierarchy nam
     CHECK(find(hca + ".eq.s_event").producers ==
           std::vector<std::string>{hca + ".cq.m_event", hca + ".transport.m_event", hca + ".cmd.m_event"});
     CHECK(find(hca + ".cq.s_arm").depth == 2);  // configured above
+    const TransportConfig& tc = sys().node(0).hca.transport.config();
+    CHECK(find(hca + ".transport.requester.outbox.s_items").depth == tc.outbox_depth);
+    CHECK(find(hca + ".transport.responder.outbox.s_items").depth == tc.outbox_depth);
+    CHECK(find(hca + ".transport.tx.s_built").depth == tc.tx_read_tags);
+    CHECK(find(hca + ".transport.rx.s_fifo").depth == tc.rx_fifo_depth);
     make_cq(16);  // CREATE_CQ reaches the CQ writer as a control op: the counters are live
     CHECK(find(hca + ".cq.s_ctl").pushed == 0);  // the snapshot above was taken before
     const std::vector<QueueLink> after = queue_links({&sys().node(0).hca});

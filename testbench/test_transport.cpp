@@ -460,3 +460,25 @@ TEST_CASE("[S19] retransmit path, exact cycles: a lost request is sent again one
     CHECK(sys().node(0).hca.transport.stats().timeouts == 1);
   });
 }
+
+TEST_CASE("the transport is eight blocks in the hierarchy, each a module, and none runs a thread: the HCA's one thread is the firmware's") {
+  sys().run([] {
+    std::vector<std::string> blocks;
+    for (sc_core::sc_object* child : sys().node(0).hca.transport.get_child_objects())
+      if (dynamic_cast<sc_core::sc_module*>(child)) blocks.push_back(child->basename());
+    CHECK(blocks == std::vector<std::string>{"timers", "rq", "requester", "responder", "fetch", "doorbells", "tx", "rx"});
+    // Every process under the HCA, by kind.
+    std::vector<std::string> threads;
+    size_t methods = 0;
+    std::function<void(sc_core::sc_object*)> walk = [&](sc_core::sc_object* o) {
+      if (std::string(o->kind()) == "sc_thread_process") threads.push_back(o->name());
+      if (std::string(o->kind()) == "sc_method_process") ++methods;
+      for (sc_core::sc_object* c : o->get_child_objects()) walk(c);
+    };
+    walk(&sys().node(0).hca);
+    const std::string hca = sys().node(0).hca.name();
+    REQUIRE(threads.size() == 1);
+    CHECK(threads[0].rfind(hca + ".cmd.", 0) == 0);
+    CHECK(methods > 10);
+  });
+}

@@ -5,9 +5,15 @@
 
 namespace vhca {
 
-Outbox::Outbox(const sc_core::sc_module_name& name, const SimClock& clock, DmaEngine& dma,
+Outbox::Outbox(const sc_core::sc_module_name& name, const SimClock& clock, size_t depth, DmaEngine& dma,
                sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats)
-    : sc_module(name), clock_(clock), dma_(dma), completions_(completions), stats_(stats) {
+    : sc_module(name),
+      s_items("s_items", depth, "its block: payload writes and completion records, in order"),
+      clock_(clock),
+      dma_(dma),
+      completions_(completions),
+      stats_(stats),
+      depth_(depth) {
   dma_.s_write->on_space.add([this](uint64_t c) {
     if (held_) wake_.notify(clock_.until(c));
   });
@@ -25,7 +31,7 @@ void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len) {
     w.len = n;
     w.bulk.assign(data, data + n);
     w.source = DmaSource::other;
-    items_.emplace_back(std::move(w));
+    add(std::move(w));
     addr += n;
     data += n;
     len -= n;
@@ -38,8 +44,17 @@ void Outbox::complete(const CompletionRecord& r) {
   if (r.syndrome == syndrome::kWrFlush) ++stats_.flushed;
   log::write(log::Cat::wq, "QP {:#x} {} completion wr_id {:#x} status {:#x} -> CQ {}", r.qpn,
              r.is_send ? "send" : "recv", r.wr_id, r.syndrome, r.cqn);
-  items_.emplace_back(r);
+  add(r);
   drain();
+}
+
+void Outbox::add(std::variant<DmaWrite, CompletionRecord> item) {
+  if (items_.size() >= depth_) {
+    ++overflows_;  // the blocks ask has_room() first: this is a model error, not a drop
+    log::error("{}: {} items, past its depth {}", name(), items_.size() + 1, depth_);
+  }
+  items_.push_back(std::move(item));
+  s_items.pushed(items_.size());
 }
 
 // Hands on what it can, in order; stops at the first item that finds no room.

@@ -2,8 +2,10 @@
 // engine's ordered write queue and completion records into the CQ writer's input (through the
 // completion arbiter). The order is kept across the two, so a receive CQE never passes the data
 // it reports. A process takes no new work while its outbox holds anything: a full DMA queue or a
-// full completion input holds the process, as a blocked thread did, but without a thread. What
-// one action of a process can put here is bounded (one packet's data and CQEs, one ring's flush).
+// full completion input holds the process, as a blocked thread did, but without a thread. Its
+// depth (outbox_depth) covers what one action adds — one packet's data pieces (at most 4 SGEs and
+// a GRH) and its CQE; completions that could be many (an ACK covering many WQEs, a flush) are
+// handed in one at a time while there is room (has_room).
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -12,6 +14,7 @@
 #include <variant>
 
 #include "model/common/observers.h"
+#include "model/common/queue_gauge.h"
 #include "model/common/sim_clock.h"
 #include "model/cq/completion_arbiter.h"
 #include "model/cq/cq_types.h"
@@ -23,18 +26,23 @@ namespace vhca {
 class Outbox : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Outbox);
-  Outbox(const sc_core::sc_module_name& name, const SimClock& clock, DmaEngine& dma,
+  Outbox(const sc_core::sc_module_name& name, const SimClock& clock, size_t depth, DmaEngine& dma,
          sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats);
 
   // Payload bytes to host memory (split into DMA writes of at most 4 KiB).
   void write(uint64_t addr, const uint8_t* data, uint32_t len);
   void complete(const CompletionRecord& r);
   bool empty() const { return items_.empty(); }
+  bool has_room(size_t n = 1) const { return items_.size() + n <= depth_; }
+  // Shown in the hierarchy with its depth and high-water mark.
+  GaugeExport s_items;
   // Wake-ups for the processes it held: told when it empties after it had to hold something.
   Observers<> on_empty;
   uint64_t holds() const { return holds_; }  // times something had to wait for room
+  uint64_t overflows() const { return overflows_; }  // items added past the depth (a model error, logged)
 
  private:
+  void add(std::variant<DmaWrite, CompletionRecord> item);
   void drain();
   void drain_method();
 
@@ -43,9 +51,10 @@ class Outbox : public sc_core::sc_module {
   sc_core::sc_port<CompletionPutIf>& completions_;
   TransportStats& stats_;
   std::deque<std::variant<DmaWrite, CompletionRecord>> items_;
+  size_t depth_;
   sc_core::sc_event wake_;
   bool held_ = false, held_by_completions_ = false, in_method_ = false;
-  uint64_t holds_ = 0;
+  uint64_t holds_ = 0, overflows_ = 0;
 };
 
 }  // namespace vhca

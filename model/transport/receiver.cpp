@@ -7,7 +7,13 @@ namespace vhca {
 
 Receiver::Receiver(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
                    Requester& requester, Responder& responder, TransportStats& stats)
-    : sc_module(name), clock_(clock), cfg_(cfg), requester_(requester), responder_(responder), stats_(stats),
+    : sc_module(name),
+      s_fifo("s_fifo", cfg.rx_fifo_depth, "the IB link: packets for this port (when full: dropped, counted in rx_fifo_drops)"),
+      clock_(clock),
+      cfg_(cfg),
+      requester_(requester),
+      responder_(responder),
+      stats_(stats),
       wakeup_(clock) {
   port_in.register_b_transport(this, &Receiver::arrive);
   auto wake = [this] { wakeup_.wake(clock_.now()); };
@@ -25,10 +31,12 @@ void Receiver::arrive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
   tx.set_response_status(tlm::TLM_OK_RESPONSE);
   if (!ext) return;
   if (fifo_.size() >= cfg_.rx_fifo_depth) {
+    ++stats_.rx_fifo_drops;
     log::error("port rx FIFO full: {} psn {:#x} dropped", ib_op_name(ext->packet.op), ext->packet.psn);
     return;
   }
   fifo_.push_back(std::move(ext->packet));
+  s_fifo.pushed(fifo_.size());
   if (state_ == State::idle) wakeup_.wake(clock_.now());
 }
 
@@ -48,7 +56,7 @@ void Receiver::step() {
     if (state_ == State::waiting) return;
   }
   if (state_ != State::idle || fifo_.empty()) return;
-  if (!requester_.outbox().empty() || !responder_.outbox().empty()) return;  // woken when they empty
+  if (!requester_.settled() || !responder_.outbox().empty()) return;  // woken when they empty
   current_ = std::move(fifo_.front());
   fifo_.pop_front();
   state_ = State::checking;

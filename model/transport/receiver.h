@@ -12,6 +12,7 @@
 #include <tlm>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "model/common/queue_gauge.h"
 #include "model/common/sim_clock.h"
 #include "model/common/wakeup.h"
 #include "model/transport/requester.h"
@@ -23,6 +24,7 @@ namespace vhca {
 class Receiver : public sc_core::sc_module {
  public:
   tlm_utils::simple_target_socket<Receiver> port_in{"port_in"};
+  GaugeExport s_fifo;  // the rx FIFO, as the hierarchy reports it
 
   SC_HAS_PROCESS(Receiver);
   Receiver(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,

@@ -39,8 +39,10 @@ Requester::Requester(const sc_core::sc_module_name& name, const SimClock& clock,
       tables_(tables),
       timers_(timers),
       stats_(stats),
-      outbox_("outbox", clock, dma, completions, stats),
-      qps_(tables.qps.size()) {}
+      outbox_("outbox", clock, cfg.outbox_depth, dma, completions, stats),
+      qps_(tables.qps.size()) {
+  outbox_.on_empty.add([this] { pump_completions(); });
+}
 
 // ---------------------------------------------------------------------------------------------
 // The send queue: WQEs arrive from the fetch, leave in posting order.
@@ -79,14 +81,14 @@ CompletionRecord Requester::completion(const QpContext& q, uint32_t qpn, const S
 }
 
 void Requester::flush_held(uint32_t qpn) {
-  const QpContext& q = tables_.qps[qpn];
   SendState& s = qps_[qpn];
-  while (!s.sq.empty()) {
-    SendWqe w = std::move(s.sq.front());
-    s.sq.pop_front();
-    outbox_.complete(completion(q, qpn, w, w.status ? w.status : syndrome::kWrFlush));
+  for (SendWqe& w : s.sq) {
+    if (!w.status) w.status = syndrome::kWrFlush;
+    w.done = true;
   }
+  s.flushing = true;
   s.cursor = s.cursor_pkt = 0;
+  complete_ready(qpn);
 }
 
 void Requester::flush_unfetched(uint32_t qpn, const std::vector<SendWqe>& wqes) {
@@ -488,27 +490,49 @@ void Requester::fail_wqe_at(uint32_t qpn, uint32_t psn, uint8_t syn) {
   }
 }
 
-// Completes WQEs from the head of the SQ while they are done, in posting order (S17).
 void Requester::complete_ready(uint32_t qpn) {
-  if (!tables_.qp_exists(qpn)) return;
+  SendState& s = qps_[qpn];
+  if (!s.completing) {
+    s.completing = true;
+    completing_.push_back(qpn);
+  }
+  pump_completions();
+}
+
+void Requester::pump_completions() {
+  while (!completing_.empty() && outbox_.has_room()) {
+    const uint32_t qpn = completing_.front();
+    if (complete_head(qpn)) continue;
+    completing_.pop_front();
+    qps_[qpn].completing = false;
+  }
+}
+
+// Completes the head WQE if it is done; false when there is nothing more to do for the QP now.
+bool Requester::complete_head(uint32_t qpn) {
+  if (!tables_.qp_exists(qpn)) return false;
   const QpContext& q = tables_.qps[qpn];
   SendState& s = qps_[qpn];
-  while (!s.sq.empty() && s.sq.front().done) {
-    SendWqe w = std::move(s.sq.front());
-    s.sq.pop_front();
-    if (s.cursor > 0) {
-      --s.cursor;
-    } else {
-      s.cursor_pkt = 0;
-    }
-    if (w.status || w.signaled) outbox_.complete(completion(q, qpn, w, w.status));
-    if (w.status) {
-      // RC breaks the whole QP; a datagram QP only its send queue (IB: the SQE state).
-      on_error(qpn, q.type == QpType::rc ? QpState::err : QpState::sqe);
-      return;
-    }
+  if (s.sq.empty() || !s.sq.front().done) {
+    if (s.sq.empty()) s.flushing = false;
+    check_drained(qpn);
+    return false;
   }
-  check_drained(qpn);
+  SendWqe w = std::move(s.sq.front());
+  s.sq.pop_front();
+  if (s.cursor > 0) {
+    --s.cursor;
+  } else {
+    s.cursor_pkt = 0;
+  }
+  if (w.status || w.signaled) outbox_.complete(completion(q, qpn, w, w.status));
+  if (w.status && !s.flushing) {
+    // RC breaks the whole QP; a datagram QP only its send queue (IB: the SQE state). The WQEs
+    // behind it complete with WR flush when the QP flushes.
+    on_error(qpn, q.type == QpType::rc ? QpState::err : QpState::sqe);
+    return false;
+  }
+  return true;
 }
 
 // SQD: once no WQE that had started is still outstanding, the SQ drained event goes out (once).

@@ -28,6 +28,8 @@ class Requester : public sc_core::sc_module {
             TransportStats& stats);
 
   Outbox& outbox() { return outbox_; }
+  // Nothing left to hand on: no completion waiting for room and the outbox empty.
+  bool settled() const { return completing_.empty() && outbox_.empty(); }
 
   // From the WQE fetch: WQEs read from the ring, in order; how many are fetched and not yet
   // reached by the send cursor (the prefetch limit).
@@ -81,6 +83,8 @@ class Requester : public sc_core::sc_module {
     uint32_t tx_epoch = 0;    // bumped at each go-back: packets built before it are stale
     uint32_t ud_psn = 0;
     bool drain_pending = false;  // SQD: the SQ drained event is still to be sent
+    bool completing = false;     // in completing_: WQEs at its head may be done
+    bool flushing = false;       // the held WQEs complete with WR flush (the QP is in error)
   };
 
   void want_tx(uint32_t qpn);
@@ -94,7 +98,11 @@ class Requester : public sc_core::sc_module {
   void ack_through(uint32_t qpn, uint32_t psn);
   void go_back(uint32_t qpn, uint32_t psn);
   void fail_wqe_at(uint32_t qpn, uint32_t psn, uint8_t syndrome);
+  // Completes the QP's done WQEs from the head, in posting order (S17), one at a time while the
+  // outbox has room; a QP that must wait joins completing_ and goes on when there is room.
   void complete_ready(uint32_t qpn);
+  void pump_completions();
+  bool complete_head(uint32_t qpn);
   void check_drained(uint32_t qpn);
   void scatter(const std::vector<Sge>& sges, uint32_t offset, const uint8_t* data, uint32_t len);
   CompletionRecord completion(const QpContext& q, uint32_t qpn, const SendWqe& w, uint8_t status) const;
@@ -107,6 +115,7 @@ class Requester : public sc_core::sc_module {
   Outbox outbox_;
   std::vector<SendState> qps_;
   std::deque<uint32_t> tx_ring_;  // QPs with SQ work, round robin
+  std::deque<uint32_t> completing_;  // QPs with completions waiting for room in the outbox
 };
 
 }  // namespace vhca

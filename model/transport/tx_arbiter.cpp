@@ -8,8 +8,15 @@ namespace vhca {
 
 TxArbiter::TxArbiter(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
                      Requester& requester, Responder& responder, DmaEngine& dma, TransportStats& stats)
-    : sc_module(name), clock_(clock), cfg_(cfg), requester_(requester), responder_(responder), dma_(dma),
-      stats_(stats), wakeup_(clock) {
+    : sc_module(name),
+      s_built("s_built", cfg.tx_read_tags, "requester (requests), responder (READ responses, atomic ACKs)"),
+      clock_(clock),
+      cfg_(cfg),
+      requester_(requester),
+      responder_(responder),
+      dma_(dma),
+      stats_(stats),
+      wakeup_(clock) {
   requester_.on_tx_work.add([this] { kick(); });
   responder_.on_tx_work.add([this] { kick(); });
   requester_.outbox().on_empty.add([this] { kick(); });
@@ -39,7 +46,7 @@ void TxArbiter::step() {
 // Decides, on this edge, until the arbiter is sending or has nothing to do.
 void TxArbiter::run() {
   for (;;) {
-    if (!requester_.outbox().empty()) return;  // held by a full DMA queue or completion input
+    if (!requester_.settled()) return;  // held by a full DMA queue or completion input
     IbPacket ack;
     if (responder_.next_ack(ack)) {
       start_send(ack, nullptr);
@@ -69,6 +76,7 @@ void TxArbiter::run() {
 void TxArbiter::queue_built(std::unique_ptr<PendingTx> job) {
   PendingTx* j = job.get();
   pending_.push_back(std::move(job));
+  s_built.pushed(pending_.size());
   if (!j->ready) read_payload(j);
 }
 

@@ -15,6 +15,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "model/common/observers.h"
+#include "model/common/queue_gauge.h"
 #include "model/common/sim_clock.h"
 #include "model/common/wakeup.h"
 #include "model/dma/dma_engine.h"
@@ -27,6 +28,7 @@ namespace vhca {
 class TxArbiter : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<TxArbiter> port_out{"port_out"};
+  GaugeExport s_built;  // packets built ahead, waiting for their payload or their turn
 
   SC_HAS_PROCESS(TxArbiter);
   TxArbiter(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,

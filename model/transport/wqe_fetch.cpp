@@ -15,7 +15,7 @@ WqeFetch::WqeFetch(const sc_core::sc_module_name& name, const SimClock& clock, c
       responder_(responder), rq_(rq), events_out_(events), stats_(stats), wakeup_(clock), qps_(tables.qps.size()) {
   events_out_.on_space([this](uint64_t c) { wakeup_.wake(c); });
   auto drained = [this] {
-    if (!parked_) return;
+    if (!parked_ || !parked_until_()) return;
     std::function<void()> then = std::move(parked_);
     parked_ = nullptr;
     then();
@@ -40,6 +40,7 @@ void WqeFetch::want_fetch(uint32_t qpn) {
 }
 
 void WqeFetch::want_flush(uint32_t qpn) {
+  if (qps_[qpn].flush_pending) return;  // queued already: each QP at most once
   qps_[qpn].flush_pending = true;
   flush_queue_.push_back(qpn);
   kick();
@@ -124,8 +125,7 @@ bool WqeFetch::start_fetch(uint32_t qpn) {
       log::write(log::Cat::wq, "QP {:#x}: fetched SQ WQEs {}..{}", qpn, first, uint16_t(first + n - 1));
       const QpState state = tables_.qps[qpn].state;
       if (state == QpState::err || state == QpState::sqe) {
-        qps_[qpn].flush_pending = true;
-        flush_queue_.push_back(qpn);
+        want_flush(qpn);
       } else if (qps_[qpn].fetched != qps_[qpn].pi) {
         want_fetch(qpn);  // more to fetch: back of the line
       }
@@ -177,18 +177,20 @@ bool WqeFetch::start_flush(uint32_t qpn) {
   return true;
 }
 
-void WqeFetch::after_drained(Outbox& box, std::function<void()> then) {
-  if (box.empty())
+void WqeFetch::when(std::function<bool()> settled, std::function<void()> then) {
+  if (settled()) {
     then();
-  else
-    parked_ = std::move(then);
+    return;
+  }
+  parked_until_ = std::move(settled);
+  parked_ = std::move(then);
 }
 
 void WqeFetch::flush_sq_rest(uint32_t qpn, uint32_t gen, QpState state) {
   SqCursor& c = qps_[qpn];
   if (c.gen != gen) return finish_action();
   if (c.fetched != c.pi) {  // the WQEs posted and never fetched flush too
-    after_drained(requester_.outbox(), [this, qpn, gen, state] {
+    when([this] { return requester_.settled(); }, [this, qpn, gen, state] {
       read_sq_burst(qpn, UINT32_MAX, [this, qpn, gen, state](bool valid, std::vector<SendWqe>& burst) {
         if (!valid) return finish_action();
         requester_.flush_unfetched(qpn, burst);
@@ -205,7 +207,7 @@ void WqeFetch::flush_sq_rest(uint32_t qpn, uint32_t gen, QpState state) {
 void WqeFetch::flush_rq(uint32_t qpn) {
   responder_.flush(qpn, rq_.take_all(qpn));
   const uint32_t gen = rq_.generation(qpn);
-  after_drained(responder_.outbox(), [this, qpn, gen] {
+  when([this] { return responder_.outbox().empty(); }, [this, qpn, gen] {
     rq_.fetch_more(qpn, [this, qpn, gen](bool more) {
       if (!more || rq_.generation(qpn) != gen) return finish_action();
       flush_rq(qpn);

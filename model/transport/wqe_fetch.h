@@ -65,8 +65,9 @@ class WqeFetch : public sc_core::sc_module {
   // past the ring's end) and advances the cursor; `valid` is false if the QP was reset or flushed
   // while the read was in flight. A failed read marks the WQEs with a local QP operation error.
   void read_sq_burst(uint32_t qpn, uint32_t limit, Burst done);
-  // Runs `then` once the outbox has handed everything on (a flush goes one burst at a time).
-  void after_drained(Outbox& box, std::function<void()> then);
+  // Runs `then` once `settled` holds (checked again whenever an outbox empties): a flush goes one
+  // burst at a time, each after the last has been handed on.
+  void when(std::function<bool()> settled, std::function<void()> then);
 
   const SimClock& clock_;
   TransportConfig cfg_;
@@ -85,6 +86,7 @@ class WqeFetch : public sc_core::sc_module {
   bool busy_ = false;                 // an action's reads are in flight
   bool in_run_ = false;
   std::function<void()> parked_;      // a flush step waiting for an outbox to drain
+  std::function<bool()> parked_until_;
 };
 
 }  // namespace vhca
