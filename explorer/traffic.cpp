@@ -16,8 +16,9 @@
 #include "cosim/rtl_cq_writer.h"
 #include "sim/system.h"
 #include "explorer/arrival_trace.h"
-#include "explorer/timeline.h"
-#include "explorer/vcd.h"
+#include "explorer/meter.h"
+#include "explorer/probes.h"
+#include "explorer/workload.h"
 
 namespace vhca {
 
@@ -78,41 +79,6 @@ uint32_t TrafficOptions::max_size() const {
 }
 
 namespace {
-// The waveform signals of one CQ, in declaration order (docs/scenarios.md describes each).
-enum CqSignal { kPi, kCi, kOccupancy, kState, kModPending, kTimer, kEvents, kModCount, kModPeriod, kPolling, kCqSignalCount };
-constexpr std::pair<const char*, int> kCqSignals[kCqSignalCount] = {
-    {"pi", 24},     {"ci", 24},        {"occupancy", 24},  {"state", 3},       {"mod_pending", 16},
-    {"timer", 1},   {"events", 32},    {"mod_count", 16},  {"mod_period", 12}, {"polling", 1}};
-}  // namespace
-
-void for_each_vcd_signal(const TrafficOptions& o, const std::function<void(const std::string&, int)>& fn) {
-  for (int h = 0; h < 2; ++h) {
-    const std::string host = "host" + std::to_string(h) + ".";
-    for (int c = 0; c < o.cqs; ++c)
-      for (auto [leaf, width] : kCqSignals) fn(host + "cq" + std::to_string(c) + "." + leaf, width);
-    for (int v = 0; v < o.vectors; ++v) {
-      fn(host + "eq" + std::to_string(v) + ".pi", 24);
-      fn(host + "eq" + std::to_string(v) + ".armed", 1);
-    }
-    for (int v = 0; v <= o.vectors; ++v) {
-      fn(host + "msix" + std::to_string(v) + ".messages", 32);
-      fn(host + "cpu.irq" + std::to_string(v), 1);
-    }
-  }
-}
-
-std::string check_vcd_signals(const TrafficOptions& o) {
-  for (const std::string& p : o.vcd_signals) {
-    bool matched = false;
-    for_each_vcd_signal(o, [&](const std::string& name, int) { matched = matched || glob_match(p, name); });
-    if (!matched)
-      return "--signals: '" + p + "' matches no signal (names look like host0.cq0.mod_pending, host1.eq0.pi, "
-             "host0.msix1.messages, host0.cpu.irq1; see docs/scenarios.md)";
-  }
-  return "";
-}
-
-namespace {
 
 namespace fb = fabric;
 using sc_core::sc_time;
@@ -131,66 +97,6 @@ constexpr uint64_t kReadTag = uint64_t(1) << 32;  // READ sources use their own 
 constexpr uint8_t kInjected = 0xFF;  // a Message that is an injected completion, not a WQE
 constexpr uint32_t kInjectedQpnBase = 0x800000;  // the QPN injected records carry: stream q is base + q
 
-struct Samples {
-  std::vector<double> to_cqe_ns, to_handler_ns;
-  void add(const sc_time& posted, const sc_time& visible) {
-    to_cqe_ns.push_back((visible - posted).to_seconds() * 1e9);
-    to_handler_ns.push_back((sc_core::sc_time_stamp() - posted).to_seconds() * 1e9);
-  }
-  LatencyStats stats() {
-    LatencyStats s;
-    s.samples = to_cqe_ns.size();
-    auto fill = [](std::vector<double>& v, double& p50, double& p90, double& p99, double& p999, double& mx) {
-      p50 = percentile(v, 0.5) / 1e3;
-      p90 = percentile(v, 0.9) / 1e3;
-      p99 = percentile(v, 0.99) / 1e3;
-      p999 = percentile(v, 0.999) / 1e3;
-      mx = v.empty() ? 0 : *std::max_element(v.begin(), v.end()) / 1e3;
-    };
-    fill(to_cqe_ns, s.cqe_p50, s.cqe_p90, s.cqe_p99, s.cqe_p999, s.cqe_max);
-    fill(to_handler_ns, s.hdl_p50, s.hdl_p90, s.hdl_p99, s.hdl_p999, s.hdl_max);
-    return s;
-  }
-};
-
-// When each CQE became visible to the host: the PCIe link reports every CQE write as it lands;
-// a CQ's CQEs are polled in the order they landed, so each done callback takes the oldest.
-class CqeVisibility {
- public:
-  void landed(uint32_t cqn) { landed_[cqn].push_back(sc_core::sc_time_stamp()); }
-  sc_time take(uint32_t cqn) {
-    auto& q = landed_[cqn];
-    if (q.empty()) return sc_core::sc_time_stamp();
-    const sc_time t = q.front();
-    q.pop_front();
-    return t;
-  }
-
- private:
-  std::map<uint32_t, std::deque<sc_time>> landed_;
-};
-
-// The waveform of one host: signal ids (-1: not chosen) and the values last reported.
-struct HostWaves {
-  struct Cq {
-    int id[kCqSignalCount];
-    uint32_t cqn = 0, pi = 0, ci = 0;
-    bool any = false;
-  };
-  std::vector<Cq> cqs;
-  std::vector<std::pair<int, int>> eqs;  // (pi, armed) per completion vector
-  std::vector<int> msix, irq;            // per MSI-X vector
-  std::vector<uint64_t> messages;
-};
-
-// Counters of one host at a moment, so that the measured window excludes the warm-up.
-struct Snapshot {
-  uint64_t cqes = 0, events = 0, interrupts = 0;
-  std::vector<uint64_t> cq_cqes, cq_events;
-  sc_time busy[5];
-  sc_time at;
-};
-
 class TrafficRun {
  public:
   explicit TrafficRun(const TrafficOptions& o)
@@ -199,8 +105,7 @@ class TrafficRun {
         max_size_(o.max_size()),
         sys_(system_config(o)),
         h_{&sys_.node(0), &sys_.node(1)},
-        vcd_(!o.vcd_path.empty(), o.vcd_signals) {
-    if (!o.trace_path.empty()) timeline_.enable();
+        probes_(o) {
     for (size_t g = 0; g < groups_.size(); ++g)
       for (int j = 0; j < groups_[g].qps; ++j) {
         const int q = int(group_of_.size());
@@ -222,12 +127,20 @@ class TrafficRun {
             measure_from_ = start_ + sc_time(o_.warmup_us, sc_core::SC_US);
             end_ = start_ + sc_time(o_.duration_us, sc_core::SC_US);
             sc_core::sc_spawn([this] { measure(); }, "measure");
-            for (size_t g = 0; g < groups_.size(); ++g)
-              sc_core::sc_spawn([this, g] { generate(int(g)); }, ("arrivals_" + std::to_string(g)).c_str());
+            int first = 0;
+            for (size_t g = 0; g < groups_.size(); ++g) {
+              sc_core::sc_spawn(
+                  [this, g, first] {
+                    run_arrivals(groups_[g], int(g), first, o_.seed, start_, end_,
+                                 [this](int q, uint8_t op, uint32_t size) { arrive(q, op, size); });
+                  },
+                  ("arrivals_" + std::to_string(g)).c_str());
+              first += groups_[g].qps;
+            }
             sc_core::wait(end_ - sc_core::sc_time_stamp());
             drain();
             stop_ = sc_core::sc_time_stamp();
-            for (int h = 0; h < 2; ++h) last_[h] = snapshot(h);
+            for (int h = 0; h < 2; ++h) last_[h] = take_snapshot(*h_[h], cqs_[h]);
             wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
           } catch (const std::exception& e) {
             std::fprintf(stderr, "vhca-sim: %s\n", e.what());
@@ -239,17 +152,14 @@ class TrafficRun {
     r.ok = r.ok && setup_ok;
     r.wall_s = wall_s;
     if (o_.queues) r.queues = queue_links();
-    auto written = [&](bool ok, const std::string& path) {
-      if (ok) return;
-      std::fprintf(stderr, "vhca-sim: cannot write %s\n", path.c_str());
-      r.ok = false;
-    };
-    if (timeline_.enabled()) written(timeline_.write(o_.trace_path, 2), o_.trace_path);
-    if (!o_.vcd_path.empty()) written(vcd_.write(o_.vcd_path), o_.vcd_path);
+    if (!probes_.write_outputs()) r.ok = false;
     if (!o_.record_path.empty()) {
       FILE* f = std::fopen(o_.record_path.c_str(), "w");
       const bool put = f && std::fputs(arrival_trace_text(record_).c_str(), f) >= 0;
-      written(f && std::fclose(f) == 0 && put, o_.record_path);
+      if (!(f && std::fclose(f) == 0 && put)) {
+        std::fprintf(stderr, "vhca-sim: cannot write %s\n", o_.record_path.c_str());
+        r.ok = false;
+      }
     }
     return r;
   }
@@ -302,11 +212,9 @@ class TrafficRun {
         IbCq* cq = pool_[h]->alloc_cq(o_.cq_size, uint32_t(o_.vector_of(h, i)), o_.context, m.mod, m.adaptive);
         if (!cq) throw std::runtime_error("alloc_cq: " + h_[h]->driver.last_error());
         cqs_[h].push_back(cq);
-        cq_index_[h][cq->cq->cqn] = i;
       }
       pd_[h] = fb::alloc_pd(h_[h]->driver);
-      declare_waves(h);
-      observe(h);
+      probes_.attach(h, *h_[h], *pool_[h], cqs_[h]);
     }
     const uint64_t bytes = uint64_t(qps()) * uint64_t(o_.depth) * max_size_;
     src_ = fb::reg_buffer(*pd_[0], bytes);
@@ -355,94 +263,6 @@ class TrafficRun {
   }
   int qps() const { return int(group_of_.size()); }
 
-  // The one set of observation hooks per host, feeding CQE visibility, the timeline and the VCD.
-  void observe(int h) {
-    Node& n = *h_[h];
-    n.link.on_upstream_landed.add([this, h](DmaSource s, uint32_t id, uint64_t) {
-      if (s == DmaSource::cqe) visible_[h].landed(id);
-      if (s == DmaSource::msix && id < waves_[h].msix.size()) vcd_.set(waves_[h].msix[id], ++waves_[h].messages[id]);
-      if (!timeline_.enabled()) return;
-      if (s == DmaSource::cqe) timeline_.instant(h, cq_track(h, id), "CQE");
-      if (s == DmaSource::eqe) timeline_.instant(h, "EQ " + std::to_string(id), "EQE");
-      if (s == DmaSource::msix) timeline_.instant(h, "MSI-X " + std::to_string(id), "MSI-X");
-    });
-    n.cpu.on_handler_done.add([this, h](uint32_t vector, const sc_time& begin) {
-      if (vector < waves_[h].irq.size()) {
-        vcd_.set(waves_[h].irq[vector], 1, begin);
-        vcd_.set(waves_[h].irq[vector], 0);
-      }
-      if (timeline_.enabled()) timeline_.span(h, "IRQ handler, vector " + std::to_string(vector), "handler", begin);
-    });
-    pool_[h]->on_poll_done.add([this, h](IbCq& cq, const sc_time& begin, int cqes) {
-      HostWaves::Cq& w = waves_[h].cqs[size_t(cq_index_[h][cq.cq->cqn])];
-      if (w.any) {
-        vcd_.set(w.id[kPolling], 1, begin);
-        vcd_.set(w.id[kPolling], 0);
-        w.ci = cq.cq->ci;
-        vcd_.set(w.id[kCi], w.ci);
-        vcd_.set(w.id[kOccupancy], index_distance(w.ci, w.pi));
-      }
-      if (timeline_.enabled()) timeline_.span(h, cq_track(h, cq.cq->cqn), "poll", begin, cqes);
-    });
-    if (vcd_.signals() == 0) return;  // the engines' hooks cost a call per action: only when dumping
-    n.hca.cq.on_acted.add([this, h](uint64_t) { sample_cqs(h); });
-    n.hca.eq.on_acted.add([this, h](uint64_t) { sample_eqs(h); });
-  }
-
-  std::string cq_track(int h, uint32_t cqn) {
-    return "CQ " + std::to_string(cq_index_[h][cqn]) + " (cqn " + std::to_string(cqn) + ")";
-  }
-
-  void declare_waves(int h) {
-    HostWaves& w = waves_[h];
-    const std::string host = "host" + std::to_string(h) + ".";
-    for (int c = 0; c < o_.cqs; ++c) {
-      HostWaves::Cq cq;
-      cq.cqn = cqs_[h][size_t(c)]->cq->cqn;
-      for (int s = 0; s < kCqSignalCount; ++s) {
-        cq.id[s] = vcd_.declare(host + "cq" + std::to_string(c) + "." + kCqSignals[s].first, kCqSignals[s].second);
-        cq.any = cq.any || cq.id[s] >= 0;
-      }
-      w.cqs.push_back(cq);
-    }
-    for (int v = 0; v < o_.vectors; ++v)
-      w.eqs.emplace_back(vcd_.declare(host + "eq" + std::to_string(v) + ".pi", 24),
-                         vcd_.declare(host + "eq" + std::to_string(v) + ".armed", 1));
-    for (int v = 0; v <= o_.vectors; ++v) {
-      w.msix.push_back(vcd_.declare(host + "msix" + std::to_string(v) + ".messages", 32));
-      w.irq.push_back(vcd_.declare(host + "cpu.irq" + std::to_string(v), 1));
-    }
-    w.messages.assign(w.msix.size(), 0);
-    if (vcd_.signals() > 0) sample_cqs(h), sample_eqs(h);
-  }
-
-  // After the CQ writer acted: the state of every chosen CQ (the VCD keeps only changes).
-  void sample_cqs(int h) {
-    for (HostWaves::Cq& w : waves_[h].cqs) {
-      if (!w.any) continue;
-      const CqContext c = h_[h]->hca.cq.context(w.cqn);
-      w.pi = c.pi;
-      vcd_.set(w.id[kPi], c.pi);
-      vcd_.set(w.id[kOccupancy], index_distance(w.ci, w.pi));
-      vcd_.set(w.id[kState], uint64_t(c.state));
-      vcd_.set(w.id[kModPending], c.mod_pending);
-      vcd_.set(w.id[kTimer], c.timer_deadline != 0);
-      vcd_.set(w.id[kEvents], c.events);
-      vcd_.set(w.id[kModCount], c.cfg.mod_count);
-      vcd_.set(w.id[kModPeriod], c.cfg.mod_period);
-    }
-  }
-
-  void sample_eqs(int h) {
-    for (int v = 0; v < o_.vectors; ++v) {
-      const auto [pi, armed] = waves_[h].eqs[size_t(v)];
-      if (pi < 0 && armed < 0) continue;
-      const EqContext& e = h_[h]->hca.eq.context(h_[h]->driver.eqn_for_vector(uint32_t(v)));
-      vcd_.set(pi, e.pi);
-      vcd_.set(armed, e.armed);
-    }
-  }
-
   void post_receive(int h, int q) {
     const uint64_t k = recv_posted_[h][size_t(q)]++;
     const uint64_t slot = uint64_t(q) * uint64_t(o_.depth) + k % uint64_t(o_.depth);
@@ -450,20 +270,11 @@ class TrafficRun {
     fb::post_recv(*qp_[h][size_t(q)], RecvWr{CqPool::wr_id_of(recv_done_[h][slot]), {buf.sge(slot * max_size_, max_size_)}});
   }
 
-  void sample_occupancy(int h, IbCq& cq) {
-    const uint32_t pi = h_[h]->hca.cq.context(cq.cq->cqn).pi;
-    const uint32_t occupancy = index_distance(cq.cq->ci, pi);
-    occupancy_sum_[h] += occupancy;
-    ++occupancy_samples_[h];
-    occupancy_max_[h] = std::max(occupancy_max_[h], occupancy);
-  }
-
   // A completion of opcode `op` on QP q's CQ of host h, posted at `posted`.
   void sample_latency(int h, int q, const char* op, const sc_time& posted, const sc_time& visible) {
     if (!measuring(posted)) return;
-    samples_[op].add(posted, visible);
-    if (!o_.groups.empty()) samples_[groups_[size_t(group_of_[size_t(q)])].name + "/" + op].add(posted, visible);
-    cq_samples_[h][cq_of_[size_t(q)]].add(posted, visible);
+    probes_.sample_latency(h, cq_of_[size_t(q)], o_.groups.empty() ? std::string() : groups_[size_t(group_of_[size_t(q)])].name,
+                           op, posted, visible);
   }
 
   void check_data(int h, uint64_t addr, int q, uint64_t seq, uint32_t size) {
@@ -478,8 +289,8 @@ class TrafficRun {
   // (answered by a pong in ping-pong); on host 0 a pong, which ends a round trip.
   void on_receive(int h, int q, uint64_t slot, IbCq& cq, const Wc& wc) {
     ++r_.recvs;
-    const sc_time visible = visible_[h].take(cq.cq->cqn);
-    sample_occupancy(h, cq);
+    const sc_time visible = probes_.claim_cqe(h, cq.cq->cqn);
+    probes_.sample_occupancy(h, cq);
     auto& flight = in_flight_[h][size_t(q)];
     if (wc.status != 0 || flight.empty()) {
       ++r_.errors;
@@ -505,8 +316,8 @@ class TrafficRun {
     pongs_.push_back(Message{q, ping.seq, sqwqe::kSend, ping.size, ping.posted, {}, sc_core::sc_time_stamp()});
     Message& pong = pongs_.back();
     pong.done.done = [this, p = &pong](IbCq& cq, const Wc& wc) {
-      const sc_time visible = visible_[1].take(cq.cq->cqn);
-      sample_occupancy(1, cq);
+      const sc_time visible = probes_.claim_cqe(1, cq.cq->cqn);
+      probes_.sample_occupancy(1, cq);
       if (wc.status != 0) ++r_.errors;
       sample_latency(1, p->qp, "PONG", p->pong_posted, visible);
       pool_[1]->untrack(p->done);
@@ -519,17 +330,6 @@ class TrafficRun {
     wr.sg_list = {Sge{addr, ping.size, recv_buf_.mr->lkey}};
     fb::post_send(*qp_[1][size_t(q)], wr);
   }
-
-  static uint32_t draw_size(const Workload& w, std::mt19937_64& rng) {
-    if (w.sizes.size() == 1) return w.sizes[0];
-    double total = 0;
-    for (double x : w.size_weights) total += x;
-    double x = uniform(rng) * total;
-    for (size_t i = 0; i < w.sizes.size(); ++i)
-      if ((x -= w.size_weights[i]) < 0) return w.sizes[i];
-    return w.sizes.back();
-  }
-  static double uniform(std::mt19937_64& rng) { return (double(rng() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
 
   // An arrival on QP q of host 0: recorded (for --record) and posted; refused if its send queue is full.
   void arrive(int q, uint8_t opcode, uint32_t size) {
@@ -563,8 +363,8 @@ class TrafficRun {
   void on_injected_done(Message& m, IbCq& cq, const Wc& wc) {
     ++r_.completed;
     ++one_sided_;  // no receive on host 1 answers it
-    const sc_time visible = visible_[0].take(cq.cq->cqn);
-    sample_occupancy(0, cq);
+    const sc_time visible = probes_.claim_cqe(0, cq.cq->cqn);
+    probes_.sample_occupancy(0, cq);
     if (wc.status != 0 || wc.byte_len != m.size) ++r_.errors;
     if (m.seq != next_done_[size_t(m.qp)]) ++r_.misordered;
     next_done_[size_t(m.qp)] = m.seq + 1;
@@ -602,8 +402,8 @@ class TrafficRun {
 
   void on_send_done(Message& m, IbCq& cq, const Wc& wc) {
     ++r_.completed;
-    const sc_time visible = visible_[0].take(cq.cq->cqn);
-    sample_occupancy(0, cq);
+    const sc_time visible = probes_.claim_cqe(0, cq.cq->cqn);
+    probes_.sample_occupancy(0, cq);
     if (wc.status != 0) ++r_.errors;
     if (m.seq != next_done_[size_t(m.qp)]) ++r_.misordered;
     next_done_[size_t(m.qp)] = m.seq + 1;
@@ -617,63 +417,8 @@ class TrafficRun {
     pool_[0]->untrack(m.done);
   }
 
-  // Group g's arrivals until the end of the workload.
-  void generate(int g) {
-    const QpGroup& group = groups_[size_t(g)];
-    int first = 0;
-    for (int i = 0; i < g; ++i) first += groups_[size_t(i)].qps;
-    // Group 0 draws from the seed itself, so a scenario without groups keeps its workload.
-    std::mt19937_64 rng(o_.seed + uint64_t(g) * 0x9E3779B97F4A7C15ull);
-    switch (group.workload.arrival) {
-      case Arrival::pingpong: return start_pings(group, first, rng);
-      case Arrival::trace: return replay(group, first);
-      default: return open_loop(group, first, rng);
-    }
-  }
-
   void wait_until(const sc_time& at) {
     if (at > sc_core::sc_time_stamp()) sc_core::wait(at - sc_core::sc_time_stamp());
-  }
-
-  // Arrivals from a fully specified generator (mt19937_64, inverse-CDF sampling), so that every
-  // platform produces the same workload.
-  void open_loop(const QpGroup& group, int first, std::mt19937_64& rng) {
-    const Workload& w = group.workload;
-    const double gap_ns = 1e6 / w.rate_kmsg;
-    const double cycle_ns = (w.on_us + w.off_us) * 1e3;
-    double t = 0;
-    for (;;) {
-      t += w.arrival == Arrival::poisson ? -std::log(uniform(rng)) * gap_ns : gap_ns;
-      if (w.arrival == Arrival::onoff && std::fmod(t, cycle_ns) >= w.on_us * 1e3)
-        t = (std::floor(t / cycle_ns) + 1) * cycle_ns;  // skip to the next burst
-      const sc_time at = start_ + sc_time(t, sc_core::SC_NS);
-      if (at >= end_) break;
-      const int q = first + int(rng() % uint64_t(group.qps));
-      const double pick = uniform(rng);
-      const uint8_t op = pick < w.write_fraction                     ? sqwqe::kRdmaWrite
-                         : pick < w.write_fraction + w.read_fraction ? sqwqe::kRdmaRead
-                                                                      : sqwqe::kSend;
-      const uint32_t size = draw_size(w, rng);
-      wait_until(at);
-      arrive(q, op, size);
-    }
-  }
-
-  // A recorded trace, each arrival at its time (or as soon as the one before it was posted).
-  void replay(const QpGroup& group, int first) {
-    for (const TracedArrival& a : group.workload.trace) {
-      const sc_time at = start_ + sc_time(double(a.at_ps), sc_core::SC_PS);
-      if (at >= end_) break;
-      wait_until(at);
-      arrive(first + a.qp, a.opcode, a.size);
-    }
-  }
-
-  // Closed loop: each QP keeps `outstanding` pings in flight; host 1 answers each with a pong of
-  // the same size, and the pong's arrival at host 0 posts the next ping.
-  void start_pings(const QpGroup& group, int first, std::mt19937_64& rng) {
-    for (int q = first; q < first + group.qps; ++q)
-      for (int i = 0; i < group.workload.outstanding; ++i) arrive(q, sqwqe::kSend, draw_size(group.workload, rng));
   }
 
   void drain() {
@@ -687,25 +432,9 @@ class TrafficRun {
     drained_ = r_.completed == r_.posted && r_.recvs == expected_recvs();
   }
 
-  Snapshot snapshot(int h) const {
-    Snapshot s;
-    const auto& st = h_[h]->hca.cq.stats();
-    s.cqes = st.cqes;
-    s.events = st.events;
-    s.interrupts = h_[h]->cpu.interrupts();
-    for (IbCq* cq : cqs_[h]) {
-      const CqContext c = h_[h]->hca.cq.context(cq->cq->cqn);
-      s.cq_cqes.push_back(c.cqes);
-      s.cq_events.push_back(c.events);
-    }
-    for (int c = 0; c < 5; ++c) s.busy[c] = h_[h]->cpu.busy(CpuContext(c));
-    s.at = sc_core::sc_time_stamp();
-    return s;
-  }
-
   void measure() {
     wait_until(measure_from_);
-    for (int h = 0; h < 2; ++h) first_[h] = snapshot(h);
+    for (int h = 0; h < 2; ++h) first_[h] = take_snapshot(*h_[h], cqs_[h]);
   }
 
   TrafficResult result() {
@@ -722,23 +451,10 @@ class TrafficRun {
     for (int h = 0; h < 2; ++h) {
       HostStats& hs = r.host[h];
       const Snapshot &a = first_[h], &b = last_[h];
-      hs.cqes = b.cqes - a.cqes;
-      hs.events = b.events - a.events;
-      hs.interrupts = b.interrupts - a.interrupts;
+      window_stats(hs, a, b);
       hs.overflows = h_[h]->hca.cq.stats().overflows;
-      hs.interrupts_per_s = measured_s > 0 ? double(hs.interrupts) / measured_s : 0;
-      hs.cqes_per_interrupt = hs.interrupts ? double(hs.cqes) / double(hs.interrupts) : 0;
-      auto pct = [&](std::initializer_list<CpuContext> ctxs) {
-        double s = 0;
-        for (CpuContext c : ctxs) s += (b.busy[int(c)] - a.busy[int(c)]).to_seconds();
-        return measured_s > 0 ? s / measured_s * 100 : 0;
-      };
-      hs.cpu_busy_pct = pct({CpuContext::hardirq, CpuContext::softirq, CpuContext::thread, CpuContext::workqueue,
-                             CpuContext::app});
-      hs.hardirq_pct = pct({CpuContext::hardirq});
-      hs.poll_pct = pct({CpuContext::softirq, CpuContext::thread, CpuContext::workqueue});
-      hs.cq_occupancy_mean = occupancy_samples_[h] ? double(occupancy_sum_[h]) / double(occupancy_samples_[h]) : 0;
-      hs.cq_occupancy_max = occupancy_max_[h];
+      hs.cq_occupancy_mean = probes_.occupancy_mean(h);
+      hs.cq_occupancy_max = probes_.occupancy_max(h);
       for (IbCq* cq : cqs_[h])
         if (cq->dim) hs.dim_decisions += cq->dim->decisions(), hs.dim_changes += cq->dim->changes();
       for (size_t c = 0; c < cqs_[h].size() && c < a.cq_cqes.size() && c < b.cq_cqes.size(); ++c) {
@@ -753,11 +469,11 @@ class TrafficRun {
         s.adaptive = cqs_[h][c]->dim != nullptr;
         s.cqes = b.cq_cqes[c] - a.cq_cqes[c];
         s.events = b.cq_events[c] - a.cq_events[c];
-        s.latency = cq_samples_[h][int(c)].stats();
+        s.latency = probes_.latency_of_cq(h, int(c));
         r.cqs.push_back(s);
       }
     }
-    for (auto& [op, s] : samples_) r.latency[op] = s.stats();
+    r.latency = probes_.latency_by_op();
     r.ok = drained_ && r.errors == 0 && r.misordered == 0 && r.data_errors == 0 && r.host[0].overflows == 0 &&
            r.host[1].overflows == 0;
     return r;
@@ -771,26 +487,18 @@ class TrafficRun {
   Node* h_[2];
   std::unique_ptr<CqPool> pool_[2];
   std::vector<IbCq*> cqs_[2];
-  std::map<uint32_t, int> cq_index_[2];  // cqn -> the scenario's CQ index
   Pd* pd_[2] = {};
   std::vector<Qp*> qp_[2];
   fb::Buffer src_, read_dst_, pong_dst_, recv_buf_, write_buf_, read_src_;
-  Timeline timeline_;
-  VcdWriter vcd_;
-  HostWaves waves_[2];
-  CqeVisibility visible_[2];
+  Probes probes_;
   std::deque<Message> messages_, pongs_;  // stable addresses: each holds the CqeDone its wr_id names
   std::vector<std::deque<Message*>> in_flight_[2];  // SENDs (and pongs) each host's receives await
   std::vector<CqeDone> recv_done_[2];
   std::vector<uint64_t> recv_posted_[2];
   std::vector<uint64_t> next_seq_, next_done_;
-  std::map<std::string, Samples> samples_;
-  std::map<int, Samples> cq_samples_[2];
   std::vector<TracedArrival> record_;
   std::vector<uint8_t> data_, expect_, got_;
   uint64_t one_sided_ = 0, pings_ = 0;
-  uint64_t occupancy_sum_[2] = {}, occupancy_samples_[2] = {};
-  uint32_t occupancy_max_[2] = {};
   sc_time start_, measure_from_, end_, stop_;
   Snapshot first_[2], last_[2];
   bool drained_ = false;
@@ -800,12 +508,5 @@ class TrafficRun {
 }  // namespace
 
 TrafficResult run_traffic(const TrafficOptions& o) { return TrafficRun(o).run(); }
-
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  const size_t i = size_t(std::ceil(p * double(v.size()))) - 1;
-  std::nth_element(v.begin(), v.begin() + long(i), v.end());
-  return v[i];
-}
 
 }  // namespace vhca

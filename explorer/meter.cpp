@@ -1,0 +1,41 @@
+#include "explorer/meter.h"
+
+#include <initializer_list>
+
+namespace vhca {
+
+Snapshot take_snapshot(Node& node, const std::vector<IbCq*>& cqs) {
+  Snapshot s;
+  const auto& st = node.hca.cq.stats();
+  s.cqes = st.cqes;
+  s.events = st.events;
+  s.interrupts = node.cpu.interrupts();
+  for (IbCq* cq : cqs) {
+    const CqContext c = node.hca.cq.context(cq->cq->cqn);
+    s.cq_cqes.push_back(c.cqes);
+    s.cq_events.push_back(c.events);
+  }
+  for (int c = 0; c < 5; ++c) s.busy[c] = node.cpu.busy(CpuContext(c));
+  s.at = sc_core::sc_time_stamp();
+  return s;
+}
+
+void window_stats(HostStats& hs, const Snapshot& a, const Snapshot& b) {
+  const double measured_s = (b.at - a.at).to_seconds();
+  hs.cqes = b.cqes - a.cqes;
+  hs.events = b.events - a.events;
+  hs.interrupts = b.interrupts - a.interrupts;
+  hs.interrupts_per_s = measured_s > 0 ? double(hs.interrupts) / measured_s : 0;
+  hs.cqes_per_interrupt = hs.interrupts ? double(hs.cqes) / double(hs.interrupts) : 0;
+  auto pct = [&](std::initializer_list<CpuContext> ctxs) {
+    double s = 0;
+    for (CpuContext c : ctxs) s += (b.busy[int(c)] - a.busy[int(c)]).to_seconds();
+    return measured_s > 0 ? s / measured_s * 100 : 0;
+  };
+  hs.cpu_busy_pct = pct({CpuContext::hardirq, CpuContext::softirq, CpuContext::thread, CpuContext::workqueue,
+                         CpuContext::app});
+  hs.hardirq_pct = pct({CpuContext::hardirq});
+  hs.poll_pct = pct({CpuContext::softirq, CpuContext::thread, CpuContext::workqueue});
+}
+
+}  // namespace vhca

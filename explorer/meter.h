@@ -1,0 +1,26 @@
+// The measured window of a traffic run: each host's counters (CQEs, events, interrupts, per-CQ
+// counts, CPU time per context) snapshotted when the warm-up ends and when the run stops, and the
+// rates and shares between the two.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <systemc>
+
+#include "explorer/traffic.h"
+#include "sim/system.h"
+
+namespace vhca {
+
+struct Snapshot {
+  uint64_t cqes = 0, events = 0, interrupts = 0;
+  std::vector<uint64_t> cq_cqes, cq_events;  // per scenario CQ
+  sc_core::sc_time busy[5];                  // CPU time per CpuContext
+  sc_core::sc_time at;
+};
+
+Snapshot take_snapshot(Node& node, const std::vector<IbCq*>& cqs);
+// CQEs, events, interrupts, their rates and the CPU shares of a host over [a, b].
+void window_stats(HostStats& hs, const Snapshot& a, const Snapshot& b);
+
+}  // namespace vhca
