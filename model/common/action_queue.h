@@ -22,7 +22,7 @@ class ActionQueue : public sc_core::sc_module {
   SC_HAS_PROCESS(ActionQueue);
   explicit ActionQueue(const sc_core::sc_module_name& name) : sc_module(name) {
     SC_METHOD(run_due);
-    sensitive << timer_.event();
+    sensitive << timer_.near_event() << timer_.far_event();
     dont_initialize();
   }
 

@@ -1,8 +1,12 @@
-// One SystemC event notified for the earliest of a stream of deadlines, at most one notification
-// pending at a time. A deadline later than the pending one is not notified (so nothing is
-// cancelled, and no cancelled notification is left in SystemC's timed queue to slow every later
-// notify): its waiter wakes at the earlier one, finds nothing due, and arms again. A deadline
-// earlier than the pending one replaces it.
+// SystemC notifications for the earliest of a stream of deadlines. A deadline later than one
+// already pending is not notified (nothing is cancelled: its waiter wakes at the earlier one,
+// finds nothing due, and arms again). A deadline earlier than the pending one must be notified,
+// and SystemC's sc_event then cancels the later notification — but a cancelled notification stays
+// in the kernel's timed queue until its time, slowing every later notify. So deadlines go on one
+// of two events by distance: within `horizon` on the near event, beyond it on the far event. A
+// near deadline never cancels a far notification (a retransmit timeout tens of milliseconds out
+// survives thousands of ACK delays), and a cancelled near one leaves the queue within the horizon.
+// A waiter is sensitive to both events.
 #pragma once
 #include <systemc>
 
@@ -10,18 +14,32 @@ namespace vhca {
 
 class EarliestTimer {
  public:
+  // Assumption: 10 us holds the short delays (ACK coalescing, PCIe and DMA stages, command
+  // polling); retransmit and RNR timers and moderation periods of tens of microseconds and more
+  // go on the far event.
+  explicit EarliestTimer(const sc_core::sc_time& horizon = sc_core::sc_time(10, sc_core::SC_US)) : horizon_(horizon) {}
+
   void arm(const sc_core::sc_time& at) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
-    if (pending_at_ <= now) pending_at_ = sc_core::sc_max_time();  // fired
-    if (at >= pending_at_) return;
-    pending_at_ = at;
-    event_.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);
+    if (near_.at <= now) near_.at = sc_core::sc_max_time();  // fired
+    if (far_.at <= now) far_.at = sc_core::sc_max_time();
+    if (at >= near_.at || at >= far_.at) return;  // an earlier wake-up is pending
+    Pending& p = at - now <= horizon_ ? near_ : far_;
+    p.at = at;
+    p.event.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);
   }
-  const sc_core::sc_event& event() const { return event_; }
+  const sc_core::sc_event& near_event() const { return near_.event; }
+  const sc_core::sc_event& far_event() const { return far_.event; }
+  // For a thread: wait(other | timer.events()).
+  sc_core::sc_event_or_list events() const { return near_.event | far_.event; }
 
  private:
-  sc_core::sc_event event_;
-  sc_core::sc_time pending_at_ = sc_core::sc_max_time();
+  struct Pending {
+    sc_core::sc_event event;
+    sc_core::sc_time at = sc_core::sc_max_time();
+  };
+  sc_core::sc_time horizon_;
+  Pending near_, far_;
 };
 
 }  // namespace vhca

@@ -7,7 +7,7 @@ namespace vhca {
 TransportTimers::TransportTimers(const sc_core::sc_module_name& name, const SimClock& clock, size_t qps)
     : sc_module(name), clock_(clock), qps_(qps) {
   SC_METHOD(fire);
-  sensitive << timer_.event();
+  sensitive << timer_.near_event() << timer_.far_event();
   dont_initialize();
 }
 
