@@ -132,7 +132,9 @@ class Stream : public StreamBase {
 // A producer's output: a named port, bound at elaboration to the consumer's StreamIn (or to a
 // Stream). SystemC refuses to start with an unbound one ("port not bound", with its name). A
 // producer held by a full stream is woken through on_space (an SC_METHOD's wake-up), or, from an
-// SC_THREAD, push_held() holds the thread until the stream has room: nothing polls.
+// SC_THREAD, push_held() holds the thread until the stream has room: nothing polls. A producer
+// asks through the port (out.can_push(c), not out->can_push(c)) so that only a producer the
+// stream refused is woken when it has room, not every producer of a shared stream.
 template <typename T>
 class StreamOut : public sc_core::sc_port<Stream<T>> {
  public:
@@ -141,10 +143,17 @@ class StreamOut : public sc_core::sc_port<Stream<T>> {
   void on_space(std::function<void(uint64_t cycle)> wake) { wakes_.push_back(std::move(wake)); }
   // Lets an SC_THREAD producer use push_held() (the clock turns the stream's cycles into time).
   void hold_threads(const SimClock& clock) { clock_ = &clock; }
+  // Whether the stream takes an item on `cycle`; a refusal marks this producer for a wake-up.
+  bool can_push(uint64_t cycle) const {
+    refused_ = true;  // before asking: the stream may call on_space from inside can_push
+    const bool ok = (*this)->can_push(cycle);
+    if (ok) refused_ = false;
+    return ok;
+  }
   // Push on the current cycle, waiting while the stream is full (SC_THREAD only).
   void push_held(T value) {
     assert(clock_ && "push_held needs hold_threads()");
-    while (!(*this)->can_push(clock_->now())) sc_core::wait(space_);
+    while (!can_push(clock_->now())) sc_core::wait(space_);
     (*this)->push(std::move(value), clock_->now());
   }
   const char* kind() const override { return "vhca_stream_out"; }
@@ -152,14 +161,20 @@ class StreamOut : public sc_core::sc_port<Stream<T>> {
  protected:
   void end_of_elaboration() override {
     sc_core::sc_port<Stream<T>>::end_of_elaboration();
-    for (auto& wake : wakes_) (*this)->on_space.add(wake);
-    if (clock_) (*this)->on_space.add([this](uint64_t c) { space_.notify(clock_->until(c)); });
+    if (wakes_.empty() && !clock_) return;
+    (*this)->on_space.add([this](uint64_t c) {
+      if (!refused_) return;  // another producer was refused
+      refused_ = false;
+      for (auto& wake : wakes_) wake(c);
+      if (clock_) space_.notify(clock_->until(c));
+    });
   }
 
  private:
   std::vector<std::function<void(uint64_t)>> wakes_;
   const SimClock* clock_ = nullptr;
   sc_core::sc_event space_;
+  mutable bool refused_ = false;
 };
 
 // A consumer's input as the hierarchy shows it: a named export of a stream. It either owns the

@@ -53,7 +53,7 @@ void CompletionArbiter::step() {
   for (;;) {
     const bool from_transport = !transport_.empty(), from_injection = injection_due(now);
     if (!from_transport && !from_injection) break;
-    if (!m_cpl->can_push(now)) {
+    if (!m_cpl.can_push(now)) {
       if (from_injection) ++injection_stalls_;
       break;  // m_cpl's on_space wakes this again
     }

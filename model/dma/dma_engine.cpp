@@ -148,7 +148,7 @@ void DmaEngine::serve_channel() {
     return;
   }
   if (ci_held_) {
-    if (!m_ci_rsp->can_push(now)) return;  // woken when the stream has room
+    if (!m_ci_rsp.can_push(now)) return;  // woken when the stream has room
     m_ci_rsp->push(*ci_held_, now);
     ci_held_.reset();
   }

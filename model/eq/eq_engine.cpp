@@ -51,7 +51,7 @@ void EqEngine::step() {
   if (!wakeup_.begin_cycle()) return;
   wakeup_.count();
   const uint64_t now = clock_.now();
-  if (!m_dma->can_push(now) || !m_irq->can_push(now)) return;  // woken again by on_space
+  if (!m_dma.can_push(now) || !m_irq.can_push(now)) return;  // woken again by on_space
   bool acted = true;
   if (s_db->ready(now)) {
     apply_doorbell(s_db->pop(now), now);

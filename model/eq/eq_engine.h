@@ -65,6 +65,7 @@ class EqEngine : public sc_core::sc_module {
   // can. One that finds the list full is counted in reports_lost() and the LOST_EVENTS register.
   void report(const DeviceEvent& ev);
   uint64_t reports_lost() const { return reports_lost_; }
+  uint64_t activations() const { return wakeup_.activations(); }
   std::function<void()> on_report_lost;
 
   // Firmware (command unit) access to the EQC table.

@@ -45,7 +45,7 @@ void Msix::step() {
   if (!wakeup_.begin_cycle()) return;
   wakeup_.count();
   const uint64_t now = clock_.now();
-  if (!m_dma->can_push(now)) return;  // woken again by on_space
+  if (!m_dma.can_push(now)) return;  // woken again by on_space
   if (s_irq->ready(now)) {
     const uint32_t v = s_irq->pop(now);
     if (v >= kNumMsixVectors) {

@@ -26,6 +26,7 @@ class Msix : public sc_core::sc_module {
   Msix(const sc_core::sc_module_name& name, const SimClock& clock, RegisterFile& regs);
   bool pending(uint32_t vector) const;
   uint64_t messages() const { return messages_; }
+  uint64_t activations() const { return wakeup_.activations(); }
 
  private:
   void step();

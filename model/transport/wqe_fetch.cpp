@@ -78,7 +78,7 @@ void WqeFetch::run() {
   while (!busy_) {
     const uint64_t now = clock_.now();
     if (!events_.empty()) {
-      if (!events_out_->can_push(now)) break;  // on_space wakes us
+      if (!events_out_.can_push(now)) break;  // on_space wakes us
       events_out_->push(events_.front(), now);
       events_.pop_front();
     } else if (!flush_queue_.empty()) {
