@@ -153,11 +153,12 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
   sc_core::sc_event done;
   bool finished = false;
   start_read(tx, dir, &done, &finished);
-  while (!finished) sc_core::wait(done);
+  sc_core::wait(done);  // notified once, for the completion's arrival
+  sc_assert(finished);
 }
 
 // Upstream reads without a thread: accepted at once (END_REQ), answered with BEGIN_RESP on the
-// backward path when the completion has arrived.
+// backward path, its annotated delay saying when the completion arrives.
 tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_time& delay) {
   if (phase != tlm::BEGIN_REQ || tx.is_write()) {
     log::error("{}: only reads may use the non-blocking path (phase {})", up_in.name(), int(phase));
@@ -234,25 +235,23 @@ void PcieLink::read_at_far_side(Read* r) {
   actions_.at(sc_core::sc_time_stamp() + cfg_.read_access, [this, r] { send_completion(r); });
 }
 
+// The completion goes on the return wire now that its data is ready; the reader learns when it
+// will have arrived (a thread is woken then; a non-blocking initiator gets BEGIN_RESP with that
+// time as its annotated delay, the TLM-2.0 way to say "from then on").
 void PcieLink::send_completion(Read* r) {
   Direction& back = dir_[1 - r->dir];
-  const sc_time back_at =
-      serialize(back, sc_core::sc_time_stamp(), r->tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
-  actions_.at(back_at, [this, r] { complete_read(r); });
-}
-
-// The completion has arrived: wake the blocked reader, or answer on the backward path.
-void PcieLink::complete_read(Read* r) {
+  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time back_at = serialize(back, now, r->tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
   const Read done = *r;
   free_reads_.emplace_back(r);
   if (done.waiter) {
-    *done.finished = true;
-    done.waiter->notify();  // the waiting thread runs in this evaluation phase
+    *done.finished = true;  // looked at only when the thread wakes, at back_at
+    done.waiter->notify(back_at - now);
     return;
   }
   tlm::tlm_phase resp = tlm::BEGIN_RESP;
-  sc_time zero = sc_core::SC_ZERO_TIME;
-  up_in->nb_transport_bw(*done.tx, resp, zero);  // the initiator completes it
+  sc_time delay = back_at - now;
+  up_in->nb_transport_bw(*done.tx, resp, delay);  // the initiator completes it
 }
 
 void PcieLink::resume_down(const sc_time& delay) {

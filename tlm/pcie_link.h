@@ -10,7 +10,8 @@
 // its arrival time, in order. A non-posted read either blocks the calling SC_THREAD until its
 // completion has arrived (b_transport), or, upstream, follows the TLM-2.0 base protocol without a
 // thread (nb_transport_fw BEGIN_REQ, answered END_REQ at once; BEGIN_RESP on the backward path
-// when the completion has arrived): the device's data path reads that way. Both run the same
+// once the completion is on the wire, its annotated delay giving the arrival): the device's data
+// path reads that way. Both run the same
 // stages, timed by the link's action queue. Before a read executes at the far side, every posted
 // write that arrived no later is applied (PCIe ordering: a read does not pass a posted write).
 //
@@ -190,7 +191,6 @@ class PcieLink : public sc_core::sc_module {
   void send_read_requests(Read* r);
   void read_at_far_side(Read* r);
   void send_completion(Read* r);
-  void complete_read(Read* r);
   // Serialize `len` bytes as TLPs of at most `chunk` payload; returns the arrival time of the last.
   sc_core::sc_time serialize(Direction& d, sc_core::sc_time start, uint64_t len, uint32_t chunk,
                              uint32_t overhead);
