@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
 
 #include "firmware-shim/verbs.h"
 #include "model/common/bytes.h"
@@ -24,9 +25,18 @@ void Driver::log_warning(const std::string& w) { log::write(log::Cat::drv, "warn
 Driver::Driver(HostCpu& cpu, HostMemory& memory, const DriverConfig& cfg) : cpu_(cpu), memory_(memory), cfg_(cfg) {}
 
 uint64_t Driver::offset_of(const char* name, uint32_t index) {
-  for (const RegSpec& s : bar0_registers())
-    if (std::strcmp(s.name, name) == 0) return s.offset + uint64_t(index) * s.stride;
-  throw std::out_of_range(std::string("no register named ") + name);
+  // Doorbells look their offsets up on every post and poll: the reg:: names are constants, so a
+  // cache keyed by the name's address answers them without comparing strings.
+  static std::unordered_map<const char*, const RegSpec*> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) {
+    const RegSpec* found = nullptr;
+    for (const RegSpec& s : bar0_registers())
+      if (std::strcmp(s.name, name) == 0) found = &s;
+    if (!found) throw std::out_of_range(std::string("no register named ") + name);
+    it = cache.emplace(name, found).first;
+  }
+  return it->second->offset + uint64_t(index) * it->second->stride;
 }
 
 uint32_t Driver::read_register(const char* name, uint32_t index) {

@@ -28,8 +28,12 @@ HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) 
 
 uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
   const uint64_t page = addr / HostMemory::kPageSize;
+  if (page == last_page_) return last_ptr_ + addr % HostMemory::kPageSize;  // the common case: the same page again
   auto it = dmi_pages_.find(page);
-  if (it != dmi_pages_.end()) return it->second + addr % HostMemory::kPageSize;
+  if (it != dmi_pages_.end()) {
+    last_page_ = page, last_ptr_ = it->second;
+    return it->second + addr % HostMemory::kPageSize;
+  }
   tlm::tlm_generic_payload tx;
   tlm::tlm_dmi dmi;
   tx.set_address(addr);
@@ -37,6 +41,7 @@ uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
   if (!mem->get_direct_mem_ptr(tx, dmi))
     throw std::runtime_error(fmt::format("host CPU: access to unmapped host memory at {:#x}", addr));
   dmi_pages_[page] = dmi.get_dmi_ptr();
+  last_page_ = page, last_ptr_ = dmi.get_dmi_ptr();
   return dmi.get_dmi_ptr() + addr % HostMemory::kPageSize;
 }
 

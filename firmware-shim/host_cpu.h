@@ -84,13 +84,18 @@ class HostCpu : public sc_core::sc_module {
   void irq_thread();
   bool mmio_access(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len);
   uint8_t* dmi_pointer(uint64_t addr);
-  void invalidate_dmi(sc_dt::uint64, sc_dt::uint64) { dmi_pages_.clear(); }
+  void invalidate_dmi(sc_dt::uint64, sc_dt::uint64) {
+    dmi_pages_.clear();
+    last_page_ = UINT64_MAX;
+  }
 
   HostCpuConfig cfg_;
   std::deque<Pending> pending_;
   sc_core::sc_event irq_event_;
   std::map<uint32_t, std::function<void()>> handlers_;
   std::map<uint64_t, uint8_t*> dmi_pages_;
+  uint64_t last_page_ = UINT64_MAX;  // the page of the last access, and its DMI pointer
+  uint8_t* last_ptr_ = nullptr;
   sc_core::sc_time busy_[5];
   struct Instant {
     sc_core::sc_time at, sum;  // what was charged at instant `at`

@@ -6,7 +6,17 @@
 namespace vhca {
 
 Msix::Msix(const sc_core::sc_module_name& name, const SimClock& clock, RegisterFile& regs)
-    : sc_module(name), s_irq("s_irq", 16), clock_(clock), regs_(regs), wakeup_(clock), listed_(kNumMsixVectors) {
+    : sc_module(name),
+      s_irq("s_irq", 16),
+      clock_(clock),
+      regs_(regs),
+      ctrl_(regs.ref(reg::msix_ctrl)),
+      pba_(regs.ref(reg::msix_pba)),
+      addr_lo_(regs.ref(reg::msix_addr_lo)),
+      addr_hi_(regs.ref(reg::msix_addr_hi)),
+      data_(regs.ref(reg::msix_data)),
+      wakeup_(clock),
+      listed_(kNumMsixVectors) {
   s_irq->on_data = [this](uint64_t c) { wakeup_.wake(c); };
   m_dma.on_space([this](uint64_t c) { wakeup_.wake(c); });
   regs_.on_write(reg::msix_ctrl, [this](Register& r, uint64_t v) { on_ctrl_write(r, v); });
@@ -16,17 +26,17 @@ Msix::Msix(const sc_core::sc_module_name& name, const SimClock& clock, RegisterF
 }
 
 bool Msix::masked(uint32_t v) const {
-  return regs_.value(reg::msix_ctrl, v) & 1;
+  return ctrl_.value(v) & 1;
 }
 
 bool Msix::pending(uint32_t v) const {
-  return (regs_.value(reg::msix_pba, v / 32) >> (v % 32)) & 1;
+  return (pba_.value(v / 32) >> (v % 32)) & 1;
 }
 
 void Msix::set_pending(uint32_t v, bool on) {
-  uint64_t word = regs_.value(reg::msix_pba, v / 32);
+  uint64_t word = pba_.value(v / 32);
   word = on ? word | (1ull << (v % 32)) : word & ~(1ull << (v % 32));
-  regs_.set(reg::msix_pba, word, v / 32);
+  pba_.set(word, v / 32);
 }
 
 void Msix::on_ctrl_write(Register& r, uint64_t value) {
@@ -70,14 +80,14 @@ void Msix::send(uint32_t v, uint64_t now) {
   set_pending(v, false);
   DmaWrite w;
   // MSI addresses are DWORD aligned: the low two bits are ignored, as in PCI.
-  w.addr = (regs_.value(reg::msix_addr_hi, v) << 32 | regs_.value(reg::msix_addr_lo, v)) & ~uint64_t(3);
+  w.addr = (addr_hi_.value(v) << 32 | addr_lo_.value(v)) & ~uint64_t(3);
   w.len = 4;
-  put_le32(w.data.data(), uint32_t(regs_.value(reg::msix_data, v)));
+  put_le32(w.data.data(), uint32_t(data_.value(v)));
   w.source = DmaSource::msix;
   w.id = v;
   m_dma->push(w, now);
   ++messages_;
-  log::write(log::Cat::irq, "MSI-X vector {} -> write {:#x} to {:#x}", v, regs_.value(reg::msix_data, v), w.addr);
+  log::write(log::Cat::irq, "MSI-X vector {} -> write {:#x} to {:#x}", v, data_.value(v), w.addr);
 }
 
 }  // namespace vhca

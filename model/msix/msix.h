@@ -37,6 +37,8 @@ class Msix : public sc_core::sc_module {
 
   const SimClock& clock_;
   RegisterFile& regs_;
+  // The vector table and the pending-bit array, resolved once (regs_ by name is a hash lookup).
+  RegisterRef ctrl_, pba_, addr_lo_, addr_hi_, data_;
   Wakeup wakeup_;
   uint64_t messages_ = 0;
   // Vectors unmasked with their pending bit set, to deliver from the bit, in unmask order. Each

@@ -24,6 +24,22 @@ struct Register {
   uint64_t value;
 };
 
+// A declared register (or register array) resolved once by name, for a block's hot path: an
+// access is an index, not a name lookup. Valid for the file's life (its registers never move).
+class RegisterRef {
+ public:
+  RegisterRef() = default;
+  RegisterRef(Register* first, uint32_t count) : first_(first), count_(count) {}
+  Register& operator[](uint32_t index) const { return first_[index]; }
+  uint64_t value(uint32_t index = 0) const { return first_[index].value; }
+  void set(uint64_t v, uint32_t index = 0) const { first_[index].value = v; }
+  uint32_t count() const { return count_; }
+
+ private:
+  Register* first_ = nullptr;
+  uint32_t count_ = 0;
+};
+
 class RegisterFile {
  public:
   using WriteHook = std::function<void(Register&, uint64_t new_value)>;
@@ -41,6 +57,8 @@ class RegisterFile {
   Register& at(const char* name, uint32_t index = 0);
   const Register& at(const char* name, uint32_t index = 0) const;
   uint64_t value(const char* name, uint32_t index = 0) const { return at(name, index).value; }
+  // The register (array) `name`, resolved now (an undeclared name throws, as at() does).
+  RegisterRef ref(const char* name) { return RegisterRef(&at(name), regs_[first_of(name)].spec->count); }
   void set(const char* name, uint64_t v, uint32_t index = 0) { at(name, index).value = v; }
   uint64_t error_count() const { return errors_; }
   const std::vector<Register>& registers() const { return regs_; }
