@@ -142,9 +142,13 @@ class Reader {
   }
 
  private:
+  // A bound as a user wrote it: whole numbers in full (2147483647, not 2.14748e+09).
   static std::string fmt(double v) {
     std::ostringstream s;
-    s << v;
+    if (v == std::floor(v) && std::fabs(v) < 1e18)
+      s << static_cast<long long>(v);
+    else
+      s << v;
     return s.str();
   }
   static std::string fmt_range(const std::string& v, double lo, double hi) {

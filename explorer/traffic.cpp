@@ -118,36 +118,43 @@ class TrafficRun {
   TrafficResult run() {
     bool setup_ok = true;
     double wall_s = 0;
-    sys_.run(
-        [&] {
-          try {
-            setup();
-            const auto wall0 = std::chrono::steady_clock::now();
-            start_ = sc_core::sc_time_stamp();
-            measure_from_ = start_ + sc_time(o_.warmup_us, sc_core::SC_US);
-            end_ = start_ + sc_time(o_.duration_us, sc_core::SC_US);
-            sc_core::sc_spawn([this] { measure(); }, "measure");
-            int first = 0;
-            for (size_t g = 0; g < groups_.size(); ++g) {
-              sc_core::sc_spawn(
-                  [this, g, first] {
-                    run_arrivals(groups_[g], int(g), first, o_.seed, start_, end_,
-                                 [this](int q, uint8_t op, uint32_t size) { arrive(q, op, size); });
-                  },
-                  ("arrivals_" + std::to_string(g)).c_str());
-              first += groups_[g].qps;
+    // Simulated time allowed: the workload, its drain, and a second for boot and set-up.
+    const sc_time limit = sc_time(o_.duration_us, sc_core::SC_US) + drain_budget() + sc_time(1, sc_core::SC_SEC);
+    try {
+      sys_.run(
+          [&] {
+            try {
+              setup();
+              const auto wall0 = std::chrono::steady_clock::now();
+              start_ = sc_core::sc_time_stamp();
+              measure_from_ = start_ + sc_time(o_.warmup_us, sc_core::SC_US);
+              end_ = start_ + sc_time(o_.duration_us, sc_core::SC_US);
+              sc_core::sc_spawn([this] { measure(); }, "measure");
+              int first = 0;
+              for (size_t g = 0; g < groups_.size(); ++g) {
+                sc_core::sc_spawn(
+                    [this, g, first] {
+                      run_arrivals(groups_[g], int(g), first, o_.seed, start_, end_,
+                                   [this](int q, uint8_t op, uint32_t size) { arrive(q, op, size); });
+                    },
+                    ("arrivals_" + std::to_string(g)).c_str());
+                first += groups_[g].qps;
+              }
+              sc_core::wait(end_ - sc_core::sc_time_stamp());
+              drain();
+              stop_ = sc_core::sc_time_stamp();
+              for (int h = 0; h < 2; ++h) last_[h] = take_snapshot(*h_[h], cqs_[h]);
+              wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+            } catch (const std::exception& e) {
+              std::fprintf(stderr, "vhca-sim: %s\n", e.what());
+              setup_ok = false;
             }
-            sc_core::wait(end_ - sc_core::sc_time_stamp());
-            drain();
-            stop_ = sc_core::sc_time_stamp();
-            for (int h = 0; h < 2; ++h) last_[h] = take_snapshot(*h_[h], cqs_[h]);
-            wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-          } catch (const std::exception& e) {
-            std::fprintf(stderr, "vhca-sim: %s\n", e.what());
-            setup_ok = false;
-          }
-        },
-        sc_time(o_.duration_us + 200000, sc_core::SC_US));
+          },
+          limit);
+    } catch (const std::runtime_error& e) {  // the run did not end (time limit, livelock, wall clock)
+      std::fprintf(stderr, "vhca-sim: the run did not finish: %s\n", e.what());
+      setup_ok = false;
+    }
     TrafficResult r = result();
     r.ok = r.ok && setup_ok;
     r.wall_s = wall_s;
@@ -185,6 +192,7 @@ class TrafficRun {
     cfg.hca.clock_mhz = o.hca_clock_mhz;
     cfg.hca.transport = o.transport;  // the LID is the node's (System assigns it)
     cfg.ib.seed = o.seed;
+    cfg.wall_limit_s = o.wall_limit_s;
     if (o.fault_flip_payload) cfg.ib.faults.push_back(LinkFault{LinkFault::Kind::flip_payload, 0, 100});
     if (o.rtl) {
       cfg.hca.cq.num_cqs = RtlCqWriter::kRtlNumCqs;
@@ -223,8 +231,7 @@ class TrafficRun {
     recv_buf_ = fb::reg_buffer(*pd_[1], bytes);
     write_buf_ = fb::reg_buffer(*pd_[1], bytes);
     read_src_ = fb::reg_buffer(*pd_[1], bytes);
-    fb::RcParams rc;
-    rc.path_mtu = o_.path_mtu;
+    const fb::RcParams rc = rc_params();
     for (int q = 0; q < qps(); ++q) {
       if (workload_of(q).inject_cqes) {  // its arrivals are completions: no QP carries them
         qp_[0].push_back(nullptr);
@@ -421,11 +428,44 @@ class TrafficRun {
     if (at > sc_core::sc_time_stamp()) sc_core::wait(at - sc_core::sc_time_stamp());
   }
 
-  void drain() {
+  // One round trip at the configured latencies: the IB link both ways, PCIe to and from each HCA,
+  // interrupt delivery and the slowest polling context.
+  sc_time round_trip() const {
+    const sc_time poll = std::max({o_.cpu.softirq_latency, o_.cpu.workqueue_latency, o_.cpu.thread_latency});
+    return 2 * o_.link.latency + 4 * o_.pcie.latency + o_.cpu.irq_delivery + poll;
+  }
+
+  // The QPs' connection parameters. The local ACK timeout (4.096 us x 2^timeout) is the usual 14
+  // (67 ms), raised when the link is slow enough that four round trips would not fit in it:
+  // a timeout shorter than the round trip retransmits every packet and fails every QP.
+  fb::RcParams rc_params() const {
+    fb::RcParams rc;
+    rc.path_mtu = o_.path_mtu;
+    const double need_us = 4 * round_trip().to_seconds() * 1e6;
+    while (rc.timeout < 31 && 4.096 * double(uint64_t(1) << rc.timeout) < need_us) ++rc.timeout;
+    return rc;
+  }
+
+  // How long the traffic may take to finish once the arrivals stop: a base of 2 ms, the longest
+  // moderation period, twenty round trips at the configured latencies (the IB link both ways,
+  // PCIe to and from each HCA, interrupt delivery, the slowest polling context: a ping-pong, a
+  // READ, a re-arm and its poll), and, when packets may be lost or damaged, every retransmission
+  // a QP is allowed (retry_cnt + 1 local ACK timeouts). Latencies anywhere in their documented
+  // ranges then leave room for the last messages instead of failing the run.
+  sc_time drain_budget() const {
     uint16_t longest_period = 0;
     for (int h = 0; h < 2; ++h)
       for (int c = 0; c < o_.cqs; ++c) longest_period = std::max(longest_period, o_.moderation_of(h, c).mod.period_us);
-    const sc_time limit = sc_core::sc_time_stamp() + sc_time(longest_period + 2000, sc_core::SC_US);
+    sc_time budget = sc_time(2000 + longest_period, sc_core::SC_US) + 20 * round_trip();
+    if (o_.link.loss_rate > 0 || !o_.link.faults.empty() || o_.fault_flip_payload) {
+      const fb::RcParams rc = rc_params();
+      budget += double(rc.retry_cnt + 1) * sc_time(4.096 * double(uint64_t(1) << rc.timeout), sc_core::SC_US);
+    }
+    return budget;
+  }
+
+  void drain() {
+    const sc_time limit = sc_core::sc_time_stamp() + drain_budget();
     auto expected_recvs = [&] { return r_.posted - one_sided_ + pings_; };
     while ((r_.completed < r_.posted || r_.recvs < expected_recvs()) && sc_core::sc_time_stamp() < limit)
       sc_core::wait(sc_time(10, sc_core::SC_US));

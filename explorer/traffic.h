@@ -106,6 +106,7 @@ struct TrafficOptions {
   std::string vcd_path;             // write a VCD of the chosen signals here
   std::vector<std::string> vcd_signals;  // glob patterns (`*`, `?`) over signal names; empty: all
   bool queues = false;              // report every queue between blocks: depth, high-water, producers
+  double wall_limit_s = 0;          // give up after this much wall-clock time (0: no limit)
 
   // The groups as run: `groups`, or one group "all" of `qps` QPs doing `workload`.
   std::vector<QpGroup> effective_groups() const;

@@ -1,11 +1,57 @@
 #include "sim/system.h"
 
+#include <signal.h>
+#include <sys/time.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <exception>
 #include <stdexcept>
 #include <string>
 
 namespace vhca {
 namespace {
+
+// A wall-clock tick while System::run is simulating: SIGALRM once a second sets a flag and pauses
+// the kernel after its current delta cycle (sc_pause only sets the kernel's pause flag), so that
+// run() can look at the clock and at simulated time even when a delta-cycle livelock would never
+// hand control back. A paused simulation resumes exactly where it stopped.
+volatile std::sig_atomic_t g_wall_tick = 0;
+extern "C" void on_wall_tick(int) {
+  g_wall_tick = 1;
+  sc_core::sc_pause();
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+class WallTicker {
+ public:
+  WallTicker() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_wall_tick;
+    sa.sa_flags = SA_RESTART;  // a tick never fails a write the model is doing
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old_action_);
+    itimerval every_second = {{1, 0}, {1, 0}};
+    setitimer(ITIMER_REAL, &every_second, &old_timer_);
+  }
+  ~WallTicker() {
+    setitimer(ITIMER_REAL, &old_timer_, nullptr);
+    sigaction(SIGALRM, &old_action_, nullptr);
+    g_wall_tick = 0;
+  }
+  WallTicker(const WallTicker&) = delete;
+  WallTicker& operator=(const WallTicker&) = delete;
+
+ private:
+  struct sigaction old_action_ = {};
+  itimerval old_timer_ = {};
+};
 
 HcaConfig hca_config_for(const SystemConfig& c, uint32_t index) {
   HcaConfig h = c.hca;
@@ -85,12 +131,33 @@ void System::run(std::function<void()> body, sc_core::sc_time limit) {
     return std::runtime_error("simulated time limit reached before the body finished: " + limit.to_string() +
                               " from " + start.to_string() + detail);
   };
+  WallTicker ticker;
+  const auto wall0 = std::chrono::steady_clock::now();
+  sc_core::sc_time tick_time = sc_core::sc_time_stamp();
+  int still_ticks = 0;  // wall-clock ticks in a row at one simulated instant, with deltas running
+  uint64_t tick_deltas = sc_core::sc_delta_count();
   while (!done) {
     // SC_EXIT_ON_STARVATION returns when no event is left before `end` without moving time to
     // it, so each outcome is told apart here; none may start the loop over unchanged.
     sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
     if (done) break;
     const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (g_wall_tick) {  // paused by the wall-clock tick: look, then go on
+      g_wall_tick = 0;
+      const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+      if (cfg.wall_limit_s > 0 && wall_s >= cfg.wall_limit_s)
+        throw std::runtime_error("wall-clock limit of " + seconds(cfg.wall_limit_s) + " s reached at simulated time " +
+                                 now.to_string() + " (started at " + start.to_string() + ")");
+      const uint64_t deltas = sc_core::sc_delta_count();
+      still_ticks = now == tick_time && deltas != tick_deltas ? still_ticks + 1 : 0;
+      if (still_ticks >= 2)
+        throw std::runtime_error("simulated time stopped advancing at " + now.to_string() + ": " +
+                                 std::to_string(deltas - tick_deltas) + " delta cycles in " + std::to_string(still_ticks) +
+                                 " s of wall time without moving it (a process notifying itself without delay?)");
+      if (still_ticks == 0) tick_deltas = deltas;
+      tick_time = now;
+      if (now < end) continue;
+    }
     if (now >= end) throw limit_reached("");
     if (!sc_core::sc_pending_activity())
       throw std::runtime_error("simulation starved at " + now.to_string() +

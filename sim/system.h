@@ -27,6 +27,9 @@ struct SystemConfig {
   DriverConfig driver;
   uint32_t hosts = 1;  // 1: the HCA's port is looped back; 2: two hosts, their HCAs on one IB link
   IbLinkConfig ib;
+  // System::run gives up after this much wall-clock time (seconds; 0: no limit), with a message
+  // naming the simulated time reached.
+  double wall_limit_s = 0;
 };
 
 // One host and its HCA. The HCA of node i has LID i + 1 unless the configuration sets one.
@@ -47,9 +50,12 @@ class System {
  public:
   explicit System(const SystemConfig& cfg = {});
 
-  // Runs `body` in a new SC_THREAD and advances the simulation until it returns. Throws if the
-  // simulation starves (no more events) or `limit` of simulated time passes first, and rethrows
-  // anything `body` threw (a failed test assertion).
+  // Runs `body` in a new SC_THREAD and advances the simulation until it returns. Throws (a
+  // std::runtime_error saying which, and the simulated time) if the simulation starves (no more
+  // events), if `limit` of simulated time passes first, if simulated time stops advancing (a
+  // process notifying itself without delay: delta cycles for two seconds of wall time at one
+  // instant), or if cfg.wall_limit_s of wall-clock time passes; rethrows anything `body` threw
+  // (a failed test assertion).
   void run(std::function<void()> body, sc_core::sc_time limit = sc_core::sc_time(1, sc_core::SC_SEC));
 
   // Wait in the calling thread until the edge of `cycle` (a device core-clock cycle).

@@ -47,3 +47,38 @@ TEST_CASE("System::run stops at its time limit with a message, even when the nex
                               sc_core::sc_time(1, sc_core::SC_MS)),
                     Catch::Contains("simulated time limit"));
 }
+
+// Issue 14, item 2: a delta-cycle livelock (a process that notifies itself with no delay, so
+// simulated time never moves) ends with a message naming the instant, instead of hanging.
+TEST_CASE("System::run stops when simulated time stops advancing (a delta-cycle livelock), naming the instant") {
+  CHECK_THROWS_WITH(sys().run([] {
+    auto* ev = new sc_core::sc_event("livelock");  // lives as long as the simulation
+    sc_core::sc_spawn_options o;
+    o.spawn_method();
+    o.set_sensitivity(ev);
+    o.dont_initialize();
+    sc_core::sc_spawn([ev] { ev->notify(sc_core::SC_ZERO_TIME); }, "spinner", &o);
+    sc_core::wait(sc_core::sc_time(1, sc_core::SC_US));
+    ev->notify(sc_core::SC_ZERO_TIME);
+    sc_core::wait(sc_core::sc_time(1, sc_core::SC_MS));
+  }),
+                    Catch::Contains("simulated time stopped advancing at 1 us"));
+}
+
+// A wall-clock guard: a run that would take long stops after the configured wall time.
+TEST_CASE("System::run stops at its wall-clock limit with the simulated time reached") {
+  sys().cfg.wall_limit_s = 1;
+  CHECK_THROWS_WITH(sys().run([] {
+    // A method woken every nanosecond of a ten-second run: far more than a second of wall time.
+    auto* ev = new sc_core::sc_event("tick");
+    sc_core::sc_spawn_options o;
+    o.spawn_method();
+    o.set_sensitivity(ev);
+    o.dont_initialize();
+    sc_core::sc_spawn([ev] { ev->notify(sc_core::sc_time(1, sc_core::SC_NS)); }, "ticker", &o);
+    ev->notify(sc_core::SC_ZERO_TIME);
+    sc_core::wait(sc_core::sc_time(10, sc_core::SC_SEC));
+  }, sc_core::sc_time(20, sc_core::SC_SEC)),
+                    Catch::Contains("wall-clock limit of 1"));
+  sys().cfg.wall_limit_s = 0;
+}

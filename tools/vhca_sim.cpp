@@ -34,21 +34,23 @@ struct Options {
   uint64_t seed = 1;
   bool quiet = false;
   bool rtl = false;  // the Verilated RTL CQ writer inside the HCA
+  double wall_limit_s = 0;
 };
 
 const char* const kUsage =
                "usage: vhca-sim [traffic] [--qps N] [--cqs N] [--vectors N] [--msg-size BYTES] [--write-fraction F]\n"
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
                "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
-               "                [--fault flip-payload] [--queues] [--log CATS]\n"
+               "                [--fault flip-payload] [--queues] [--log CATS] [--wall-limit SECONDS]\n"
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
                "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--queues] [--log CATS]\n"
+               "                [--wall-limit SECONDS]\n"
                "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
                "                [--out DIR] [--latency COLUMN] [--emit-jobs] [--collect]\n"
                "                (KEY: count, period, mode, policy or a dotted key, list items as name[k])\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
-               "                [--seed S] [--rtl] [--log CATEGORIES] [--quiet]\n"
+               "                [--seed S] [--rtl] [--log CATEGORIES] [--quiet] [--wall-limit SECONDS]\n"
                "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n";
 
 // Bad input: the reason, then the usage; exit 2 (README: exit codes).
@@ -137,6 +139,7 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     else if (a == "--help" || a == "-h") help();
     else if (a == "--queues") o.queues = true;
     else if (a == "--log") vhca::log::enable(w.value());
+    else if (a == "--wall-limit") o.wall_limit_s = w.number(0.001, 1e7);
     else usage("traffic: unknown option " + a);
   }
   return o;
@@ -161,6 +164,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--log") vhca::log::enable(w.value());
     else if (a == "--mode") o.mode = w.mode();
     else if (a == "--context") o.context = w.context();
+    else if (a == "--wall-limit") o.wall_limit_s = w.number(0.001, 1e7);
     else usage("inject: unknown option " + a);
   }
   return o;
@@ -258,6 +262,7 @@ int run_scenario_command(int argc, char** argv) {
   std::vector<std::string> sets;
   std::string json, csv, trace, record, vcd, signals;
   bool queues = false;
+  double wall_limit_s = 0;
   for (ArgWalker w{argc, argv, 3, {}}; w.i < argc; ++w.i) {
     w.a = argv[w.i];
     if (w.a == "--help" || w.a == "-h") help();
@@ -270,6 +275,7 @@ int run_scenario_command(int argc, char** argv) {
     else if (w.a == "--vcd") vcd = w.value();
     else if (w.a == "--signals") signals = w.value();
     else if (w.a == "--log") vhca::log::enable(w.value());
+    else if (w.a == "--wall-limit") wall_limit_s = w.number(0.001, 1e7);
     else usage("run: unknown option " + w.a);
   }
   vhca::TrafficOptions o;
@@ -283,6 +289,7 @@ int run_scenario_command(int argc, char** argv) {
   o.record_path = record;
   o.vcd_path = vcd;
   o.queues = queues;
+  o.wall_limit_s = wall_limit_s;
   if (!signals.empty() && vcd.empty()) usage("run: --signals chooses what --vcd FILE dumps; give --vcd too");
   for (size_t from = 0; !signals.empty();) {
     const size_t comma = signals.find(',', from);
@@ -341,6 +348,7 @@ int run_inject(int argc, char** argv) {
   o.workload.arrival = vhca::Arrival::poisson;
   o.workload.rate_kmsg = opt.rate_mcqe * 1000;
   o.workload.inject_cqes = true;
+  o.wall_limit_s = opt.wall_limit_s;
   const vhca::TrafficResult r = vhca::run_traffic(o);
   if (!opt.quiet) vhca::print_summary(o, r);
   return r.ok ? 0 : 1;
