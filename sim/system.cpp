@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -131,7 +132,8 @@ void System::run(std::function<void()> body, sc_core::sc_time limit) {
     return std::runtime_error("simulated time limit reached before the body finished: " + limit.to_string() +
                               " from " + start.to_string() + detail);
   };
-  WallTicker ticker;
+  std::optional<WallTicker> ticker;
+  if (cfg.wall_clock_watch) ticker.emplace();
   const auto wall0 = std::chrono::steady_clock::now();
   sc_core::sc_time tick_time = sc_core::sc_time_stamp();
   int still_ticks = 0;  // wall-clock ticks in a row at one simulated instant, with deltas running

@@ -30,6 +30,10 @@ struct SystemConfig {
   // System::run gives up after this much wall-clock time (seconds; 0: no limit), with a message
   // naming the simulated time reached.
   double wall_limit_s = 0;
+  // The wall-clock tick behind the livelock check and wall_limit_s (once a second, between delta
+  // cycles). vhca-bench turns it off: a pause at a wall-clock moment would add a few instructions
+  // at a different point on each run, and its counts must repeat exactly.
+  bool wall_clock_watch = true;
 };
 
 // One host and its HCA. The HCA of node i has LID i + 1 unless the configuration sets one.

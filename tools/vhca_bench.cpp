@@ -154,7 +154,9 @@ int run_phases(const Options& opt, Report& rep) {
   const double rss0 = rss_mib();
   const auto t_build = std::chrono::steady_clock::now();
   Floor floor("floor");
-  vhca::System sys;
+  vhca::SystemConfig cfg;
+  cfg.wall_clock_watch = false;  // instruction counts repeat exactly (sim/system.h)
+  vhca::System sys(cfg);
   rep.startup_s = seconds_since(t_build);
   rep.startup_mib = rss_mib() - rss0;
   rep.num_cqs = sys.hca.cq.config().num_cqs;
