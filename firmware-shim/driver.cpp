@@ -168,6 +168,7 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
     }
     cmd_timeout_.arm(start + interval * double(poll_at_or_after(deadline)));
     sc_core::wait(cmd_reply_ | cmd_timeout_.events());
+    cmd_timeout_.fired();
     const uint64_t poll = std::max(polls + 1, poll_at_or_after(sc_core::sc_time_stamp()));
     const sc_core::sc_time poll_time = start + interval * double(poll);
     if (poll_time > sc_core::sc_time_stamp()) sc_core::wait(poll_time - sc_core::sc_time_stamp());

@@ -1,4 +1,5 @@
 #include "testbench/test_support.h"
+#include "model/common/earliest_timer.h"
 
 namespace vhca::test {
 void configure(SystemConfig&) {}
@@ -187,6 +188,42 @@ TEST_CASE("TLM non-blocking DMA reads: the callback runs on the edge a blocking 
     sys().wait_cycle(sys().cycle() + 400);
     CHECK(bad_done);
     CHECK_FALSE(bad_ok);
+  });
+}
+
+TEST_CASE("EarliestTimer: a deadline armed while a notification for this instant is pending is not lost") {
+  sys().run([] {
+    // The ActionQueue pattern: a waiter runs what is due and arms the timer for the next deadline.
+    struct Waiter {
+      EarliestTimer timer;
+      std::vector<sc_core::sc_time> due, ran;
+      void run() {
+        timer.fired();
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        while (!due.empty() && due.front() <= now) {
+          ran.push_back(now);
+          due.erase(due.begin());
+        }
+        if (!due.empty()) timer.arm(due.front());
+      }
+    };
+    auto* w = new Waiter;  // lives as long as the simulation
+    sc_core::sc_spawn_options o;
+    o.spawn_method();
+    o.dont_initialize();
+    o.set_sensitivity(&w->timer.near_event());
+    o.set_sensitivity(&w->timer.far_event());
+    sc_core::sc_spawn([w] { w->run(); }, "timer_waiter", &o);
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    const sc_core::sc_time later = t0 + sc_core::sc_time(5, sc_core::SC_NS);
+    // A deadline now (a delta notification), then, before it fires, one 5 ns later.
+    w->due = {t0, later};
+    w->timer.arm(t0);
+    w->timer.arm(later);
+    sc_core::wait(sc_core::sc_time(1, sc_core::SC_US));
+    // Before the fix the second arm() took the pending delta notification for fired, its timed
+    // notify was ignored by SystemC, and the 5 ns deadline never ran.
+    CHECK(w->ran == std::vector<sc_core::sc_time>{t0, later});
   });
 }
 

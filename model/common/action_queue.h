@@ -43,6 +43,7 @@ class ActionQueue : public sc_core::sc_module {
   };
 
   void run_due() {
+    timer_.fired();
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     while (!queue_.empty() && queue_.top().at <= now) {
       Action a = std::move(queue_.top().action);

@@ -6,7 +6,9 @@
 // of two events by distance: within `horizon` on the near event, beyond it on the far event. A
 // near deadline never cancels a far notification (a retransmit timeout tens of milliseconds out
 // survives thousands of ACK delays), and a cancelled near one leaves the queue within the horizon.
-// A waiter is sensitive to both events.
+// A waiter is sensitive to both events and calls fired() when it wakes: only the waiter knows a
+// notification at the present instant has fired (a delta notification made at this instant may
+// still be pending, and a timed notify on its event would be ignored: the wake-up would be lost).
 #pragma once
 #include <systemc>
 
@@ -21,12 +23,18 @@ class EarliestTimer {
 
   void arm(const sc_core::sc_time& at) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
-    if (near_.at <= now) near_.at = sc_core::sc_max_time();  // fired
-    if (far_.at <= now) far_.at = sc_core::sc_max_time();
-    if (at >= near_.at || at >= far_.at) return;  // an earlier wake-up is pending
+    if (near_.at < now) near_.at = sc_core::sc_max_time();  // fired (the waiter may not have said)
+    if (far_.at < now) far_.at = sc_core::sc_max_time();
+    if (at >= near_.at || at >= far_.at) return;  // an earlier wake-up is pending (or one at this instant)
     Pending& p = at - now <= horizon_ ? near_ : far_;
     p.at = at;
     p.event.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);
+  }
+  // The waiter woke: what was due by now has fired.
+  void fired() {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (near_.at <= now) near_.at = sc_core::sc_max_time();
+    if (far_.at <= now) far_.at = sc_core::sc_max_time();
   }
   const sc_core::sc_event& near_event() const { return near_.event; }
   const sc_core::sc_event& far_event() const { return far_.event; }

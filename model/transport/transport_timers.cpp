@@ -27,6 +27,7 @@ void TransportTimers::reset() {
 }
 
 void TransportTimers::fire() {
+  timer_.fired();
   const uint64_t now = clock_.now();
   std::vector<Deadline> due;
   while (!deadlines_.empty() && deadlines_.top().at <= now) {
