@@ -12,10 +12,12 @@ class SimClock {
   double mhz() const { return mhz_; }
   sc_core::sc_time period() const { return period_; }
   // The current cycle: the number of whole periods elapsed (an edge counts as its own cycle).
-  uint64_t now() const;
+  uint64_t now() const { return stamp() / period_.value(); }
   // Absolute time of a cycle's edge.
   // In whole time-resolution units (integer arithmetic: exact, and cheaper than sc_time * double).
   sc_core::sc_time at(uint64_t cycle) const { return sc_core::sc_time::from_value(period_.value() * cycle); }
+  // Whether now is a clock edge (an integer test: no sc_time is built).
+  bool on_edge() const { return stamp() % period_.value() == 0; }
   // The first edge at or after t.
   uint64_t cycle_at_or_after(const sc_core::sc_time& t) const;
   // Delay from now until the edge of `cycle` (zero if that edge is now or past).
@@ -23,6 +25,10 @@ class SimClock {
   uint64_t cycles_from_ns(double ns) const;
 
  private:
+  // Simulated time in resolution units, read inline (the blocks ask for the cycle many times per
+  // action; sc_time_stamp() is a call into the library).
+  static uint64_t stamp() { return sc_core::sc_get_curr_simcontext()->time_stamp().value(); }
+
   double mhz_;
   sc_core::sc_time period_;
 };

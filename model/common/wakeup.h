@@ -19,7 +19,7 @@ class Wakeup {
     uint64_t now = clock_.now();
     if (cycle < now) cycle = now;
     // sc_event keeps the earliest pending notification, which is what we want.
-    if (cycle == now && clock_.at(now) == sc_core::sc_time_stamp())
+    if (cycle == now && clock_.on_edge())
       event_.notify(sc_core::SC_ZERO_TIME);
     else
       event_.notify(clock_.until(cycle == now ? now + 1 : cycle));
@@ -28,7 +28,7 @@ class Wakeup {
   // rescheduled for the next cycle).
   bool begin_cycle() {
     uint64_t now = clock_.now();
-    if (clock_.at(now) != sc_core::sc_time_stamp()) {  // off-edge activation: move to next edge
+    if (!clock_.on_edge()) {  // off-edge activation: move to next edge
       wake(now + 1);
       return false;
     }

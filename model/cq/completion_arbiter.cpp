@@ -45,7 +45,7 @@ void CompletionArbiter::reset() {
 
 void CompletionArbiter::step() {
   const uint64_t now = clock_.now();
-  if (clock_.at(now) != sc_core::sc_time_stamp()) {  // off the edge: act on the next one
+  if (!clock_.on_edge()) {  // off the edge: act on the next one
     wakeup_.wake(now + 1);
     return;
   }

@@ -143,7 +143,7 @@ bool DmaEngine::read_now(uint64_t addr, uint8_t* out, uint32_t len, bool fence) 
 void DmaEngine::serve_channel() {
   if (channel_busy_) return;
   const uint64_t now = clock_.now();
-  if (clock_.at(now) != sc_core::sc_time_stamp()) {
+  if (!clock_.on_edge()) {
     channel_wakeup_.wake(now + 1);
     return;
   }

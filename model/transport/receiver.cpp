@@ -43,7 +43,7 @@ void Receiver::arrive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
 // On an edge: finish the check of the current packet, or take the next one.
 void Receiver::step() {
   const uint64_t now = clock_.now();
-  if (clock_.at(now) != sc_core::sc_time_stamp()) {
+  if (!clock_.on_edge()) {
     wakeup_.wake(now + 1);
     return;
   }

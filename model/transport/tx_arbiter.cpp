@@ -27,7 +27,7 @@ TxArbiter::TxArbiter(const sc_core::sc_module_name& name, const SimClock& clock,
 
 void TxArbiter::step() {
   const uint64_t now = clock_.now();
-  if (clock_.at(now) != sc_core::sc_time_stamp()) {
+  if (!clock_.on_edge()) {
     wakeup_.wake(now + 1);
     return;
   }

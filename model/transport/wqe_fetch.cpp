@@ -64,7 +64,7 @@ void WqeFetch::enter_error(uint32_t qpn, QpState state) {
 
 void WqeFetch::step() {
   const uint64_t now = clock_.now();
-  if (clock_.at(now) != sc_core::sc_time_stamp()) {
+  if (!clock_.on_edge()) {
     wakeup_.wake(now + 1);
     return;
   }
