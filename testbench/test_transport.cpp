@@ -322,11 +322,11 @@ TEST_CASE("[S18] RC SEND path, exact cycles: doorbell, WQE read, payload read, p
     const uint64_t d = (doorbell_issued + ps(pcie.wire_time(8 + pcie.config().request_overhead)) +
                         ps(pcie.config().latency)) / kPeriodPs + 1;
     CHECK(doorbell == d);
-    // The control thread reads the 128-byte WQE; the transmit thread reads the 64-byte payload,
+    // The WQE fetch reads the 128-byte WQE; the transmit arbiter reads the 64-byte payload,
     // builds the packet (tx_packet_cycles) and puts it on the idle wire on that edge.
     const uint64_t p = d + read_cycles(sqwqe::kSize) + read_cycles(64) + tc.tx_packet_cycles;
     CHECK(sent == p);
-    // The packet crosses the IB link (serialization + latency); the receive thread takes it on the
+    // The packet crosses the IB link (serialization + latency); the receiver takes it on the
     // next edge, checks it (rx_packet_cycles), reads the RQ doorbell record (4 bytes) and the one
     // receive WQE (64 bytes), queues the data write and hands over the completion: the RECV CQE is
     // written one cycle later.

@@ -5,7 +5,7 @@
 //
 // It is a multiplexer, not a register stage: a record offered on cycle c enters s_cpl on c when
 // there is room, and so is visible to the CQ writer on c+1, as if the producer had pushed into
-// s_cpl itself. The transport's side is a finite queue (transport_depth): a transport thread
+// s_cpl itself. The transport's side is a finite queue (transport_depth): a transport outbox
 // whose completion finds it full is held until a record leaves (backpressure from the CQ writer
 // back to the transport: a writer that holds its intake for a consumer-index refresh or a resize,
 // or a flush of a whole ring, stalls the transport instead of growing a queue).
