@@ -26,7 +26,7 @@ uint64_t HostMemory::allocate(uint64_t len, uint64_t align) {
 
 void HostMemory::map(uint64_t addr, uint64_t len) {
   for (uint64_t p = addr / kPageSize; p <= (addr + std::max<uint64_t>(len, 1) - 1) / kPageSize; ++p)
-    if (!pages_.count(p)) pages_[p] = std::make_unique<Page>(Page{});
+    if (auto [it, fresh] = pages_.try_emplace(p); fresh) it->second = std::make_unique<Page>();  // zeroed once
 }
 
 void HostMemory::unmap(uint64_t addr, uint64_t len) {
