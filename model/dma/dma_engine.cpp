@@ -53,7 +53,7 @@ void DmaEngine::write_step() {
     socket->b_transport(tx, delay);
     tx.clear_extension(&tag);
     ++writes_;
-    write_issued_.notify(sc_core::SC_ZERO_TIME);
+    if (fence_waiters_) write_issued_.notify(sc_core::SC_ZERO_TIME);  // only a waiting thread needs it
     release_fenced_reads();
     log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
   }
@@ -183,7 +183,9 @@ void DmaEngine::channel_done() {
 
 void DmaEngine::fence_writes() {
   const uint64_t fence = writes_ + s_write->size();
+  ++fence_waiters_;
   while (writes_ < fence) sc_core::wait(write_issued_);
+  --fence_waiters_;
 }
 
 bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {

@@ -105,6 +105,7 @@ class DmaEngine : public sc_core::sc_module {
   std::optional<CiResponse> ci_held_;  // a refresh answer waiting for room in m_ci_rsp
   sc_core::sc_event write_space_;  // the write queue stopped being full
   sc_core::sc_event write_issued_;  // a write left for the link (fences wait for it)
+  uint32_t fence_waiters_ = 0;      // threads waiting on write_issued_
   std::deque<FirmwareRead*> firmware_reads_;
   uint64_t writes_ = 0, reads_ = 0, read_errors_ = 0, credit_stalls_ = 0;
 };
