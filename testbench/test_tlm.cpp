@@ -139,10 +139,10 @@ TEST_CASE("TLM non-blocking DMA reads: the callback runs on the edge a blocking 
     const uint64_t addr = sys().memory.allocate(4096);
     sys().wait_cycle(5);
     DmaEngine& dma = sys().hca.dma;
-    // A blocking read of 64 bytes, issued on an edge, measured in cycles.
+    // A blocking read of 64 bytes (the firmware's), issued on an edge, measured in cycles.
     uint8_t buf[64];
     const uint64_t c0 = sys().cycle();
-    REQUIRE(dma.read_now(addr, buf, 64, false));
+    REQUIRE(dma.read_blocking(addr, buf, 64));
     const uint64_t blocking = sys().cycle() - c0;
     // 24 B request (762 ps) + 200 ns + 120 ns + (64 + 20) B completion (2667 ps) + 200 ns = 523.4 ns:
     // usable from the next edge, cycle 262.

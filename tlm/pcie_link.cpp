@@ -151,10 +151,8 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
   }
   // Non-posted read, from a thread: the stages below, waited for.
   sc_core::sc_event done;
-  bool finished = false;
-  start_read(tx, dir, &done, &finished);
+  start_read(tx, dir, &done);
   sc_core::wait(done);  // notified once, for the completion's arrival
-  sc_assert(finished);
 }
 
 // Upstream reads without a thread: accepted at once (END_REQ), answered with BEGIN_RESP on the
@@ -166,9 +164,9 @@ tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::
     return tlm::TLM_COMPLETED;
   }
   if (delay == sc_core::SC_ZERO_TIME)
-    start_read(tx, 0, nullptr, nullptr);
+    start_read(tx, 0, nullptr);
   else
-    actions_.at(sc_core::sc_time_stamp() + delay, [this, &tx] { start_read(tx, 0, nullptr, nullptr); });
+    actions_.at(sc_core::sc_time_stamp() + delay, [this, &tx] { start_read(tx, 0, nullptr); });
   phase = tlm::END_REQ;
   delay = sc_core::SC_ZERO_TIME;
   return tlm::TLM_UPDATED;
@@ -176,7 +174,7 @@ tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::
 
 // Request TLPs (header only, one per MRRS chunk) go out in the read's direction, each once a
 // non-posted header credit is free; reads waiting for credits take them in issue order.
-void PcieLink::start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_event* waiter, bool* finished) {
+void PcieLink::start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_event* waiter) {
   Read* r;
   if (free_reads_.empty()) {
     r = new Read;
@@ -186,7 +184,7 @@ void PcieLink::start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_eve
   }
   const uint64_t len = tx.get_data_length();
   *r = Read{&tx, dir, uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request)),
-            waiter, finished};
+            waiter};
   dir_[dir].credit_waits.push_back(r);
   take_read_credits(dir);
 }
@@ -245,7 +243,6 @@ void PcieLink::send_completion(Read* r) {
   const Read done = *r;
   free_reads_.emplace_back(r);
   if (done.waiter) {
-    *done.finished = true;  // looked at only when the thread wakes, at back_at
     done.waiter->notify(back_at - now);
     return;
   }

@@ -165,7 +165,6 @@ class PcieLink : public sc_core::sc_module {
     uint32_t requests_left = 0;  // request TLPs still waiting for a non-posted header credit
     // A blocking read's waiter (null: answer on the non-blocking backward path).
     sc_core::sc_event* waiter = nullptr;
-    bool* finished = nullptr;
   };
 
   struct Direction {
@@ -186,7 +185,7 @@ class PcieLink : public sc_core::sc_module {
   tlm::tlm_sync_enum up_nb_transport(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   // The stages of a read: credits for its request TLPs, the requests on the wire, the access at
   // the far side (after the posted writes that arrived no later), the completion back.
-  void start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_event* waiter, bool* finished);
+  void start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_event* waiter);
   void take_read_credits(int dir);
   void send_read_requests(Read* r);
   void read_at_far_side(Read* r);

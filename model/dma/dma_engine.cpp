@@ -128,18 +128,6 @@ void DmaEngine::finish_read(ReadSlot* slot) {
   done(ok);
 }
 
-bool DmaEngine::read_now(uint64_t addr, uint8_t* out, uint32_t len, bool fence) {
-  bool finished = false, ok = false;
-  sc_core::sc_event done;
-  read(addr, out, len, fence, [&](bool r) {
-    ok = r;
-    finished = true;
-    done.notify();  // the waiting thread runs on this edge
-  });
-  while (!finished) sc_core::wait(done);
-  return ok;
-}
-
 void DmaEngine::serve_channel() {
   if (channel_busy_) return;
   const uint64_t now = clock_.now();

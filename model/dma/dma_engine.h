@@ -52,8 +52,6 @@ class DmaEngine : public sc_core::sc_module {
   // read observes them (RDMA READ after WRITE, atomics). `out` must stay valid until done.
   using ReadDone = std::function<void(bool ok)>;
   void read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done);
-  // The same from an SC_THREAD that waits for it; returns on the cycle its data is usable.
-  bool read_now(uint64_t addr, uint8_t* out, uint32_t len, bool fence);
 
   uint64_t writes_issued() const { return writes_; }
   uint64_t reads_issued() const { return reads_; }

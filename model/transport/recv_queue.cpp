@@ -31,16 +31,11 @@ void RecvQueue::reset() {
   for (uint32_t q = 0; q < qps_.size(); ++q) reset_qp(q);
 }
 
-bool RecvQueue::ensure(uint32_t qpn, Done done) {
-  if (!qps_[qpn].wqes.empty()) {
-    done(true);
-    return true;
-  }
+void RecvQueue::ensure(uint32_t qpn, Done done) {
   const uint32_t gen = qps_[qpn].gen;
   fetch_more(qpn, [this, qpn, gen, done = std::move(done)](bool ok) {
     done(ok && qps_[qpn].gen == gen && !qps_[qpn].wqes.empty());
   });
-  return false;
 }
 
 void RecvQueue::fetch_more(uint32_t qpn, Done done) {

@@ -26,10 +26,10 @@ class RecvQueue : public sc_core::sc_module {
   void doorbell(uint32_t qpn, uint16_t pi) { qps_[qpn].pi = pi; }
   uint16_t taken(uint32_t qpn) const { return qps_[qpn].fetched; }
 
-  // A receive WQE is at the head: `done(true)` at once if one is cached, else after reading the
-  // doorbell record (when every known WQE is taken) and fetching; done(false) if there is none,
-  // a read failed or the QP was reset meanwhile. Returns true if done was called before returning.
-  bool ensure(uint32_t qpn, Done done);
+  // The cache is empty (has_wqe false): read the doorbell record if every known WQE is taken, fetch,
+  // then done(true) if a receive WQE is at the head; done(false) if there is none, a read failed
+  // or the QP was reset meanwhile. Always answers later, from the read's completion.
+  void ensure(uint32_t qpn, Done done);
   bool has_wqe(uint32_t qpn) const { return !qps_[qpn].wqes.empty(); }
   RecvWqe& front(uint32_t qpn) { return qps_[qpn].wqes.front(); }
   RecvWqe pop(uint32_t qpn);

@@ -8,7 +8,6 @@ namespace vhca {
 TransportEngine::TransportEngine(const sc_core::sc_module_name& name, const SimClock& clock,
                                  const TransportConfig& cfg, DmaEngine& dma, QpTables& tables)
     : sc_module(name),
-      clock_(clock),
       cfg_(cfg),
       tables_(tables),
       timers("timers", clock, tables.qps.size()),

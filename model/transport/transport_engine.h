@@ -44,7 +44,6 @@ class TransportEngine : public sc_core::sc_module {
   StreamOut<DeviceEvent> m_event{"m_event"};
 
  private:
-  const SimClock& clock_;
   TransportConfig cfg_;
   QpTables& tables_;
   TransportStats stats_;

@@ -49,15 +49,15 @@ void TxArbiter::run() {
     if (!requester_.settled()) return;  // held by a full DMA queue or completion input
     IbPacket ack;
     if (responder_.next_ack(ack)) {
-      start_send(ack, nullptr);
+      start_send(std::move(ack), nullptr);
       return;
     }
     if (!pending_.empty() && pending_.front()->ready) {
       std::unique_ptr<PendingTx> job = std::move(pending_.front());
       pending_.pop_front();
       if (job->response ? responder_.may_send(*job) : requester_.may_send(*job)) {
-        const IbPacket& p = job->packet;
-        start_send(p, std::move(job));
+        IbPacket p = std::move(job->packet);  // what follows the send needs the job, not its packet
+        start_send(std::move(p), std::move(job));
         return;
       }
       continue;
@@ -116,22 +116,20 @@ void TxArbiter::payload_read(PendingTx* job) {
 }
 
 // The packet's headers take tx_packet_cycles to build; it goes out on the first edge the wire is free.
-void TxArbiter::start_send(const IbPacket& p, std::unique_ptr<PendingTx> job) {
+void TxArbiter::start_send(IbPacket p, std::unique_ptr<PendingTx> job) {
   const sc_core::sc_time built = clock_.at(clock_.now() + cfg_.tx_packet_cycles);
   send_at_ = clock_.cycle_at_or_after(std::max(built, wire_free_at_));
   sending_ = true;
-  packet_ = p;
+  out_.packet = std::move(p);
   job_ = std::move(job);
   wakeup_.wake(send_at_);
 }
 
 void TxArbiter::send() {
   sending_ = false;
-  IbPacketExt ext;
-  ext.packet = packet_;
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-  carry_packet(*port_out.operator->(), ext, delay);
-  const IbPacket& p = packet_;
+  carry_packet(*port_out.operator->(), out_, delay);  // the link keeps its own copy
+  const IbPacket& p = out_.packet;
   ++stats_.packets_sent;
   stats_.bytes_sent += p.payload.size();
   log::write(log::Cat::wq, "tx {}{} qp {:#x} psn {:#x} len {}", ib_op_name(p.op),

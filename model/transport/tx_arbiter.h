@@ -44,7 +44,7 @@ class TxArbiter : public sc_core::sc_module {
   void read_payload(PendingTx* job);
   void read_next_piece(PendingTx* job);
   void payload_read(PendingTx* job);
-  void start_send(const IbPacket& p, std::unique_ptr<PendingTx> job);
+  void start_send(IbPacket p, std::unique_ptr<PendingTx> job);
   void send();
 
   const SimClock& clock_;
@@ -58,7 +58,7 @@ class TxArbiter : public sc_core::sc_module {
   // The packet being sent: it goes out on send_at_.
   bool sending_ = false;
   uint64_t send_at_ = 0;
-  IbPacket packet_;
+  IbPacketExt out_;  // the packet, in the extension that carries it
   std::unique_ptr<PendingTx> job_;
   // A UD send waiting to leave the port before it completes.
   std::unique_ptr<PendingTx> ud_job_;
