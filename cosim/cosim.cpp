@@ -39,14 +39,14 @@ std::string CosimInput::describe() const {
 std::string CosimReport::summary() const {
   std::string s = fmt::format(
       "cycles {}  CQEs {}  outputs compared {}  CQ contexts compared {}  mismatches {}\n"
-      "coverage: CQEs {}  events {} (by count {}, by period {}, immediate {}, at arm {})  arms {} (upgraded {}, "
-      "absorbed {}, stale {})\n"
+      "coverage: CQEs {}  events {} (by count {}, by period {}, immediate {}, at arm {})  arms {} (owed CQEs {}, "
+      "upgraded {}, absorbed {}, stale {})\n"
       "          arm kinds: NEXT {}  SOLICITED {}\n"
       "          CI refreshes {}  overflows {}  owner wraps {}  dropped {}  bad records {}  timer expiries {}  "
       "output stall cycles {}\n",
       cycles, cqes, compared, contexts_compared, mismatches, coverage.cqes, coverage.events, coverage.events_by_count,
       coverage.events_by_period, coverage.events_immediate, coverage.events_at_arm, coverage.arms,
-      coverage.arms_upgraded, coverage.arms_ignored_pending, coverage.arms_stale, arms_next, arms_solicited,
+      coverage.arms_owed, coverage.arms_upgraded, coverage.arms_ignored_pending, coverage.arms_stale, arms_next, arms_solicited,
       coverage.ci_refreshes,
       coverage.overflows, coverage.owner_wraps, coverage.dropped, coverage.bad_records, coverage.timer_expiries,
       output_stall_cycles);
@@ -351,6 +351,7 @@ class Lockstep {
       : opt_(opt), env_(opt.seed, opt.num_cqs) {
     CqeWriterConfig cfg;
     cfg.num_cqs = opt.num_cqs;
+    cfg.arm_event = opt.arm_event;
     if (opt.mode != CosimMode::rtl_only) model_ = std::make_unique<Side>(std::make_unique<CqWriterCore>(cfg, 500.0));
     if (opt.mode != CosimMode::model_only) {
       auto rtl = std::make_unique<RtlCqWriter>(cfg, opt.faults);
@@ -389,7 +390,7 @@ class Lockstep {
       CqeWriterStats a = model_->engine->stats(), b = rtl_->engine->stats();
       report_.coverage_equal = a.cqes == b.cqes && a.events == b.events && a.events_by_count == b.events_by_count &&
                                a.events_by_period == b.events_by_period && a.events_immediate == b.events_immediate &&
-                               a.events_at_arm == b.events_at_arm && a.arms == b.arms && a.arms_upgraded == b.arms_upgraded &&
+                               a.events_at_arm == b.events_at_arm && a.arms == b.arms && a.arms_owed == b.arms_owed && a.arms_upgraded == b.arms_upgraded &&
                                a.arms_ignored_pending == b.arms_ignored_pending && a.arms_stale == b.arms_stale &&
                                a.ci_refreshes == b.ci_refreshes && a.overflows == b.overflows &&
                                a.owner_wraps == b.owner_wraps && a.dropped == b.dropped && a.bad_records == b.bad_records &&
@@ -623,6 +624,17 @@ std::vector<CosimInput> fire_at_arm() {
           arm(40, 3, 0, ArmCmd::next, 1),                                                 // absorbed (armed)
           cpl(50, 3, 3), arm(70, 3, 1, ArmCmd::next, 0),                                  // behind: at once
           cpl(80, 3, 4, false, true), arm(90, 3, 2, ArmCmd::solicited, 3)};               // solicited behind
+}
+
+std::vector<CosimInput> arm_moderated() {
+  return {create(1, 7, 6, 4, 2, PeriodMode::eqe), arm(10, 7, 0, ArmCmd::next, 0), cpl(20, 7, 1),  // event by period
+          cpl(1100, 7, 2), cpl(1101, 7, 3), arm(1200, 7, 1, ArmCmd::next, 1),                  // 2 owed: period's end
+          cpl(2100, 7, 4), cpl(2101, 7, 5), cpl(2102, 7, 6), cpl(2103, 7, 7), cpl(2104, 7, 8),
+          arm(2200, 7, 2, ArmCmd::next, 3),                                                     // 5 owed: count, at once
+          create(1, 8, 6, 0, 2, PeriodMode::cqe), arm(10, 8, 0, ArmCmd::next, 0), cpl(20, 8, 1),
+          cpl(1100, 8, 2), cpl(1400, 8, 3), arm(1500, 8, 1, ArmCmd::next, 1),                  // a period after 1400
+          create(1, 9, 6, 4, 2, PeriodMode::eqe), cpl(20, 9, 1, false, true),
+          arm(100, 9, 0, ArmCmd::solicited, 0)};                                                // solicited owed
 }
 
 std::vector<CosimInput> moderation() {

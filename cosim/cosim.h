@@ -45,6 +45,7 @@ struct CosimOptions {
   uint64_t vcd_window = 200;     // cycles before the mismatch
   RtlFaults faults;              // deliberate RTL faults (checker self-test)
   uint32_t num_cqs = RtlCqWriter::kRtlNumCqs;
+  ArmEvent arm_event = ArmEvent::moderated;  // what an arm finding CQEs owed does (S26)
 };
 
 struct CosimReport {
@@ -72,6 +73,7 @@ std::vector<CosimInput> notify_next();        // S7, S10
 std::vector<CosimInput> notify_solicited();   // S8, S11
 std::vector<CosimInput> fire_at_arm();        // S9
 std::vector<CosimInput> moderation();         // S12, both modes, run-time change
+std::vector<CosimInput> arm_moderated();      // S26: CQEs owed at an arm wait for count or period
 std::vector<CosimInput> overflow();           // S14, refresh and overflow
 }  // namespace directed
 

@@ -61,6 +61,7 @@ void RtlCqWriter::reset() {
 void RtlCqWriter::drive_inputs(uint64_t now) {
   Vcq_writer& t = *top_;
   t.i_cycle = now;
+  t.cfg_arm_at_once = cfg_.arm_event == ArmEvent::at_once;
   t.m_dma_ready = m_dma->can_push(now);
   t.m_event_ready = m_event->can_push(now);
   t.m_ci_req_ready = m_ci_req->can_push(now);
@@ -138,6 +139,7 @@ void RtlCqWriter::count_coverage(uint32_t cov) {
   stats_.dropped += bit(13);
   stats_.bad_records += bit(14);
   stats_.timer_expiries += bit(15);
+  stats_.arms_owed += bit(16);
   if (bit(14)) log::error("RTL CQ writer: completion record for a CQ that does not exist: dropped");
   if (bit(11)) log::error("RTL CQ writer: CQ overflow, CQE not written");
 }

@@ -443,13 +443,18 @@ void read_pcie(const Reader& r, const YAML::Node& n, PcieLinkConfig& pcie) {
 }
 
 void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
-  r.check_map(n, "hca", {"clock", "cq_writer", "doorbell_fifo", "prefetch", "fetch_burst", "ack_coalesce",
-                         "ack_delay", "max_inflight"});
+  r.check_map(n, "hca", {"clock", "cq_writer", "arm_event", "doorbell_fifo", "prefetch", "fetch_burst",
+                         "ack_coalesce", "ack_delay", "max_inflight"});
   if (n["cq_writer"]) {
     const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
     if (v == "model") o.rtl = false;
     else if (v == "rtl") o.rtl = true;
     else r.fail(n["cq_writer"], "hca.cq_writer", "'" + v + "' is neither model nor rtl");
+  }
+  if (n["arm_event"]) {
+    const std::string v = r.scalar(n["arm_event"], "hca.arm_event");
+    if (!parse_arm_event(v, o.arm_event))
+      r.fail(n["arm_event"], "hca.arm_event", "'" + v + "' is neither moderated nor at-arm");
   }
   if (n["clock"])
     o.hca_clock_mhz = r.value(n, "hca", "clock", [](const std::string& v) {

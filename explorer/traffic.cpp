@@ -191,6 +191,7 @@ class TrafficRun {
     cfg.link = o.pcie;
     cfg.hca.clock_mhz = o.hca_clock_mhz;
     cfg.hca.transport = o.transport;  // the LID is the node's (System assigns it)
+    cfg.hca.cq.arm_event = o.arm_event;
     cfg.ib.seed = o.seed;
     cfg.wall_limit_s = o.wall_limit_s;
     if (o.fault_flip_payload) cfg.ib.faults.push_back(LinkFault{LinkFault::Kind::flip_payload, 0, 100});

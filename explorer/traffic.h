@@ -18,6 +18,7 @@
 #include "firmware-shim/host_cpu.h"
 #include "model/common/topology.h"
 #include "model/cq/cq_types.h"
+#include "model/cq/cq_writer_engine.h"
 #include "model/transport/transport_engine.h"
 #include "tlm/ib_link.h"
 #include "tlm/pcie_link.h"
@@ -100,6 +101,7 @@ struct TrafficOptions {
   TransportConfig transport;    // both HCAs' doorbell unit, WQE fetch and transport timing
   uint64_t seed = 1;
   bool rtl = false;                 // the Verilated RTL CQ writer in both HCAs
+  ArmEvent arm_event = ArmEvent::moderated;  // both HCAs' CQ writers (S26)
   bool fault_flip_payload = false;  // flip a payload bit of host 0's 100th packet (proves the data check)
   std::string trace_path;           // write a Perfetto / Chrome trace-event timeline here
   std::string record_path;          // write every arrival as a replayable trace here

@@ -27,6 +27,9 @@ module cq_writer #(
     input  wire         clk,
     input  wire         rst,
     input  wire [63:0]  i_cycle,
+    // Static configuration: 1 raises the event owed at an arm (CQEs newer than its index) at once,
+    // ungated (the rule before S26, kept for comparison); 0 hands those CQEs to moderation.
+    input  wire         cfg_arm_at_once,
 
     // s_ctl: control operations from the command unit
     input  wire         s_ctl_valid,
@@ -112,7 +115,7 @@ module cq_writer #(
     output reg          o_bad_db_valid,
     output reg  [7:0]   o_bad_db_reason,     // 1 unknown CQ, 2 CQ in error, 3 index out of range, 4 stale sn
     output reg  [23:0]  o_bad_db_cqn,
-    output reg  [15:0]  o_cov,
+    output reg  [16:0]  o_cov,
     output reg  [63:0]  o_next_deadline,     // earliest running timer, all ones if none
     output wire         o_waiting_ci,
     output wire         o_resizing,
@@ -151,7 +154,7 @@ module cq_writer #(
   localparam integer COV_CQE = 0, COV_EVENT = 1, COV_BY_COUNT = 2, COV_BY_PERIOD = 3, COV_IMMEDIATE = 4,
                      COV_AT_ARM = 5, COV_ARM = 6, COV_ARM_UPGRADED = 7, COV_ARM_IGNORED = 8, COV_ARM_STALE = 9,
                      COV_CI_REFRESH = 10, COV_OVERFLOW = 11, COV_OWNER_WRAP = 12, COV_DROPPED = 13,
-                     COV_BAD_RECORD = 14, COV_TIMER_EXPIRY = 15;
+                     COV_BAD_RECORD = 14, COV_TIMER_EXPIRY = 15, COV_ARM_OWED = 16;
 
   // CQ context table
   reg         t_valid        [0:NUM_CQS-1];
@@ -285,7 +288,7 @@ module cq_writer #(
     m_event_syndrome = 8'd0; m_event_data = 64'd0;
     m_ci_req_valid = 1'b0; m_ci_req_cqn = 24'd0; m_ci_req_dbr = 64'd0;
     o_ctl_done = 1'b0; o_bad_db_valid = 1'b0; o_bad_db_reason = 8'd0; o_bad_db_cqn = 24'd0;
-    o_cov = 16'd0;
+    o_cov = 17'd0;
     do_cpl = 1'b0; use_refresh = 1'b0; do_moderate = 1'b0; do_reeval = 1'b0; do_fire = 1'b0; do_err = 1'b0;
     err_syn = 8'd0; qual = 1'b0; nomod = 1'b0; newer = 24'd0; dsol = 24'd0; dl = 64'd0; cqe = 512'd0;
     sol = (s_cpl_syndrome != 8'd0) || (!s_cpl_is_send && s_cpl_se);
@@ -392,7 +395,14 @@ module cq_writer #(
           dsol = n_last_sol - s_arm_ci;
           if (n_state == CQ_STATE_ARMED_NEXT ? (newer != 24'd0)
                                        : (n_any_sol && dsol != 24'd0 && dsol <= newer)) begin
-            o_cov[COV_AT_ARM] = 1'b1; do_fire = 1'b1;  // S9: no lost wake-up
+            if (cfg_arm_at_once) begin
+              o_cov[COV_AT_ARM] = 1'b1; do_fire = 1'b1;  // S9: no lost wake-up
+            end else begin                               // S26: the owed CQEs go to moderation
+              o_cov[COV_ARM_OWED] = 1'b1; do_reeval = 1'b1;
+              if (n_state != CQ_STATE_ARMED_NEXT) n_pending = 16'd1;
+              else if (newer[23:16] != 8'd0) n_pending = 16'hFFFF;
+              else n_pending = newer[15:0];
+            end
           end
         end
       end
@@ -469,12 +479,10 @@ module cq_writer #(
     armed_now = n_state == CQ_STATE_ARMED_NEXT || n_state == CQ_STATE_ARMED_SOLICITED || n_state == CQ_STATE_ALWAYS_ARMED;
     if (do_moderate) begin
       qual = (n_state == CQ_STATE_ARMED_SOLICITED) ? sol : armed_now;
-      if (qual) begin
-        if (n_pending != 16'hFFFF) n_pending = n_pending + 16'd1;
-        if (n_period_mode && n_mod_period != 12'd0 && !(n_mod_count != 16'd0 && n_pending >= n_mod_count))
-          n_deadline = i_cycle + period_cycles;
-        do_reeval = 1'b1;
-      end
+      // CQE mode: every CQE restarts the period (only counted ones when arms fire at once)
+      if (n_period_mode && (qual || !cfg_arm_at_once)) n_timer_start = i_cycle;
+      if (qual && n_pending != 16'hFFFF) n_pending = n_pending + 16'd1;
+      do_reeval = 1'b1;
     end
     if (do_reeval && armed_now && n_pending != 16'd0) begin
       nomod = n_mod_count == 16'd0 && n_mod_period == 12'd0;
@@ -483,15 +491,11 @@ module cq_writer #(
       end else if (n_mod_count != 16'd0 && n_pending >= n_mod_count) begin
         o_cov[COV_BY_COUNT] = 1'b1; do_fire = 1'b1;
       end else if (n_mod_period != 12'd0) begin
-        if (!n_period_mode) begin
-          dl = n_timer_start + period_cycles;
-          if (dl <= i_cycle) begin
-            o_cov[COV_BY_PERIOD] = 1'b1; do_fire = 1'b1;
-          end else begin
-            n_deadline = dl;
-          end
-        end else if (n_deadline == 64'd0) begin
-          n_deadline = i_cycle + period_cycles;
+        dl = n_timer_start + period_cycles;      // EQE mode: from the last event; CQE mode: the last CQE
+        if (dl <= i_cycle) begin
+          o_cov[COV_BY_PERIOD] = 1'b1; do_fire = 1'b1;
+        end else begin
+          n_deadline = dl;
         end
       end
     end

@@ -9,8 +9,9 @@ void configure(SystemConfig&) {}
 using namespace vhca;
 
 namespace {
-CosimReport directed_run(std::vector<CosimInput> script) {
+CosimReport directed_run(std::vector<CosimInput> script, ArmEvent arm_event = ArmEvent::moderated) {
   CosimOptions o;
+  o.arm_event = arm_event;
   o.random = false;
   o.script = std::move(script);
   CosimReport r = run_cosim(o);
@@ -34,9 +35,24 @@ TEST_CASE("[S8][S11] lockstep, directed: SOLICITED, errors, NEXT precedence") {
   CHECK(r.coverage.arms_upgraded == 1);
 }
 
-TEST_CASE("[S9] lockstep, directed: arms behind the producer fire at once, arms at the seen index do not") {
+TEST_CASE("[S9][S26] lockstep, directed: arms behind the producer owe an event, arms at the seen index do not") {
+  // Unmoderated CQ: the owed CQEs fire at once through moderation (immediate), or at the arm with
+  // the old rule.
   CosimReport r = directed_run(directed::fire_at_arm());
-  CHECK(r.coverage.events_at_arm == 2);
+  CHECK(r.coverage.arms_owed == 2);
+  CHECK(r.coverage.events_at_arm == 0);
+  CHECK(r.coverage.events_immediate == 3);
+  CosimReport old = directed_run(directed::fire_at_arm(), ArmEvent::at_once);
+  CHECK(old.coverage.events_at_arm == 2);
+  CHECK(old.coverage.arms_owed == 0);
+}
+
+TEST_CASE("[S26] lockstep, directed: CQEs owed at an arm wait for the count or the period, both modes") {
+  CosimReport r = directed_run(directed::arm_moderated());
+  CHECK(r.coverage.arms_owed == 4);
+  CHECK(r.coverage.events_by_count >= 1);
+  CHECK(r.coverage.timer_expiries >= 2);
+  CHECK(r.coverage.events_at_arm == 0);
 }
 
 TEST_CASE("[S12] lockstep, directed: count, EQE and CQE period modes, run-time change") {
@@ -52,10 +68,11 @@ TEST_CASE("[S14] lockstep, directed: consumer-index refresh, overflow") {
   CHECK(r.coverage.overflows == 1);
 }
 
-TEST_CASE("lockstep, constrained random: 30,000 CQEs from each of three seeds, no mismatch, every coverage point hit") {
+TEST_CASE("lockstep, constrained random: 30,000 CQEs from each of three seeds (one with the old arm rule), no mismatch, every coverage point hit") {
   for (uint64_t seed : {1, 2, 3}) {
     CosimOptions o;
     o.seed = seed;
+    o.arm_event = seed == 3 ? ArmEvent::at_once : ArmEvent::moderated;
     o.cqes = 30000;
     CosimReport r = run_cosim(o);
     INFO("seed " << seed << "\n" << r.summary());
@@ -66,7 +83,8 @@ TEST_CASE("lockstep, constrained random: 30,000 CQEs from each of three seeds, n
     CHECK(c.events_by_count > 0);
     CHECK(c.events_by_period > 0);
     CHECK(c.events_immediate > 0);
-    CHECK(c.events_at_arm > 0);
+    if (o.arm_event == ArmEvent::at_once) CHECK(c.events_at_arm > 0);
+    else CHECK(c.arms_owed > 0);
     CHECK(c.arms_upgraded > 0);
     CHECK(c.arms_ignored_pending > 0);
     CHECK(c.arms_stale > 0);

@@ -135,3 +135,84 @@ TEST_CASE("[S12] no moderation (count 0, period 0): every armed CQE fires at onc
     CHECK(sys().hca.cq.stats().events_immediate == 1);
   });
 }
+
+// S26: moderation gates the event owed at an arm. An arm written on edge m acts on m+106 (see
+// [S9] in test_notify.cpp); an event decided there has its EQE on m+107.
+TEST_CASE("[S26] EQE mode: an arm that finds CQEs owed before the period ends raises the event at the period's end") {
+  sys().run([] {
+    EventLog ev;
+    const OwedArm o = arm_with_two_owed(ev);
+    wait_us(3);
+    CHECK(ev.count() == 1);  // owed since m+106, but the period has not ended
+    wait_us(10);
+    REQUIRE(ev.count() == 2);
+    CHECK(o.m + 106 < (o.k1 + 1) + 5000);
+    CHECK(ev.eqe_cycles[1] == (o.k1 + 1) + 5000 + 1);  // one period after the last event
+    const CqeWriterStats& s = sys().hca.cq.stats();
+    CHECK(s.arms_owed == 1);
+    CHECK(s.events_at_arm == 0);
+    CHECK(s.events_by_period == 2);
+  });
+}
+
+TEST_CASE("[S26] the CQEs owed at an arm reach the count: the event fires on the arm's cycle") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(64, CqModeration{3, 10, PeriodMode::eqe});
+    EventLog ev;
+    ev.attach();
+    verbs::req_notify_cq(*cq, kNotifyNext);
+    wait_us(12);
+    sys().hca.inject(recv_record(cq->cqn, 1), soon());
+    wait_us(2);
+    REQUIRE(ev.count() == 1);
+    for (int i = 0; i < 3; ++i) sys().hca.inject(recv_record(cq->cqn, 2 + i), soon() + i);
+    wait_us(1);
+    const uint64_t m = next_edge();
+    arm_raw(*cq, 1, 0);  // three CQEs newer than index 1: the count of 3 is reached
+    wait_us(2);
+    REQUIRE(ev.count() == 2);
+    CHECK(ev.eqe_cycles[1] == m + 107);
+    CHECK(sys().hca.cq.stats().events_by_count == 1);
+    CHECK(sys().hca.cq.stats().arms_owed == 1);
+  });
+}
+
+TEST_CASE("[S26] CQE mode: every CQE restarts the period, armed or not: an arm with CQEs owed fires one period after the last") {
+  sys().run([] {
+    EventLog ev;
+    Cq* cq = boot_armed_cq(ev, 64, CqModeration{0, 2, PeriodMode::cqe});  // 2 us = 1000 cycles
+    const uint64_t k1 = soon();
+    sys().hca.inject(recv_record(cq->cqn, 1), k1);
+    wait_us(5);
+    REQUIRE(ev.count() == 1);
+    CHECK(ev.eqe_cycles[0] == (k1 + 1) + 1000 + 1);
+    const uint64_t k2 = soon();
+    sys().hca.inject(recv_record(cq->cqn, 2), k2);
+    sys().hca.inject(recv_record(cq->cqn, 3), k2 + 300);  // disarmed: still restarts the period
+    wait_us(1);
+    const uint64_t m = next_edge();
+    arm_raw(*cq, 1, 0);
+    wait_us(5);
+    REQUIRE(ev.count() == 2);
+    CHECK(m + 106 < (k2 + 301) + 1000);
+    CHECK(ev.eqe_cycles[1] == (k2 + 301) + 1000 + 1);
+  });
+}
+
+TEST_CASE("[S26] an arm whose period has already passed, count not reached: the owed event fires on the arm's cycle") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(64, CqModeration{8, 2, PeriodMode::eqe});
+    EventLog ev;
+    ev.attach();
+    sys().hca.inject(recv_record(cq->cqn, 1), soon());  // disarmed, never notified
+    wait_us(5);  // beyond the period since creation
+    const uint64_t m = next_edge();
+    arm_raw(*cq, 0, 0);
+    wait_us(2);
+    REQUIRE(ev.count() == 1);
+    CHECK(ev.eqe_cycles[0] == m + 107);
+    CHECK(sys().hca.cq.stats().events_by_period == 1);
+  });
+}

@@ -9,18 +9,6 @@ void configure(SystemConfig&) {}
 using namespace vhca;
 using namespace vhca::test;
 
-namespace {
-uint64_t arm_raw(Cq& cq, uint32_t ci, uint32_t cmd) {
-  uint64_t db = 0;
-  db = with_bits(db, armdb::cqn, cq.cqn);
-  db = with_bits(db, armdb::arm_ci, ci);
-  db = with_bits(db, armdb::arm_cmd, cmd);
-  db = with_bits(db, armdb::arm_sn, cq.arm_sn);
-  sys().cpu.mmio_write64(Driver::offset_of(reg::cq_arm_db), db);
-  return db;
-}
-}  // namespace
-
 TEST_CASE("[S5][S7] NEXT: the next CQE raises one event, on the cycle after its CQE, and calls the handler with the CQ") {
   sys().run([] {
     boot();

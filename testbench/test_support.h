@@ -97,8 +97,57 @@ inline Cq* boot_armed_cq(EventLog& ev, int size, const CqModeration& mod = {}, u
   return cq;
 }
 
+// Writes an arm doorbell with the given consumer index and command (0 NEXT, 1 SOLICITED) and the
+// CQ's current sequence number, as a driver would, without the verbs layer's bookkeeping.
+inline uint64_t arm_raw(Cq& cq, uint32_t ci, uint32_t cmd) {
+  uint64_t db = 0;
+  db = with_bits(db, armdb::cqn, cq.cqn);
+  db = with_bits(db, armdb::arm_ci, ci);
+  db = with_bits(db, armdb::arm_cmd, cmd);
+  db = with_bits(db, armdb::arm_sn, cq.arm_sn);
+  sys().cpu.mmio_write64(Driver::offset_of(reg::cq_arm_db), db);
+  return db;
+}
+
 // A cycle comfortably ahead of now, to schedule injections from.
 inline uint64_t soon(uint64_t ahead = 10) { return sys().cycle() + ahead; }
+
+// Waits for the next edge and returns it: the cycle a doorbell written now is counted from (an arm
+// written on edge m acts on m+106 with the default link: [S9] in test_notify.cpp).
+inline uint64_t next_edge() {
+  const uint64_t m = sys().cycle() + 1;
+  sys().wait_cycle(m);
+  return m;
+}
+
+// S26's sequence: a CQ with count 8 and a 10 us EQE-mode period, armed; a CQE on k1 (the period
+// since creation has passed: event at once, the period restarts on k1+1); two CQEs while the CQ
+// is disarmed; on edge m an arm whose index (1) is behind both. Returns {k1, m}.
+struct OwedArm {
+  Cq* cq = nullptr;
+  uint64_t k1 = 0, m = 0;
+};
+inline OwedArm arm_with_two_owed(EventLog& ev) {
+  OwedArm o;
+  boot();
+  o.cq = make_cq(64, CqModeration{8, 10, PeriodMode::eqe});  // 10 us = 5000 cycles
+  ev.attach();
+  verbs::req_notify_cq(*o.cq, kNotifyNext);
+  wait_us(12);
+  o.k1 = soon();
+  sys().hca.inject(recv_record(o.cq->cqn, 1), o.k1);
+  wait_us(2);
+  REQUIRE(ev.count() == 1);
+  CHECK(ev.eqe_cycles[0] == o.k1 + 2);
+  const uint64_t k2 = soon();
+  sys().hca.inject(recv_record(o.cq->cqn, 2), k2);
+  sys().hca.inject(recv_record(o.cq->cqn, 3), k2 + 1);
+  wait_us(1);
+  o.m = next_edge();
+  arm_raw(*o.cq, 1, 0);
+  return o;
+}
+
 
 
 }  // namespace vhca::test

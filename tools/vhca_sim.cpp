@@ -34,6 +34,7 @@ struct Options {
   uint64_t seed = 1;
   bool quiet = false;
   bool rtl = false;  // the Verilated RTL CQ writer inside the HCA
+  vhca::ArmEvent arm_event = vhca::ArmEvent::moderated;
   double wall_limit_s = 0;
 };
 
@@ -41,7 +42,7 @@ const char* const kUsage =
                "usage: vhca-sim [traffic] [--qps N] [--cqs N] [--vectors N] [--msg-size BYTES] [--write-fraction F]\n"
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
                "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
-               "                [--fault flip-payload] [--queues] [--log CATS] [--wall-limit SECONDS]\n"
+               "                [--arm-event moderated|at-arm] [--fault flip-payload] [--queues] [--log CATS] [--wall-limit SECONDS]\n"
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
                "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--queues] [--log CATS]\n"
                "                [--wall-limit SECONDS]\n"
@@ -50,8 +51,10 @@ const char* const kUsage =
                "                (KEY: count, period, mode, policy or a dotted key, list items as name[k])\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
-               "                [--seed S] [--rtl] [--log CATEGORIES] [--quiet] [--wall-limit SECONDS]\n"
-               "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n";
+               "                [--seed S] [--rtl] [--arm-event moderated|at-arm] [--log CATEGORIES] [--quiet]\n"
+               "                [--wall-limit SECONDS]\n"
+               "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n"
+               "                [--arm-event moderated|at-arm]\n";
 
 // Bad input: the reason, then the usage; exit 2 (README: exit codes).
 [[noreturn]] void usage(const std::string& why) {
@@ -107,6 +110,12 @@ struct ArgWalker {
     if (v == "workqueue") return vhca::PollContext::workqueue;
     usage("--context: '" + v + "' is not softirq, thread or workqueue");
   }
+  vhca::ArmEvent arm_event() {
+    std::string v = value();
+    vhca::ArmEvent e;
+    if (!vhca::parse_arm_event(v, e)) usage("--arm-event: '" + v + "' is neither moderated nor at-arm");
+    return e;
+  }
 };
 
 vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
@@ -129,6 +138,7 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     else if (a == "--context") o.context = w.context();
     else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
     else if (a == "--rtl") o.rtl = true;
+    else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--loss") o.link.loss_rate = w.number(0, 0.5);
     else if (a == "--fault") {
       const std::string f = w.value();
@@ -161,6 +171,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--quiet") o.quiet = true;
     else if (a == "--help" || a == "-h") help();
     else if (a == "--rtl") o.rtl = true;
+    else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--log") vhca::log::enable(w.value());
     else if (a == "--mode") o.mode = w.mode();
     else if (a == "--context") o.context = w.context();
@@ -181,6 +192,7 @@ int run_cosim_command(int argc, char** argv) {
     else if (a == "--cqes") o.cqes = w.integer(1, uint64_t(1) << 40);
     else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
     else if (a == "--vcd") o.vcd = w.value();
+    else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--fault") {
       std::string f = w.value();
       if (f == "owner") o.faults.flip_owner_at_cqe = 1000;
@@ -342,6 +354,7 @@ int run_inject(int argc, char** argv) {
   o.context = opt.context;
   o.seed = opt.seed;
   o.rtl = opt.rtl;
+  o.arm_event = opt.arm_event;
   o.workload.sizes = {1024};
   o.workload.write_fraction = 0;
   o.workload.read_fraction = 0;

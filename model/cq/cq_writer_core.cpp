@@ -9,6 +9,15 @@
 
 namespace vhca {
 
+const char* arm_event_name(ArmEvent a) { return a == ArmEvent::at_once ? "at-arm" : "moderated"; }
+
+bool parse_arm_event(const std::string& text, ArmEvent& out) {
+  if (text == "moderated") out = ArmEvent::moderated;
+  else if (text == "at-arm") out = ArmEvent::at_once;
+  else return false;
+  return true;
+}
+
 const char* state_name(CqState s) {
   switch (s) {
     case CqState::disarmed: return "disarmed";
@@ -213,16 +222,24 @@ void CqWriterCore::apply_arm(const ArmRequest& a, uint64_t now) {
       break;
   }
   log::write(log::Cat::cq, "CQ {} armed {} ci={:#x} pi={:#x}", a.cqn, state_name(cq.state), a.ci, cq.pi);
-  // S9: an arm whose consumer index is behind a qualifying CQE fires at once (no lost wake-up).
-  uint32_t newer = index_distance(a.ci, cq.pi);
-  bool fire_now = cq.state == CqState::armed_next
-                      ? newer > 0
-                      : cq.any_solicited && index_distance(a.ci, cq.last_solicited) >= 1 &&
-                            index_distance(a.ci, cq.last_solicited) <= newer;
-  if (fire_now) {
+  // S9: CQEs newer than the arm's index (qualifying: any for NEXT, a solicited one for SOLICITED)
+  // are owed an event, so that a wake-up is never lost.
+  const uint32_t newer = index_distance(a.ci, cq.pi);
+  const bool owed = cq.state == CqState::armed_next
+                        ? newer > 0
+                        : cq.any_solicited && index_distance(a.ci, cq.last_solicited) >= 1 &&
+                              index_distance(a.ci, cq.last_solicited) <= newer;
+  if (!owed) return;
+  if (cfg_.arm_event == ArmEvent::at_once) {
     ++stats_.events_at_arm;
     fire(cq, a.cqn, now);
+    return;
   }
+  // S26: the owed CQEs count towards moderation like CQEs arriving now, and the event waits for
+  // the count or the period (EQE mode: from the last event; CQE mode: from the last CQE).
+  ++stats_.arms_owed;
+  cq.mod_pending = cq.state == CqState::armed_next ? uint16_t(std::min<uint32_t>(newer, 0xFFFF)) : 1;
+  reevaluate(cq, a.cqn, now);
 }
 
 bool CqWriterCore::apply_completion(const CompletionRecord& r, uint64_t now) {
@@ -297,14 +314,19 @@ uint64_t CqWriterCore::period_cycles(const CqContext& cq) const {
 }
 
 // S12. A qualifying CQE on an armed CQ counts; the event fires on the count threshold, or when
-// the period timer expires (EQE mode: `period` after the last event; CQE mode: `period` after
-// the latest qualifying CQE). With neither threshold set the event fires at once.
+// the period has passed since its start (EQE mode: the last event; CQE mode: the last CQE). With
+// neither threshold set the event fires at once.
 void CqWriterCore::moderate(CqContext& cq, uint32_t cqn, const CompletionRecord& r, uint64_t now) {
-  if (!qualifies(cq, r)) return;
+  const bool counts = qualifies(cq, r);
+  // CQE mode: every CQE restarts the period, so that an arm finding CQEs owed (S26) sees when the
+  // burst ended. With events at the arm (the old rule) only counted CQEs restart it, as before.
+  if (cq.cfg.period_mode == PeriodMode::cqe && (counts || cfg_.arm_event == ArmEvent::moderated))
+    cq.timer_start = now;
+  if (!counts) {
+    if (cq.mod_pending > 0) reevaluate(cq, cqn, now);  // a running CQE-mode timer moves
+    return;
+  }
   if (cq.mod_pending < 0xFFFF) ++cq.mod_pending;
-  if (cq.cfg.period_mode == PeriodMode::cqe && cq.cfg.mod_period != 0 &&
-      !(cq.cfg.mod_count != 0 && cq.mod_pending >= cq.cfg.mod_count))
-    start_timer(cq, cqn, now + period_cycles(cq));
   reevaluate(cq, cqn, now);
 }
 
@@ -317,16 +339,12 @@ void CqWriterCore::reevaluate(CqContext& cq, uint32_t cqn, uint64_t now) {
     return;
   }
   if (cq.cfg.mod_period == 0) return;
-  if (cq.cfg.period_mode == PeriodMode::eqe) {
-    uint64_t deadline = cq.timer_start + period_cycles(cq);
-    if (deadline <= now) {
-      ++stats_.events_by_period;
-      fire(cq, cqn, now);
-    } else if (cq.timer_deadline != deadline) {
-      start_timer(cq, cqn, deadline);
-    }
-  } else if (cq.timer_deadline == 0) {
-    start_timer(cq, cqn, now + period_cycles(cq));
+  const uint64_t deadline = cq.timer_start + period_cycles(cq);
+  if (deadline <= now) {
+    ++stats_.events_by_period;
+    fire(cq, cqn, now);
+  } else if (cq.timer_deadline != deadline) {
+    start_timer(cq, cqn, deadline);
   }
 }
 

@@ -6,17 +6,29 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "model/common/stream.h"
 #include "model/cq/cq_types.h"
 
 namespace vhca {
 
+// What an arm does when CQEs newer than its consumer index are already in the CQ (rule S26,
+// docs/decisions.md): hand them to moderation, so that the event waits for the count or the
+// period like any other (the default), or raise the event at once, ungated (vhca before S26,
+// kept for comparison: under load the event rate then follows the host's re-arm loop).
+enum class ArmEvent : uint8_t { moderated, at_once };
+
 struct CqeWriterConfig {
   uint32_t num_cqs = 65536;        // CQC table capacity
   uint8_t log_max_cq_size = 22;    // largest CQ: 4 M entries
   size_t input_depth = 16;         // s_cpl and s_arm depth
+  ArmEvent arm_event = ArmEvent::moderated;
 };
+
+const char* arm_event_name(ArmEvent a);
+// "moderated" or "at-arm"; false for anything else.
+bool parse_arm_event(const std::string& text, ArmEvent& out);
 
 struct CqContext {
   bool valid = false;
@@ -29,7 +41,9 @@ struct CqContext {
   bool any_solicited = false;
   uint8_t arm_sn = 0;
   uint16_t mod_pending = 0;     // qualifying CQEs since the last event
-  uint64_t timer_start = 0;     // EQE mode: cycle of the last event (or of create/modify)
+  // Where the moderation period starts (create and modify also start it): EQE mode, the cycle of
+  // the last event; CQE mode, the cycle of the last CQE.
+  uint64_t timer_start = 0;
   uint64_t timer_deadline = 0;  // 0: no timer running
   uint32_t timer_gen = 0;
   uint64_t cqes = 0, events = 0, dropped = 0;
@@ -39,7 +53,7 @@ struct CqContext {
 // Coverage and statistics counters (also the functional coverage points of the co-simulation).
 struct CqeWriterStats {
   uint64_t cqes = 0, events = 0, events_by_count = 0, events_by_period = 0, events_immediate = 0,
-           events_at_arm = 0, arms = 0, arms_upgraded = 0, arms_ignored_pending = 0, arms_stale = 0,
+           events_at_arm = 0, arms = 0, arms_owed = 0, arms_upgraded = 0, arms_ignored_pending = 0, arms_stale = 0,
            ci_refreshes = 0, overflows = 0, owner_wraps = 0, dropped = 0, bad_records = 0,
            output_stalls = 0, timer_expiries = 0;
 };
