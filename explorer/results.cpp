@@ -110,6 +110,7 @@ void print_summary(const TrafficOptions& o, const TrafficResult& r) {
   row("wall time", r.wall_s, "s");
   row("simulated messages per wall second", r.wall_s > 0 ? double(r.completed) / r.wall_s : 0.0, "");
   std::printf("  %-44s %12s\n", "every message intact, completed once, in order", r.ok ? "yes" : "NO");
+  if (!r.outstanding.empty()) std::printf("  not drained: %s\n", r.outstanding.c_str());
 }
 
 namespace {

@@ -11,6 +11,8 @@
 #include <random>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "model/common/bytes.h"
 #include "sim/fabric.h"
 #include "cosim/rtl_cq_writer.h"
@@ -118,8 +120,8 @@ class TrafficRun {
   TrafficResult run() {
     bool setup_ok = true;
     double wall_s = 0;
-    // Simulated time allowed: the workload, its drain, and a second for boot and set-up.
-    const sc_time limit = sc_time(o_.duration_us, sc_core::SC_US) + drain_budget() + sc_time(1, sc_core::SC_SEC);
+    // Simulated time allowed: the workload, its longest drain, and a second for boot and set-up.
+    const sc_time limit = sc_time(o_.duration_us, sc_core::SC_US) + drain_cap() + sc_time(1, sc_core::SC_SEC);
     try {
       sys_.run(
           [&] {
@@ -465,12 +467,49 @@ class TrafficRun {
     return budget;
   }
 
+  // The drain may go on while completions keep coming (a backlog behind a full link or a slow
+  // receiver drains at its own pace), up to this long after the arrivals stop.
+  sc_time drain_cap() const { return 20 * drain_budget(); }
+
+  // Waits until every message has completed (S27). Gives up when drain_budget() passes without a
+  // completion (something is stuck) or after drain_cap(), and says what is still outstanding.
   void drain() {
-    const sc_time limit = sc_core::sc_time_stamp() + drain_budget();
+    const sc_time began = sc_core::sc_time_stamp(), cap = began + drain_cap(), window = drain_budget();
     auto expected_recvs = [&] { return r_.posted - one_sided_ + pings_; };
-    while ((r_.completed < r_.posted || r_.recvs < expected_recvs()) && sc_core::sc_time_stamp() < limit)
+    auto finished = [&] { return r_.completed == r_.posted && r_.recvs == expected_recvs(); };
+    uint64_t seen = r_.completed + r_.recvs;
+    sc_time last_progress = began;
+    while (!finished()) {
+      const sc_time now = sc_core::sc_time_stamp();
+      if (now >= cap || now - last_progress >= window) break;
       sc_core::wait(sc_time(10, sc_core::SC_US));
-    drained_ = r_.completed == r_.posted && r_.recvs == expected_recvs();
+      if (r_.completed + r_.recvs != seen) {
+        seen = r_.completed + r_.recvs;
+        last_progress = sc_core::sc_time_stamp();
+      }
+    }
+    drained_ = finished();
+    if (!drained_) r_.outstanding = describe_outstanding(sc_core::sc_time_stamp() - began, sc_core::sc_time_stamp() - last_progress);
+  }
+
+  // What a drain that gave up leaves: counts, and the QPs with work still in flight.
+  std::string describe_outstanding(const sc_time& drained_for, const sc_time& idle_for) const {
+    uint64_t sends = 0, recvs = 0;
+    std::vector<std::string> listed;
+    for (int q = 0; q < qps(); ++q) {
+      const uint64_t s = next_seq_[size_t(q)] - next_done_[size_t(q)];
+      const uint64_t r = in_flight_[1][size_t(q)].size() + in_flight_[0][size_t(q)].size();
+      sends += s;
+      recvs += r;
+      if ((s || r) && listed.size() < 5) listed.push_back(fmt::format("QP {}: {} sends, {} receives", q, s, r));
+      else if (s || r) listed.push_back("");
+    }
+    std::string text = fmt::format("{} sends and {} receives still outstanding {:.0f} us after the arrivals stopped "
+                                   "({:.0f} us without a completion)",
+                                   sends, recvs, drained_for.to_seconds() * 1e6, idle_for.to_seconds() * 1e6);
+    for (size_t i = 0; i < listed.size() && i < 5; ++i) text += (i ? "; " : ": ") + listed[i];
+    if (listed.size() > 5) text += fmt::format("; and {} more QPs", listed.size() - 5);
+    return text;
   }
 
   void measure() {

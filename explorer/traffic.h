@@ -156,6 +156,8 @@ struct TrafficResult {
   std::map<std::string, LatencyStats> latency;
   std::vector<CqStats> cqs;  // host 0's CQs, then host 1's
   bool ok = false;
+  // Empty when every message completed; else what was still outstanding when the drain gave up.
+  std::string outstanding;
   double wall_s = 0;  // not part of the deterministic results
   std::vector<QueueLink> queues;  // with TrafficOptions::queues: both HCAs' queues after the run
 };

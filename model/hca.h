@@ -52,6 +52,9 @@ class Hca : public sc_core::sc_module {
   // The IB port: packets out to the link, packets in from it.
   tlm::tlm_initiator_socket<>& port_out() { return transport.port_out; }
   tlm::tlm_target_socket<>& port_in() { return transport.port_in; }
+  // The IB link's flow control (S27): the credits the port sends with, the buffer it advertises.
+  sc_core::sc_port<IbCreditIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND>& port_credits() { return transport.tx.credits; }
+  sc_core::sc_port<IbRxFlowIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND>& port_flow() { return transport.rx.flow; }
 
   // Doorbell backpressure (PCIe posted-write credits): may the posted MMIO write to `offset` be
   // delivered now? A full doorbell FIFO (SQ/RQ, CQ arm, EQ) holds it, and everything behind it,

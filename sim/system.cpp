@@ -110,6 +110,8 @@ System::System(const SystemConfig& c)
   for (uint32_t i = 0; i < c.hosts; ++i) {
     nodes_[i]->hca.port_out().bind(ib.in(i));
     ib.out(i).bind(nodes_[i]->hca.port_in());
+    nodes_[i]->hca.port_credits().bind(ib.credits(i));
+    nodes_[i]->hca.port_flow().bind(ib.rx_flow(i));
   }
 }
 

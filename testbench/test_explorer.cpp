@@ -201,3 +201,38 @@ workload: {mix: {send: 1}, size: 256B, arrival: {process: poisson, rate: 300k/s}
   }
   CHECK(w.final_value("host1.cq1.pi") == cq_stats(r, 1, 1).cqes);
 }
+
+TEST_CASE("[S27] an overload with a small receive buffer drops nothing: the credits hold the sender and the run drains") {
+  TrafficOptions o;
+  o.qps = 64;
+  o.workload.sizes = {64};
+  o.workload.rate_kmsg = 50000;  // far beyond what host 1's port can check
+  o.duration_us = 200;
+  o.transport.rx_fifo_depth = 16;
+  o.queues = true;
+  const TrafficResult r = run_traffic(o);
+  INFO(r.outstanding);
+  CHECK(r.ok);
+  CHECK(r.outstanding.empty());
+  CHECK(r.completed == r.posted);
+  CHECK(r.packets_lost == 0);
+  CHECK(r.retransmits == 0);
+  bool buffer_filled = false;
+  for (const QueueLink& q : r.queues)
+    if (q.queue == "host1.hca.transport.rx.s_fifo") buffer_filled = q.high_water == 16;
+  CHECK(buffer_filled);  // the sender was held at a full buffer, not short of work
+}
+
+TEST_CASE("[S27] a run that cannot drain says what is outstanding: overflowed CQs leave receives that never complete") {
+  TrafficOptions o;
+  o.qps = 2;
+  o.cq_size = 4;
+  o.moderation.mod = CqModeration{65535, 0, PeriodMode::eqe};  // no event ever: the CQs overflow
+  o.duration_us = 100;
+  const TrafficResult r = run_traffic(o);
+  CHECK_FALSE(r.ok);
+  INFO(r.outstanding);
+  CHECK(r.outstanding.find("still outstanding") != std::string::npos);
+  CHECK(r.outstanding.find("without a completion") != std::string::npos);
+  CHECK(r.outstanding.find("QP 0:") != std::string::npos);
+}

@@ -9,17 +9,77 @@ namespace vhca {
 using sc_core::sc_time;
 
 IbLink::IbLink(const sc_core::sc_module_name& name, uint32_t sides, const IbLinkConfig& cfg)
-    : sc_module(name), cfg_(cfg), sides_(sides), dir_(sides) {
+    : sc_module(name), cfg_(cfg), sides_(sides) {
+  for (uint32_t s = 0; s < sides; ++s) dir_.emplace_back(cfg.latency);
+  set_loss(cfg.loss_rate, cfg.seed);
   for (uint32_t s = 0; s < sides; ++s) {
     in_.push_back(std::make_unique<Target>(sc_core::sc_gen_unique_name("in")));
     out_.push_back(std::make_unique<Initiator>(sc_core::sc_gen_unique_name("out")));
     in_[s]->register_b_transport(this, &IbLink::transmit, int(s));
-    dir_[s].rng = cfg.seed * 0x9E3779B97F4A7C15ull + s;
+    credits_.push_back(std::make_unique<sc_core::sc_export<IbCreditIf>>(sc_core::sc_gen_unique_name("credits")));
+    credits_[s]->bind(dir_[s].flow);
     sc_core::sc_spawn_options opts;
     opts.spawn_method();
     opts.set_sensitivity(&dir_[s].arrival_event);
     opts.dont_initialize();
     sc_core::sc_spawn([this, s] { deliver(s); }, sc_core::sc_gen_unique_name("deliver"), &opts);
+    sc_core::sc_spawn_options ret;
+    ret.spawn_method();
+    ret.set_sensitivity(&dir_[s].flow.returned());
+    ret.dont_initialize();
+    sc_core::sc_spawn([this, s] { dir_[s].flow.process_returns(); }, sc_core::sc_gen_unique_name("credit_returns"), &ret);
+  }
+  // The port on `side` receives what the other side sends (on a loopback, what it sends itself).
+  for (uint32_t s = 0; s < sides; ++s) {
+    rx_flow_.push_back(std::make_unique<sc_core::sc_export<IbRxFlowIf>>(sc_core::sc_gen_unique_name("rx_flow")));
+    rx_flow_[s]->bind(dir_[sides == 1 ? 0 : 1 - s].flow);
+  }
+}
+
+void IbLink::Flow::apply_due() const {
+  const sc_time now = sc_core::sc_time_stamp();
+  while (!returns_.empty() && returns_.top() <= now) {
+    returns_.pop();
+    --in_use_;
+  }
+}
+
+bool IbLink::Flow::can_send() const {
+  if (limit_ == 0) return true;
+  apply_due();
+  if (in_use_ < limit_) return true;
+  ++refusals_;
+  waiting_ = true;
+  if (!returns_.empty()) returned_.notify(returns_.top() - sc_core::sc_time_stamp());
+  return false;
+}
+
+void IbLink::Flow::take() {
+  if (limit_ == 0) return;
+  apply_due();
+  if (in_use_ >= limit_) ++overdrafts_;  // a sender that did not ask: its receiver may drop
+  ++in_use_;
+  max_in_use_ = std::max(max_in_use_, in_use_);
+}
+
+void IbLink::Flow::give_back(const sc_time& at) {
+  if (limit_ == 0) return;
+  returns_.push(at);
+  if (waiting_) returned_.notify(at - sc_core::sc_time_stamp());
+}
+
+void IbLink::Flow::freed(uint32_t slots) {
+  for (uint32_t i = 0; i < slots; ++i) give_back(sc_core::sc_time_stamp() + latency_);
+}
+
+void IbLink::Flow::process_returns() {
+  if (!waiting_) return;
+  apply_due();
+  if (in_use_ < limit_) {
+    waiting_ = false;
+    for (auto& wake : wakes_) wake();
+  } else if (!returns_.empty()) {
+    returned_.notify(returns_.top() - sc_core::sc_time_stamp());
   }
 }
 
@@ -37,24 +97,18 @@ void IbLink::set_faults(uint64_t drop_every, std::vector<LinkFault> faults) {
 void IbLink::set_loss(double rate, uint64_t seed) {
   cfg_.loss_rate = rate;
   cfg_.seed = seed;
-  for (uint32_t s = 0; s < dir_.size(); ++s) dir_[s].rng = seed * 0x9E3779B97F4A7C15ull + s;
+  // A generator per side whose state is initialised from (seed, side): runs repeat exactly, and
+  // nearby seeds give unrelated loss patterns.
+  for (uint32_t s = 0; s < dir_.size(); ++s) {
+    std::seed_seq init{seed, uint64_t(s)};
+    dir_[s].rng.seed(init);
+  }
 }
-
-namespace {
-// splitmix64: a small, fast generator whose sequence is fixed by its seed.
-double next_uniform(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return double(z >> 11) * (1.0 / 9007199254740992.0);
-}
-}  // namespace
 
 bool IbLink::apply_faults(uint32_t side, IbPacket& p) {
   const uint64_t index = dir_[side].stats.packets - dir_[side].fault_base;
   if (cfg_.drop_every && index % cfg_.drop_every == 0) return false;
-  if (cfg_.loss_rate > 0.0 && next_uniform(dir_[side].rng) < cfg_.loss_rate) return false;
+  if (cfg_.loss_rate > 0.0 && double(dir_[side].rng() >> 11) * 0x1.0p-53 < cfg_.loss_rate) return false;
   for (const LinkFault& f : cfg_.faults) {
     if (f.side != side || f.packet != index) continue;
     switch (f.kind) {
@@ -95,7 +149,9 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
   d.stats.bytes += bytes;
   tx.set_response_status(tlm::TLM_OK_RESPONSE);
   IbPacket p = ext->packet;
+  d.flow.take();
   if (!apply_faults(uint32_t(side), p)) {
+    d.flow.give_back(d.free_at + 2 * cfg_.latency);  // recovered by the flow-control exchange
     ++d.stats.dropped;
     log::write(log::Cat::link, "side {}: packet {} ({} psn {:#x}) dropped", side, d.stats.packets, ib_op_name(p.op), p.psn);
     return;

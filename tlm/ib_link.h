@@ -7,10 +7,21 @@
 // Each side has a target socket (the HCA transmits into it) and an initiator socket (the link
 // delivers to the HCA). A transmit returns at once with `delay` set to the time until the
 // serializer is free again, which is how the sender is paced by the wire.
+//
+// Link-level flow control (S27, tlm/ib_credits.h): each side's receiving port advertises its
+// buffer through rx_flow(side); the sending port asks credits(side) before each packet. A packet
+// takes a credit when sent; the credit comes back one link latency after the receiving port frees
+// the slot (a flow-control packet on the reverse wire), or, for a packet lost on the wire, two
+// latencies after it was sent (the sender's next flow-control packet tells the receiver how many
+// were sent, and the receiver's answer returns the credit: IBA's FCTBS / FCCL exchange). A port
+// that advertises nothing is not limited.
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <queue>
+#include <random>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -18,6 +29,7 @@
 #include <vector>
 
 #include "model/transport/ib_packet.h"
+#include "tlm/ib_credits.h"
 
 namespace vhca {
 
@@ -57,6 +69,9 @@ class IbLink : public sc_core::sc_module {
 
   Target& in(uint32_t side) { return *in_[side]; }
   Initiator& out(uint32_t side) { return *out_[side]; }
+  // Flow control: the credits the port on `side` sends with, and the buffer it receives into.
+  sc_core::sc_export<IbCreditIf>& credits(uint32_t side) { return *credits_[side]; }
+  sc_core::sc_export<IbRxFlowIf>& rx_flow(uint32_t side) { return *rx_flow_[side]; }
   const IbLinkConfig& config() const { return cfg_; }
   // Replace the fault pattern from now on; packet indices count again from 1 on each side.
   void set_faults(uint64_t drop_every, std::vector<LinkFault> faults);
@@ -67,19 +82,57 @@ class IbLink : public sc_core::sc_module {
     uint64_t packets = 0, bytes = 0, dropped = 0, corrupted = 0, rewritten = 0;
   };
   const Stats& stats(uint32_t side) const { return dir_[side].stats; }
+  // Flow control of the packets `side` sends: refusals (a packet held for want of a credit), sends
+  // without a credit (a port that did not ask: its receiver may have to drop), the most in use.
+  struct CreditStats {
+    uint32_t advertised = 0, max_in_use = 0;
+    uint64_t refusals = 0, overdrafts = 0;
+  };
+  CreditStats credit_stats(uint32_t side) const { return dir_[side].flow.stats(); }
 
  private:
+  // One direction's credits (both views of tlm/ib_credits.h). Returns are applied lazily, when
+  // credits are asked for; a timed event runs only while a refused sender waits.
+  class Flow : public IbCreditIf, public IbRxFlowIf {
+   public:
+    explicit Flow(const sc_core::sc_time& latency) : latency_(latency) {}
+    bool can_send() const override;
+    void on_return(std::function<void()> wake) override { wakes_.push_back(std::move(wake)); }
+    void advertise(uint32_t slots) override { limit_ = slots; }
+    void freed(uint32_t slots) override;
+    void take();                             // a packet went out
+    void give_back(const sc_core::sc_time& at);  // its credit is usable again at `at`
+    void process_returns();                  // the returned_ event: wake a refused sender
+    const sc_core::sc_event& returned() const { return returned_; }
+    CreditStats stats() const { return {limit_, max_in_use_, refusals_, overdrafts_}; }
+
+   private:
+    void apply_due() const;
+    sc_core::sc_time latency_;
+    uint32_t limit_ = 0;  // 0: nothing advertised, no limit
+    mutable uint32_t in_use_ = 0;
+    uint32_t max_in_use_ = 0;
+    mutable std::priority_queue<sc_core::sc_time, std::vector<sc_core::sc_time>, std::greater<sc_core::sc_time>> returns_;
+    mutable bool waiting_ = false;
+    mutable sc_core::sc_event returned_;
+    mutable uint64_t refusals_ = 0;
+    uint64_t overdrafts_ = 0;
+    std::vector<std::function<void()>> wakes_;
+  };
+
   struct InFlight {
     sc_core::sc_time arrival;
     IbPacket packet;
   };
   struct Direction {
+    explicit Direction(const sc_core::sc_time& latency) : flow(latency) {}
+    Flow flow;
     sc_core::sc_time free_at;
     std::deque<InFlight> in_flight;
     sc_core::sc_event arrival_event;
     Stats stats;
     uint64_t fault_base = 0;  // packets sent before the current fault pattern was set
-    uint64_t rng = 0;
+    std::mt19937_64 rng;
   };
   void transmit(int side, tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   bool apply_faults(uint32_t side, IbPacket& p);
@@ -89,7 +142,9 @@ class IbLink : public sc_core::sc_module {
   uint32_t sides_;
   std::vector<std::unique_ptr<Target>> in_;
   std::vector<std::unique_ptr<Initiator>> out_;
-  std::vector<Direction> dir_;
+  std::vector<std::unique_ptr<sc_core::sc_export<IbCreditIf>>> credits_;
+  std::vector<std::unique_ptr<sc_core::sc_export<IbRxFlowIf>>> rx_flow_;
+  std::deque<Direction> dir_;  // a deque: Directions hold events and are bound to, so never move
 };
 
 }  // namespace vhca

@@ -8,7 +8,7 @@ namespace vhca {
 Receiver::Receiver(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
                    Requester& requester, Responder& responder, TransportStats& stats)
     : sc_module(name),
-      s_fifo("s_fifo", cfg.rx_fifo_depth, "the IB link: packets for this port (when full: dropped, counted in rx_fifo_drops)"),
+      s_fifo("s_fifo", cfg.rx_fifo_depth, "the IB link: packets for this port (held at the sender by link credits)"),
       clock_(clock),
       cfg_(cfg),
       requester_(requester),
@@ -22,6 +22,11 @@ Receiver::Receiver(const sc_core::sc_module_name& name, const SimClock& clock, c
   SC_METHOD(step);
   sensitive << wakeup_.event();
   dont_initialize();
+}
+
+// Link-up: the buffer the far sender may fill.
+void Receiver::start_of_simulation() {
+  if (flow.size()) flow->advertise(cfg_.rx_fifo_depth);
 }
 
 void Receiver::arrive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
@@ -59,6 +64,7 @@ void Receiver::step() {
   if (!requester_.settled() || !responder_.outbox().empty()) return;  // woken when they empty
   current_ = std::move(fifo_.front());
   fifo_.pop_front();
+  free_slots(1);
   state_ = State::checking;
   checked_at_ = now + cfg_.rx_packet_cycles;
   wakeup_.wake(checked_at_);
@@ -92,6 +98,9 @@ void Receiver::handle() {
   state_ = result == Responder::Step::wait ? State::waiting : State::idle;
 }
 
-void Receiver::reset() { fifo_.clear(); }
+void Receiver::reset() {
+  free_slots(uint32_t(fifo_.size()));
+  fifo_.clear();
+}
 
 }  // namespace vhca

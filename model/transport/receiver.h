@@ -1,5 +1,6 @@
-// The port's receive side: packets from the IB link enter a FIFO (rx_fifo_depth, the link's credit
-// limit) and are taken one at a time: rx_packet_cycles to check one (headers, ICRC, PSN, QP
+// The port's receive side: packets from the IB link enter a FIFO of rx_fifo_depth packets, which
+// the port advertises to the link as its credits (S27: the far sender stops when it is full; each
+// packet taken out returns its credit), and are taken one at a time: rx_packet_cycles to check one (headers, ICRC, PSN, QP
 // lookup), then the requester (ACKs, NAKs, responses) or the responder (requests, datagrams)
 // handles it. A packet that waits for host memory holds the pipeline until its read completes,
 // and the next packet is taken only once the requester's and the responder's outboxes have
@@ -18,6 +19,7 @@
 #include "model/transport/requester.h"
 #include "model/transport/responder.h"
 #include "model/transport/transport_types.h"
+#include "tlm/ib_credits.h"
 
 namespace vhca {
 
@@ -25,6 +27,8 @@ class Receiver : public sc_core::sc_module {
  public:
   tlm_utils::simple_target_socket<Receiver> port_in{"port_in"};
   GaugeExport s_fifo;  // the rx FIFO, as the hierarchy reports it
+  // The link's flow control for this port's buffer (unbound: no credits, a full FIFO drops).
+  sc_core::sc_port<IbRxFlowIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND> flow{"flow"};
 
   SC_HAS_PROCESS(Receiver);
   Receiver(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
@@ -33,7 +37,11 @@ class Receiver : public sc_core::sc_module {
 
  private:
   enum class State { idle, checking, waiting };
+  void start_of_simulation() override;
   void arrive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
+  void free_slots(uint32_t n) {
+    if (flow.size()) flow->freed(n);
+  }
   void step();
   void handle();
 

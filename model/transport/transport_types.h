@@ -20,7 +20,7 @@ struct TransportConfig {
   uint32_t ack_coalesce = 4;        // the responder ACKs after this many ACK-requesting messages...
   uint32_t ack_delay_cycles = 64;   // ...or when this many cycles pass without another
   uint32_t max_inflight_psns = 256; // requester window: unacknowledged PSNs per QP
-  uint32_t rx_fifo_depth = 256;     // packets; the link's credit limit
+  uint32_t rx_fifo_depth = 256;     // packets; advertised to the link as its credits (S27)
   uint32_t tx_read_tags = 8;        // payload reads in flight for packets being built
   uint32_t outbox_depth = 16;       // writes and completions a requester / responder may hold
 };
@@ -37,7 +37,8 @@ struct TransportStats {
            packets_sent = 0, packets_received = 0, bytes_sent = 0, acks_sent = 0, naks_sent = 0, rnr_naks_sent = 0,
            acks_received = 0, retransmits = 0, timeouts = 0, rnr_retries = 0, duplicates = 0, corrupt_dropped = 0,
            dropped_no_qp = 0, qkey_violations = 0, ud_no_wqe = 0, completions = 0, flushed = 0, qp_errors = 0,
-           rx_fifo_drops = 0;  // packets the full rx FIFO could not take (the link has no credits yet)
+           rx_fifo_drops = 0,  // packets the full rx FIFO could not take (a sender that ignored its credits)
+           tx_credit_stalls = 0;  // times a packet due on the wire found no link credit and was held (S27)
 };
 
 // The transport's timers, per QP, in the order they fire when due on the same cycle.

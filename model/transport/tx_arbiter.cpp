@@ -25,19 +25,32 @@ TxArbiter::TxArbiter(const sc_core::sc_module_name& name, const SimClock& clock,
   dont_initialize();
 }
 
+void TxArbiter::end_of_elaboration() {
+  if (credits.size()) credits->on_return([this] { kick(); });
+}
+
+bool TxArbiter::credit_available() {
+  if (!credits.size() || credits->can_send()) return true;
+  ++stats_.tx_credit_stalls;
+  return false;
+}
+
 void TxArbiter::step() {
   const uint64_t now = clock_.now();
   if (!clock_.on_edge()) {
     wakeup_.wake(now + 1);
     return;
   }
-  if (sending_ && now >= send_at_) send();
+  // A packet due on the wire without a credit stays at the port; the credit's return wakes this.
+  const bool held = sending_ && now >= send_at_ && !credit_available();
+  if (sending_ && now >= send_at_ && !held) send();
   if (ud_job_ && now >= ud_done_at_) {
     std::unique_ptr<PendingTx> job = std::move(ud_job_);
     requester_.left_port(*job);
   }
   if (sending_ || ud_job_) {  // a wake-up for other work replaced ours: ask again
-    wakeup_.wake(sending_ ? send_at_ : ud_done_at_);
+    if (sending_ && !held) wakeup_.wake(send_at_);
+    else if (ud_job_) wakeup_.wake(ud_done_at_);
     return;
   }
   run();

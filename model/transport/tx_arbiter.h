@@ -4,8 +4,10 @@
 // starts its payload read (up to tx_read_tags packets built ahead), so that reads for later
 // packets overlap the wire time of earlier ones; packets leave in the order they were built.
 // A packet takes tx_packet_cycles to build (headers, scheduling) and goes out on the first edge
-// the wire is free. One SC_METHOD: it wakes for work, for the edge a packet goes out and, for a UD
-// send, for the edge it has left the port (its completion). No thread.
+// the wire is free and the far port has room for it: without a link credit (S27) the packet is
+// held at the port until one comes back. One SC_METHOD: it wakes for work, for the edge a packet
+// goes out, for a credit's return and, for a UD send, for the edge it has left the port (its
+// completion). No thread.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -22,6 +24,7 @@
 #include "model/transport/requester.h"
 #include "model/transport/responder.h"
 #include "model/transport/transport_types.h"
+#include "tlm/ib_credits.h"
 
 namespace vhca {
 
@@ -29,6 +32,8 @@ class TxArbiter : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<TxArbiter> port_out{"port_out"};
   GaugeExport s_built;  // packets built ahead, waiting for their payload or their turn
+  // The IB link's credits for this port's packets (unbound: no limit, as on a bare port).
+  sc_core::sc_port<IbCreditIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND> credits{"credits"};
 
   SC_HAS_PROCESS(TxArbiter);
   TxArbiter(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
@@ -38,6 +43,8 @@ class TxArbiter : public sc_core::sc_module {
 
  private:
   void kick() { wakeup_.wake(clock_.now()); }
+  void end_of_elaboration() override;
+  bool credit_available();
   void step();
   void run();
   void queue_built(std::unique_ptr<PendingTx> job);
