@@ -54,6 +54,7 @@ void RtlCqWriter::reset() {
   stats_ = {};
   cq_cqes_.assign(cfg_.num_cqs, 0);
   cq_events_.assign(cfg_.num_cqs, 0);
+  cq_causes_.assign(cfg_.num_cqs, {});
   cqes_seen_ = events_seen_ = 0;
   delayed_event_pending_ = false;
 }
@@ -166,7 +167,12 @@ void RtlCqWriter::collect_outputs(uint64_t now) {
   }
   if (t.m_event_valid) {
     DeviceEvent ev{t.m_event_type, t.m_event_eqn, t.m_event_cqn, t.m_event_syndrome, t.m_event_data};
-    if (ev.type == eqe::kCompletion && ev.cqn < cq_events_.size()) ++cq_events_[ev.cqn];
+    if (ev.type == eqe::kCompletion && ev.cqn < cq_events_.size()) {
+      ++cq_events_[ev.cqn];
+      // The cause is the coverage bit the same action set (o_cov: 2 count, 3 period, 4 immediate, 5 at arm).
+      for (int c = 0; c < kEventCauses; ++c)
+        if ((t.o_cov >> (2 + c)) & 1) ++cq_causes_[ev.cqn][size_t(c)];
+    }
     if (++events_seen_ == faults_.delay_event_at) {
       delayed_event_ = ev;
       delayed_event_pending_ = true;
@@ -192,7 +198,7 @@ bool RtlCqWriter::act(uint64_t now) {
   CqControl ctl;
   if (t.s_ctl_valid && t.s_ctl_ready) {
     ctl = s_ctl.pop(now);
-    if (ctl.op == CqControl::Op::create && ctl.cqn < cq_cqes_.size()) cq_cqes_[ctl.cqn] = cq_events_[ctl.cqn] = 0;
+    if (ctl.op == CqControl::Op::create && ctl.cqn < cq_cqes_.size()) cq_cqes_[ctl.cqn] = cq_events_[ctl.cqn] = 0, cq_causes_[ctl.cqn] = {};
   }
   if (t.s_aerr_valid && t.s_aerr_ready) s_access_error.pop(now);
   if (t.s_ci_valid && t.s_ci_ready) s_ci.pop(now);
@@ -235,7 +241,10 @@ CqContext RtlCqWriter::context(uint32_t cqn) const {
   c.mod_pending = t.q_pending;
   if (faults_.misread_pending_from && last_cycle_ >= faults_.misread_pending_from && c.mod_pending) ++c.mod_pending;
   c.timer_deadline = t.q_deadline;
-  if (cqn < cq_cqes_.size()) c.cqes = cq_cqes_[cqn], c.events = cq_events_[cqn];
+  if (cqn < cq_cqes_.size()) {
+    c.cqes = cq_cqes_[cqn], c.events = cq_events_[cqn];
+    for (int k = 0; k < kEventCauses; ++k) c.events_by[k] = cq_causes_[cqn][size_t(k)];
+  }
   return c;
 }
 

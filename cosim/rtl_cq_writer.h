@@ -3,6 +3,7 @@
 // as its time base (i_cycle), so idle cycles are skipped without clocking them. Used by the
 // lockstep co-simulation and, by configuration, inside the full HCA (RTL in the loop).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,6 +57,7 @@ class RtlCqWriter : public CqWriterEngine {
   // CQEs written and completion events raised per CQ, counted at the RTL's outputs (the RTL
   // keeps no such counters; the C++ model's CqContext does).
   std::vector<uint64_t> cq_cqes_, cq_events_;
+  std::vector<std::array<uint64_t, kEventCauses>> cq_causes_;  // events by cause, per CQ (from o_cov)
   bool delayed_event_pending_ = false;
   DeviceEvent delayed_event_;
   uint64_t evals_ = 0;

@@ -1,5 +1,6 @@
 #include "explorer/meter.h"
 
+#include <algorithm>
 #include <initializer_list>
 
 namespace vhca {
@@ -10,10 +11,19 @@ Snapshot take_snapshot(Node& node, const std::vector<IbCq*>& cqs) {
   s.cqes = st.cqes;
   s.events = st.events;
   s.interrupts = node.cpu.interrupts();
+  const uint64_t by_cause[kEventCauses] = {st.events_by_count, st.events_by_period, st.events_immediate,
+                                           st.events_at_arm};
+  std::copy(by_cause, by_cause + kEventCauses, s.events_by);
+  s.async_interrupts = node.cpu.interrupts_on(node.driver.async_host_vector());
+  for (uint32_t v = 0; v < node.driver.num_comp_vectors(); ++v)
+    s.vector_interrupts.push_back(node.cpu.interrupts_on(node.driver.host_vector_of(v)));
   for (IbCq* cq : cqs) {
     const CqContext c = node.hca.cq.context(cq->cq->cqn);
     s.cq_cqes.push_back(c.cqes);
     s.cq_events.push_back(c.events);
+    std::array<uint64_t, kEventCauses> by;
+    std::copy(c.events_by, c.events_by + kEventCauses, by.begin());
+    s.cq_events_by.push_back(by);
   }
   for (int c = 0; c < 5; ++c) s.busy[c] = node.cpu.busy(CpuContext(c));
   s.at = sc_core::sc_time_stamp();
@@ -25,6 +35,11 @@ void window_stats(HostStats& hs, const Snapshot& a, const Snapshot& b) {
   hs.cqes = b.cqes - a.cqes;
   hs.events = b.events - a.events;
   hs.interrupts = b.interrupts - a.interrupts;
+  for (int c = 0; c < kEventCauses; ++c) hs.events_by[c] = b.events_by[c] - a.events_by[c];
+  hs.async_interrupts = b.async_interrupts - a.async_interrupts;
+  hs.vector_interrupts.clear();
+  for (size_t v = 0; v < b.vector_interrupts.size(); ++v)
+    hs.vector_interrupts.push_back(b.vector_interrupts[v] - (v < a.vector_interrupts.size() ? a.vector_interrupts[v] : 0));
   hs.interrupts_per_s = measured_s > 0 ? double(hs.interrupts) / measured_s : 0;
   hs.cqes_per_interrupt = hs.interrupts ? double(hs.cqes) / double(hs.interrupts) : 0;
   auto pct = [&](std::initializer_list<CpuContext> ctxs) {

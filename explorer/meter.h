@@ -2,6 +2,7 @@
 // counts, CPU time per context) snapshotted when the warm-up ends and when the run stops, and the
 // rates and shares between the two.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -14,7 +15,11 @@ namespace vhca {
 
 struct Snapshot {
   uint64_t cqes = 0, events = 0, interrupts = 0;
+  uint64_t events_by[kEventCauses] = {};
   std::vector<uint64_t> cq_cqes, cq_events;  // per scenario CQ
+  std::vector<std::array<uint64_t, kEventCauses>> cq_events_by;
+  std::vector<uint64_t> vector_interrupts;   // per completion vector
+  uint64_t async_interrupts = 0;
   sc_core::sc_time busy[5];                  // CPU time per CpuContext
   sc_core::sc_time at;
 };

@@ -85,6 +85,12 @@ void print_summary(const TrafficOptions& o, const TrafficResult& r) {
     if (s.dim_decisions)
       std::printf(", DIM %llu decisions, %llu changes", static_cast<unsigned long long>(s.dim_decisions),
                   static_cast<unsigned long long>(s.dim_changes));
+    std::printf("\n         events by cause: count %llu, period %llu, immediate %llu, at arm %llu; interrupts by vector:",
+                static_cast<unsigned long long>(s.events_by[0]), static_cast<unsigned long long>(s.events_by[1]),
+                static_cast<unsigned long long>(s.events_by[2]), static_cast<unsigned long long>(s.events_by[3]));
+    for (size_t v = 0; v < s.vector_interrupts.size(); ++v)
+      std::printf(" %zu: %llu,", v, static_cast<unsigned long long>(s.vector_interrupts[v]));
+    std::printf(" async: %llu", static_cast<unsigned long long>(s.async_interrupts));
     std::printf("\n");
   }
   std::printf("  latency from post, us (CQE = landed in host memory, hdlr = done callback)\n");
@@ -95,16 +101,18 @@ void print_summary(const TrafficOptions& o, const TrafficResult& r) {
                 static_cast<unsigned long long>(l.samples), l.cqe_p50, l.cqe_p99, l.cqe_p999, l.hdl_p50, l.hdl_p90,
                 l.hdl_p99, l.hdl_p999, l.hdl_max);
   std::printf("  per CQ (moderation at the end; latency of every completion it carried, us)\n");
-  std::printf("  %-10s %6s %14s %10s %10s %10s %8s %8s %8s\n", "", "vector", "moderation", "CQEs", "events",
-              "CQEs/event", "CQE p50", "hdlr p50", "hdlr p99");
+  std::printf("  %-10s %6s %14s %10s %10s %10s %8s %8s %8s   %s\n", "", "vector", "moderation", "CQEs", "events",
+              "CQEs/event", "CQE p50", "hdlr p50", "hdlr p99", "events by count/period/immediate/at arm");
   for (const CqStats& c : r.cqs) {
     char name[32], mod[40];
     std::snprintf(name, sizeof name, "host%d CQ %d", c.host, c.cq);
     std::snprintf(mod, sizeof mod, "%u/%uus%s", c.mod_count, c.mod_period_us, c.adaptive ? " DIM" : "");
-    std::printf("  %-10s %6d %14s %10llu %10llu %10.2f %8.3f %8.3f %8.3f\n", name, c.vector, mod,
-                static_cast<unsigned long long>(c.cqes), static_cast<unsigned long long>(c.events),
+    std::printf("  %-10s %6d %14s %10llu %10llu %10.2f %8.3f %8.3f %8.3f   %llu/%llu/%llu/%llu\n", name, c.vector,
+                mod, static_cast<unsigned long long>(c.cqes), static_cast<unsigned long long>(c.events),
                 c.events ? double(c.cqes) / double(c.events) : 0.0, c.latency.cqe_p50, c.latency.hdl_p50,
-                c.latency.hdl_p99);
+                c.latency.hdl_p99, static_cast<unsigned long long>(c.events_by[0]),
+                static_cast<unsigned long long>(c.events_by[1]), static_cast<unsigned long long>(c.events_by[2]),
+                static_cast<unsigned long long>(c.events_by[3]));
   }
   row("measured (simulated) time", r.measured_s * 1e3, "ms");
   row("wall time", r.wall_s, "s");
@@ -145,6 +153,13 @@ Fields result_fields(const TrafficOptions& o, const TrafficResult& r) {
              {"cq_occupancy_max", double(s.cq_occupancy_max)}, {"overflows", double(s.overflows)},
              {"dim_changes", double(s.dim_changes)}})
       f.push_back({p + k, v});
+    f.push_back({p + "events", double(s.events)});
+    for (int c = 0; c < kEventCauses; ++c)
+      f.push_back({p + "events_" + event_cause_name(EventCause(c)), double(s.events_by[c])});
+    f.push_back({p + "async_interrupts", double(s.async_interrupts)});
+    for (int v = 0; v < o.vectors; ++v)  // known before the run: the columns of a sweep's CSV
+      f.push_back({p + "vector" + std::to_string(v) + "_interrupts",
+                   size_t(v) < s.vector_interrupts.size() ? double(s.vector_interrupts[size_t(v)]) : 0.0});
   }
   auto op_fields = [&](const std::string& key, const std::string& prefix) {
     auto it = r.latency.find(key);
@@ -162,6 +177,8 @@ Fields result_fields(const TrafficOptions& o, const TrafficResult& r) {
     f.push_back({p + "cqes", double(c.cqes)});
     f.push_back({p + "events", double(c.events)});
     f.push_back({p + "cqes_per_event", c.events ? double(c.cqes) / double(c.events) : 0.0});
+    for (int k = 0; k < kEventCauses; ++k)
+      f.push_back({p + "events_" + event_cause_name(EventCause(k)), double(c.events_by[k])});
     f.push_back({p + "cqe_p50_us", c.latency.cqe_p50});
     f.push_back({p + "hdl_p50_us", c.latency.hdl_p50});
     f.push_back({p + "hdl_p99_us", c.latency.hdl_p99});

@@ -549,6 +549,7 @@ class TrafficRun {
         s.adaptive = cqs_[h][c]->dim != nullptr;
         s.cqes = b.cq_cqes[c] - a.cq_cqes[c];
         s.events = b.cq_events[c] - a.cq_events[c];
+        for (int k = 0; k < kEventCauses; ++k) s.events_by[k] = b.cq_events_by[c][size_t(k)] - a.cq_events_by[c][size_t(k)];
         s.latency = probes_.latency_of_cq(h, int(c));
         r.cqs.push_back(s);
       }

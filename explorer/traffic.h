@@ -134,6 +134,9 @@ struct HostStats {
   double cq_occupancy_mean = 0;
   uint32_t cq_occupancy_max = 0;
   uint64_t dim_decisions = 0, dim_changes = 0;  // adaptive moderation, summed over the CQs
+  uint64_t events_by[kEventCauses] = {};        // completion events by cause (EventCause)
+  std::vector<uint64_t> vector_interrupts;      // interrupts per completion vector
+  uint64_t async_interrupts = 0;                // on the async EQ's vector (port, command, QP events)
 };
 
 // One CQ over the measured window: its moderation (at the end, for DIM), what it wrote and
@@ -144,6 +147,7 @@ struct CqStats {
   bool adaptive = false;
   uint64_t cqes = 0, events = 0;
   LatencyStats latency;  // every completion on this CQ, whatever its opcode
+  uint64_t events_by[kEventCauses] = {};  // its events by cause (EventCause)
 };
 
 struct TrafficResult {

@@ -33,7 +33,10 @@ void Poller::detach(IbCq& cq) {
 }
 
 void Poller::schedule(IbCq& cq) {
-  if (cq.queued) return;
+  if (cq.queued) {
+    cq.kicked = true;
+    return;
+  }
   cq.queued = true;
   queue_.push_back(&cq);
   work_.notify(latency_);
@@ -49,6 +52,7 @@ void Poller::run() {
     while (!queue_.empty()) {
       IbCq* cq = queue_.front();
       queue_.pop_front();
+      cq->kicked = false;
       ++cq->turns;
       current_ = cq;
       int n = process_(*cq, cfg_.budget, ctx_);
@@ -67,6 +71,11 @@ void Poller::run() {
       if (!cq->poller) continue;
       if (missed > 0) {
         ++cq->missed_events;
+        queue_.push_back(cq);
+        continue;
+      }
+      if (cq->kicked) {  // its event came during this turn: the re-arm may have been stale
+        ++cq->kicked_turns;
         queue_.push_back(cq);
         continue;
       }

@@ -32,7 +32,10 @@ struct IbCq {
   PollContext context = PollContext::direct;
   class Poller* poller = nullptr;
   bool queued = false;
-  uint64_t completions = 0, turns = 0, rearms = 0, missed_events = 0;
+  // An event arrived while the poller held this CQ (past its poll, re-arming): the turn must not
+  // end with the CQ idle, or that event's wake-up is lost (NAPI's "missed" state).
+  bool kicked = false;
+  uint64_t completions = 0, turns = 0, rearms = 0, missed_events = 0, kicked_turns = 0;
   // Adaptive moderation (DIM), when the CQ was allocated with it.
   std::unique_ptr<CqDim> dim;
   PeriodMode dim_mode = PeriodMode::eqe;

@@ -71,6 +71,9 @@ class Driver {
   const DriverConfig& config() const { return cfg_; }
   uint32_t num_comp_vectors() const { return uint32_t(comp_eqs_.size()); }
   uint32_t eqn_for_vector(uint32_t comp_vector) const { return eqs_[comp_eqs_.at(comp_vector)].eqn; }
+  // The host interrupt vector (MSI-X data) a completion vector's EQ raises.
+  uint32_t host_vector_of(uint32_t comp_vector) const { return eqs_[comp_eqs_.at(comp_vector)].vector; }
+  uint32_t async_host_vector() const { return eqs_.at(async_eq_).vector; }
   uint32_t async_eqn() const { return eqs_.at(async_eq_).eqn; }
   // Offset of a register by name (reads through the register table, never a literal).
   static uint64_t offset_of(const char* name, uint32_t index = 0);

@@ -107,6 +107,7 @@ void HostCpu::irq_thread() {
     pending_.pop_front();
     if (p.due > sc_core::sc_time_stamp()) sc_core::wait(p.due - sc_core::sc_time_stamp());
     ++interrupts_;
+    ++vector_interrupts_[p.vector];
     auto it = handlers_.find(p.vector);
     if (it == handlers_.end()) {
       log::error("host: interrupt on vector {} with no handler", p.vector);

@@ -61,6 +61,11 @@ class HostCpu : public sc_core::sc_module {
   void raise(uint32_t vector);
   void set_irq_handler(uint32_t vector, std::function<void()> handler);
   uint64_t interrupts() const { return interrupts_; }
+  // Interrupts taken on one host vector (0 if none).
+  uint64_t interrupts_on(uint32_t vector) const {
+    auto it = vector_interrupts_.find(vector);
+    return it == vector_interrupts_.end() ? 0 : it->second;
+  }
   // Observation: a hard-IRQ handler ran for `vector` from `begin` to now (timelines).
   Observers<uint32_t, const sc_core::sc_time&> on_handler_done;  // (vector, when the handler began)
 
@@ -107,6 +112,7 @@ class HostCpu : public sc_core::sc_module {
     sc_core::sc_time start, interval;
   } polling_;
   uint64_t interrupts_ = 0;
+  std::map<uint32_t, uint64_t> vector_interrupts_;
 };
 
 }  // namespace vhca

@@ -9,6 +9,11 @@
 
 namespace vhca {
 
+const char* event_cause_name(EventCause c) {
+  static const char* const kNames[kEventCauses] = {"count", "period", "immediate", "at_arm"};
+  return kNames[int(c)];
+}
+
 const char* arm_event_name(ArmEvent a) { return a == ArmEvent::at_once ? "at-arm" : "moderated"; }
 
 bool parse_arm_event(const std::string& text, ArmEvent& out) {
@@ -166,8 +171,7 @@ bool CqWriterCore::expire_timer(uint64_t now) {
     cq.timer_deadline = 0;
     ++stats_.timer_expiries;
     if (armed(cq) && cq.mod_pending > 0) {
-      ++stats_.events_by_period;
-      fire(cq, t.cqn, now);
+      fire(cq, t.cqn, now, EventCause::period);
     }
     return true;
   }
@@ -231,8 +235,7 @@ void CqWriterCore::apply_arm(const ArmRequest& a, uint64_t now) {
                               index_distance(a.ci, cq.last_solicited) <= newer;
   if (!owed) return;
   if (cfg_.arm_event == ArmEvent::at_once) {
-    ++stats_.events_at_arm;
-    fire(cq, a.cqn, now);
+    fire(cq, a.cqn, now, EventCause::at_arm);
     return;
   }
   // S26: the owed CQEs count towards moderation like CQEs arriving now, and the event waits for
@@ -334,21 +337,23 @@ void CqWriterCore::reevaluate(CqContext& cq, uint32_t cqn, uint64_t now) {
   if (!armed(cq) || cq.mod_pending == 0) return;
   const bool no_moderation = cq.cfg.mod_count == 0 && cq.cfg.mod_period == 0;
   if (no_moderation || (cq.cfg.mod_count != 0 && cq.mod_pending >= cq.cfg.mod_count)) {
-    ++(no_moderation ? stats_.events_immediate : stats_.events_by_count);
-    fire(cq, cqn, now);
+    fire(cq, cqn, now, no_moderation ? EventCause::immediate : EventCause::count);
     return;
   }
   if (cq.cfg.mod_period == 0) return;
   const uint64_t deadline = cq.timer_start + period_cycles(cq);
   if (deadline <= now) {
-    ++stats_.events_by_period;
-    fire(cq, cqn, now);
+    fire(cq, cqn, now, EventCause::period);
   } else if (cq.timer_deadline != deadline) {
     start_timer(cq, cqn, deadline);
   }
 }
 
-void CqWriterCore::fire(CqContext& cq, uint32_t cqn, uint64_t now) {
+void CqWriterCore::fire(CqContext& cq, uint32_t cqn, uint64_t now, EventCause cause) {
+  ++cq.events_by[int(cause)];
+  uint64_t* const by_cause[kEventCauses] = {&stats_.events_by_count, &stats_.events_by_period,
+                                            &stats_.events_immediate, &stats_.events_at_arm};
+  ++*by_cause[int(cause)];
   m_event->push(DeviceEvent{eqe::kCompletion, cq.cfg.eqn, cqn, 0, cq.pi}, now);
   log::write(log::Cat::cq, "CQ {} event -> EQ {} (pending {}, pi {:#x})", cqn, cq.cfg.eqn, cq.mod_pending, cq.pi);
   if (cq.state != CqState::always_armed) cq.state = CqState::disarmed;

@@ -40,7 +40,7 @@ class CqWriterCore : public CqWriterEngine {
   void write_cqe(CqContext& cq, uint32_t cqn, const CompletionRecord& r, uint64_t now);
   void moderate(CqContext& cq, uint32_t cqn, const CompletionRecord& r, uint64_t now);
   void reevaluate(CqContext& cq, uint32_t cqn, uint64_t now);
-  void fire(CqContext& cq, uint32_t cqn, uint64_t now);
+  void fire(CqContext& cq, uint32_t cqn, uint64_t now, EventCause cause);
   void enter_error(CqContext& cq, uint32_t cqn, uint8_t syndrome, uint64_t now);
   void start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline);
   void stop_timer(CqContext& cq);

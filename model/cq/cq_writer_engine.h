@@ -19,6 +19,11 @@ namespace vhca {
 // kept for comparison: under load the event rate then follows the host's re-arm loop).
 enum class ArmEvent : uint8_t { moderated, at_once };
 
+// Why a completion event fired (reported per CQ and per host, docs/timing.md "Moderation").
+enum class EventCause : uint8_t { count, period, immediate, at_arm };
+constexpr int kEventCauses = 4;
+const char* event_cause_name(EventCause c);  // "count", "period", "immediate", "at_arm"
+
 struct CqeWriterConfig {
   uint32_t num_cqs = 65536;        // CQC table capacity
   uint8_t log_max_cq_size = 22;    // largest CQ: 4 M entries
@@ -47,6 +52,7 @@ struct CqContext {
   uint64_t timer_deadline = 0;  // 0: no timer running
   uint32_t timer_gen = 0;
   uint64_t cqes = 0, events = 0, dropped = 0;
+  uint64_t events_by[kEventCauses] = {};  // events by EventCause
   uint32_t size() const { return 1u << cfg.log_size; }
 };
 
