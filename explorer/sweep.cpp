@@ -147,7 +147,36 @@ struct PlotPoint {
   double x, y;
   std::string label;
   bool ok;  // the run passed its checks (a stalled or lossy point is plotted, not on the frontier)
+  size_t index = 0;  // the point's number in sweep.csv
+  std::string why;   // a failed point: which check failed
 };
+
+// Which of a run's checks failed, from its result row ("" if it passed).
+std::string failure_of(const std::vector<std::string>& header, const std::vector<std::string>& row) {
+  if (field(header, row, "ok") != 0) return "";
+  std::vector<std::string> why;
+  if (field(header, row, "completed") < field(header, row, "posted")) why.push_back("not drained");
+  if (field(header, row, "data_errors") > 0) why.push_back("data damaged");
+  if (field(header, row, "misordered") > 0) why.push_back("out of order");
+  if (field(header, row, "errors") > 0) why.push_back("completion errors");
+  if (field(header, row, "host0_overflows") + field(header, row, "host1_overflows") > 0) why.push_back("CQ overflow");
+  if (why.empty()) why.push_back("not drained");  // receives outstanding
+  std::string text;
+  for (const std::string& w : why) text += (text.empty() ? "" : ", ") + w;
+  return text;
+}
+
+// Whether values span more than a decade (a log axis shows them better).
+bool spans_decades(const std::vector<PlotPoint>& pts, double PlotPoint::*axis) {
+  double lo = 0, hi = 0;
+  for (const PlotPoint& p : pts) {
+    const double v = p.*axis;
+    if (!(v > 0)) continue;
+    lo = lo == 0 ? v : std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  return lo > 0 && hi / lo > 10;
+}
 
 // The latency the plot uses: the round trip for a ping-pong, else the first requester opcode with
 // samples, handler p99.
@@ -180,8 +209,9 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
       rows[i][header[c]] = row[c];
     }
     if (ycol.empty()) ycol = latency_column(header, row);
-    plot.push_back({field(header, row, "host0_interrupts_per_s") + field(header, row, "host1_interrupts_per_s"),
-                    field(header, row, ycol), points[i].label, field(header, row, "ok") != 0});
+    plot.push_back({(field(header, row, "host0_interrupts_per_s") + field(header, row, "host1_interrupts_per_s")) / 1e3,
+                    field(header, row, ycol), points[i].label, field(header, row, "ok") != 0, i,
+                    failure_of(header, row)});
   }
   std::ofstream csv(o.out + "/sweep.csv");
   csv << "point,settings";
@@ -206,32 +236,68 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
     if (!dominated) front.push_back(p);
   }
   std::sort(front.begin(), front.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+  // Points are numbered on the plot; a key beside it says what each number ran (every point up to
+  // 40, else the frontier and the failed ones), and why a failed point failed.
   std::ofstream dat(o.out + "/pareto.dat");
-  dat << "# interrupts_per_s " << ycol << " label; blocks: passed points, failed points, the frontier\n";
+  dat << "# interrupts_k_per_s " << ycol << " point; blocks: passed points, failed points, the frontier\n";
   for (bool ok : {true, false}) {
-    bool any = false;
-    for (const auto& p : plot)
-      if (p.ok == ok) dat << p.x << " " << p.y << " \"" << p.label << "\"\n", any = true;
-    if (!any) dat << "NaN NaN \"\"\n";  // keep the block so that the indices stay put
+    // Points with identical results share one label ("0,1,2"), written at the first of them.
+    std::vector<std::pair<const PlotPoint*, std::string>> labelled;
+    for (const auto& p : plot) {
+      if (p.ok != ok) continue;
+      auto same = std::find_if(labelled.begin(), labelled.end(),
+                               [&](const auto& l) { return l.first->x == p.x && l.first->y == p.y; });
+      if (same == labelled.end()) labelled.push_back({&p, std::to_string(p.index)});
+      else same->second += "," + std::to_string(p.index);
+    }
+    for (const auto& [p, names] : labelled) dat << p->x << " " << p->y << " \"" << names << "\"\n";
+    if (labelled.empty()) dat << "NaN NaN \"\"\n";  // keep the block so that the indices stay put
     dat << "\n\n";
   }
-  for (const auto& p : front) dat << p.x << " " << p.y << " \"" << p.label << "\"\n";
+  for (const auto& p : front) dat << p.x << " " << p.y << " \"" << p.index << "\"\n";
   dat.close();
+  auto on_front = [&](const PlotPoint& p) {
+    return std::any_of(front.begin(), front.end(), [&](const PlotPoint& f) { return f.index == p.index; });
+  };
+  const bool all_keyed = plot.size() <= 40;
+  std::string key;
+  for (const auto& p : plot) {
+    if (!all_keyed && p.ok && !on_front(p)) continue;
+    key += std::to_string(p.index) + (on_front(p) ? " * " : "   ") + p.label;
+    if (!p.ok) key += "   FAILED: " + p.why;
+    key += "\\n";
+  }
+  if (!all_keyed) key += "(other points: sweep.csv)\\n";
+  for (char& c : key)
+    if (c == '"') c = '\'';
+  const bool logx = spans_decades(plot, &PlotPoint::x), logy = spans_decades(plot, &PlotPoint::y);
+  // A log axis spans the data and a little more (gnuplot would round out to whole decades).
+  auto log_range = [&](double PlotPoint::*axis) {
+    double lo = 0, hi = 0;
+    for (const PlotPoint& p : plot)
+      if (p.*axis > 0) lo = lo == 0 ? p.*axis : std::min(lo, p.*axis), hi = std::max(hi, p.*axis);
+    return "[" + std::to_string(lo / 1.5) + ":" + std::to_string(hi * 1.5) + "]";
+  };
+  const std::string scenario_name = o.scenario.substr(o.scenario.find_last_of('/') + 1);
   std::ofstream gp(o.out + "/pareto.gp");
   gp << "# Latency vs interrupt rate for the sweep of " << o.scenario << "\n"
-     << "set datafile separator whitespace\n"
-     << "set xlabel 'interrupts per second (both hosts)'\n"
-     << "set ylabel '" << ycol << " (us)' noenhanced\n"
-     << "set offsets 0, graph 0.15, graph 0.1, 0\nset xrange [0:*]\nset yrange [0:*]\n"
-     << "set title 'vhca-sim sweep: latency vs interrupt rate' noenhanced\n"
-     << "set key top right\nset grid\n";
-  for (const char* term : {"pngcairo size 1100,750", "svg size 1100,750"}) {
+     << "set encoding utf8\nset datafile separator whitespace\n"
+     << "set xlabel 'interrupts per second, both hosts (k/s" << (logx ? ", log scale" : "") << ")'\n"
+     << "set ylabel '" << ycol << " (µs" << (logy ? ", log scale" : "") << ")' noenhanced\n"
+     << (logx ? "set logscale x\nset xrange " + log_range(&PlotPoint::x) + "\n" : "set xrange [0:*]\n")
+     << (logy ? "set logscale y\nset yrange " + log_range(&PlotPoint::y) + "\n" : "set yrange [0:*]\n")
+     << (logx || logy ? "" : "set offsets 0, graph 0.1, graph 0.1, 0\n")
+     << "set title 'vhca-sim sweep of " << scenario_name << ": latency vs interrupt rate' noenhanced\n"
+     << "set key top right\nset grid\nset rmargin at screen 0.60\n"
+     << "set label 1 \"point   (* on the Pareto frontier)\\n" << key
+     << "\" at screen 0.62, screen 0.93 left font ',8' noenhanced\n";
+  for (const char* term : {"pngcairo size 1400,750", "svg size 1400,750"}) {
     const bool png = std::string(term).rfind("png", 0) == 0;
     gp << "set terminal " << term << "\nset output '" << o.out << (png ? "/pareto.png" : "/pareto.svg") << "'\n"
        << "plot '" << o.out << "/pareto.dat' index 0 using 1:2 with points pt 7 ps 1.2 title 'grid points', \\\n"
-       << "     '' index 0 using 1:2:3 with labels offset 0,1 font ',8' noenhanced notitle, \\\n"
-       << "     '' index 1 using 1:2 with points pt 2 ps 1.5 title 'failed its checks (stalled, lost or damaged)', \\\n"
-       << "     '' index 1 using 1:2:3 with labels offset 0,-1 font ',8' noenhanced notitle, \\\n"
+       << "     '' index 0 using 1:2:3 with labels offset 0.8,0.6 font ',8' notitle, \\\n"
+       << "     '' index 1 using 1:2 with points pt 2 ps 1.5 title 'failed its checks (why: in the key)', \\\n"
+       << "     '' index 1 using 1:2:3 with labels offset 0.8,-0.6 font ',8' notitle, \\\n"
        << "     '' index 2 using 1:2 with linespoints lw 2 pt 6 ps 2 title 'Pareto frontier'\n";
   }
   gp.close();
