@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -20,6 +21,8 @@ struct Point {
   std::vector<std::string> sets;  // this point's --set overrides (fixed ones first)
   std::string label;              // the grid values, for the plot
   std::string csv;                // where the point writes its row
+  size_t group = 0;               // its grid point (with --seeds, each grid point runs once per seed)
+  int seed = 0;                   // 0: the scenario's own
 };
 
 std::string expand_key(const std::string& k) {
@@ -79,11 +82,24 @@ std::vector<Point> make_points(const SweepOptions& o) {
     if (a == 0) break;
   }
   for (size_t i = 0; i < points.size(); ++i) {
+    points[i].group = i;
     char name[32];
     std::snprintf(name, sizeof name, "/point-%03zu.csv", i);
     points[i].csv = o.out + name;
   }
-  return points;
+  if (o.seeds <= 1) return points;
+  std::vector<Point> runs;  // each grid point once per seed, seeds 1..N
+  for (const Point& p : points)
+    for (int k = 1; k <= o.seeds; ++k) {
+      Point r = p;
+      r.seed = k;
+      r.sets.push_back("seed=" + std::to_string(k));
+      char name[40];
+      std::snprintf(name, sizeof name, "/point-%03zu-seed%d.csv", p.group, k);
+      r.csv = o.out + name;
+      runs.push_back(r);
+    }
+  return runs;
 }
 
 std::string shell_quote(const std::string& s) {
@@ -129,7 +145,8 @@ bool run_points(const SweepOptions& o, const std::vector<Point>& points, int job
     const size_t i = running[done];
     running.erase(done);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::printf("  point %3zu/%zu %-40s %s\n", i + 1, points.size(), points[i].label.c_str(),
+    std::printf("  run %3zu/%zu %-40s%s %s\n", i + 1, points.size(), points[i].label.c_str(),
+                points[i].seed ? (" seed=" + std::to_string(points[i].seed)).c_str() : "",
                 code == 0 ? "ok" : code == 1 ? "ran, checks failed (see its log)" : "FAILED (see its log)");
     if (code != 0 && code != 1) ok = false;
   }
@@ -149,6 +166,7 @@ struct PlotPoint {
   bool ok;  // the run passed its checks (a stalled or lossy point is plotted, not on the frontier)
   size_t index = 0;  // the point's number in sweep.csv
   std::string why;   // a failed point: which check failed
+  double x_ci = 0, y_ci = 0;  // with --seeds: 95 % confidence half-widths of the means
 };
 
 // Which of a run's checks failed, from its result row ("" if it passed).
@@ -184,6 +202,80 @@ std::string latency_column(const std::vector<std::string>& header, const std::ve
   for (const char* op : {"PINGPONG", "SEND", "RDMA_WRITE", "RDMA_READ", "INJECTED"})
     if (field(header, row, std::string(op) + "_samples") > 0) return std::string(op) + "_hdl_p99_us";
   return "SEND_hdl_p99_us";
+}
+
+// Two-sided 95 % Student t quantile for n - 1 degrees of freedom (n runs).
+double t95(size_t n) {
+  static const double kT[] = {0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                              2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
+  const size_t df = n - 1;
+  return df < sizeof kT / sizeof kT[0] ? kT[df] : 1.96;
+}
+
+struct MeanCi {
+  double mean = 0, ci = 0;  // ci: half-width of the 95 % confidence interval of the mean
+};
+MeanCi mean_ci(const std::vector<double>& v) {
+  MeanCi m;
+  if (v.empty()) return m;
+  for (double x : v) m.mean += x;
+  m.mean /= double(v.size());
+  if (v.size() < 2) return m;
+  double ss = 0;
+  for (double x : v) ss += (x - m.mean) * (x - m.mean);
+  m.ci = t95(v.size()) * std::sqrt(ss / double(v.size() - 1) / double(v.size()));
+  return m;
+}
+
+// With --seeds: summary.csv, one row per grid point with every numeric column's mean and 95 %
+// confidence half-width over its seeds; the plot then shows each grid point at its means, with
+// the intervals as error bars, failed if any seed failed.
+std::vector<PlotPoint> summarize_seeds(const SweepOptions& o, const std::vector<Point>& points,
+                                       const std::vector<std::string>& columns,
+                                       const std::vector<std::map<std::string, std::string>>& rows,
+                                       const std::vector<PlotPoint>& runs) {
+  std::ofstream sum(o.out + "/summary.csv");
+  sum << "point,settings,runs,failed_runs";
+  for (const std::string& c : columns)
+    if (c != "scenario" && c != "seed") sum << "," << c << "_mean," << c << "_ci95";
+  sum << "\n";
+  std::vector<PlotPoint> plot;
+  for (size_t first = 0; first < points.size();) {
+    size_t end = first;
+    while (end < points.size() && points[end].group == points[first].group) ++end;
+    size_t failed = 0;
+    std::vector<double> xs, ys;
+    for (size_t i = first; i < end; ++i) {
+      failed += runs[i].ok ? 0 : 1;
+      xs.push_back(runs[i].x);
+      ys.push_back(runs[i].y);
+    }
+    sum << points[first].group << ",\"" << points[first].label << "\"," << end - first << "," << failed;
+    for (const std::string& c : columns) {
+      if (c == "scenario" || c == "seed") continue;
+      std::vector<double> v;
+      for (size_t i = first; i < end; ++i) {
+        auto it = rows[i].find(c);
+        if (it != rows[i].end() && !it->second.empty()) v.push_back(std::atof(it->second.c_str()));
+      }
+      const MeanCi m = mean_ci(v);
+      sum << "," << m.mean << "," << m.ci;
+    }
+    sum << "\n";
+    PlotPoint p = runs[first];
+    const MeanCi mx = mean_ci(xs), my = mean_ci(ys);
+    p.x = mx.mean, p.y = my.mean, p.x_ci = mx.ci, p.y_ci = my.ci;
+    p.index = points[first].group;
+    p.ok = failed == 0;
+    if (failed) p.why = std::to_string(failed) + " of " + std::to_string(end - first) + " seeds: " + runs[first].why;
+    for (size_t i = first; i < end && failed; ++i)
+      if (!runs[i].ok) p.why = std::to_string(failed) + " of " + std::to_string(end - first) + " seeds: " + runs[i].why;
+    plot.push_back(p);
+    first = end;
+  }
+  std::printf("wrote %s/summary.csv (%zu grid points, %d seeds each: mean and 95 %% CI)\n", o.out.c_str(), plot.size(),
+              o.seeds);
+  return plot;
 }
 
 bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
@@ -227,6 +319,7 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
   }
   csv.close();
   if (!ok) return false;
+  if (o.seeds > 1) plot = summarize_seeds(o, points, columns, rows, plot);
   // The Pareto frontier: no other point has both fewer interrupts and lower latency.
   std::vector<PlotPoint> front;
   for (const auto& p : plot) {
@@ -255,6 +348,8 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
     dat << "\n\n";
   }
   for (const auto& p : front) dat << p.x << " " << p.y << " \"" << p.index << "\"\n";
+  dat << "\n\n";
+  for (const auto& p : plot) dat << p.x << " " << p.y << " " << p.x_ci << " " << p.y_ci << "\n";  // error bars
   dat.close();
   auto on_front = [&](const PlotPoint& p) {
     return std::any_of(front.begin(), front.end(), [&](const PlotPoint& f) { return f.index == p.index; });
@@ -298,10 +393,15 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
        << "     '' index 0 using 1:2:3 with labels offset 0.8,0.6 font ',8' notitle, \\\n"
        << "     '' index 1 using 1:2 with points pt 2 ps 1.5 title 'failed its checks (why: in the key)', \\\n"
        << "     '' index 1 using 1:2:3 with labels offset 0.8,-0.6 font ',8' notitle, \\\n"
-       << "     '' index 2 using 1:2 with linespoints lw 2 pt 6 ps 2 title 'Pareto frontier'\n";
+       << "     '' index 2 using 1:2 with linespoints lw 2 pt 6 ps 2 title 'Pareto frontier'"
+       << (o.seeds > 1 ? ", \\\n     '' index 3 using 1:2:($1-$3):($1+$3):($2-$4):($2+$4) with xyerrorbars lc 'gray' pt 0 "
+                         "title '95 % confidence of the mean over " + std::to_string(o.seeds) + " seeds'"
+                       : std::string())
+       << "\n";
   }
   gp.close();
-  std::printf("wrote %s/sweep.csv (%zu points, %zu on the Pareto frontier)\n", o.out.c_str(), plot.size(), front.size());
+  std::printf("wrote %s/sweep.csv (%zu runs; %zu points, %zu on the Pareto frontier)\n", o.out.c_str(), points.size(),
+              plot.size(), front.size());
   const std::string cmd = "gnuplot " + shell_quote(o.out + "/pareto.gp") + " 2>" + shell_quote(o.out + "/gnuplot.log");
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "vhca-sim sweep: gnuplot failed or is missing (see %s/gnuplot.log); the data is in pareto.dat\n",

@@ -47,7 +47,7 @@ const char* const kUsage =
                "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--queues] [--log CATS]\n"
                "                [--wall-limit SECONDS]\n"
                "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
-               "                [--out DIR] [--latency COLUMN] [--emit-jobs] [--collect]\n"
+               "                [--out DIR] [--latency COLUMN] [--seeds N] [--emit-jobs] [--collect]\n"
                "                (KEY: count, period, mode, policy or a dotted key, list items as name[k])\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
@@ -245,6 +245,7 @@ int run_sweep_command(int argc, char** argv) {
     else if (w.a == "--set") o.sets.push_back(w.value());
     else if (w.a == "--help" || w.a == "-h") help();
     else if (w.a == "--jobs") o.jobs = int(w.integer(1, 256));
+    else if (w.a == "--seeds") o.seeds = int(w.integer(1, 1000));
     else if (w.a == "--out") o.out = w.value();
     else if (w.a == "--emit-jobs") o.emit_jobs = true;
     else if (w.a == "--collect") o.collect = true;
