@@ -92,6 +92,10 @@ void Probes::attach(int h, Node& n, CqPool& pool, const std::vector<IbCq*>& cqs)
       vcd_.set(waves_[h].irq[vector], 0);
     }
     if (timeline_.enabled()) timeline_.span(h, "IRQ handler, vector " + std::to_string(vector), "handler", begin);
+    if (series_on_ && begin >= series_start_ && begin < series_end_) {
+      const size_t bin = size_t((begin - series_start_) / series_interval_);
+      if (bin < interrupt_bins_[h].size()) ++interrupt_bins_[h][bin];
+    }
   });
   pool.on_poll_done.add([this, h](IbCq& cq, const sc_core::sc_time& begin, int cqes) {
     HostWaves::Cq& w = waves_[h].cqs[size_t(cq_index_[h][cq.cq->cqn])];
@@ -103,6 +107,12 @@ void Probes::attach(int h, Node& n, CqPool& pool, const std::vector<IbCq*>& cqs)
       vcd_.set(w.id[kOccupancy], index_distance(w.ci, w.pi));
     }
     if (timeline_.enabled()) timeline_.span(h, cq_track(h, cq.cq->cqn), "poll", begin, cqes);
+  });
+  pool.on_dim_change.add([this, h](IbCq& cq) {
+    if (!series_on_ || !cq.dim) return;
+    const int index = cq_index_[h][cq.cq->cqn];
+    series_.dim.push_back({(sc_core::sc_time_stamp() - series_start_).to_seconds() * 1e6, h, index, cq.dim->profile_index()});
+    if (timeline_.enabled()) timeline_.counter(h, "DIM profile, CQ " + std::to_string(index), double(cq.dim->profile_index()));
   });
   if (vcd_.signals() == 0) return;  // the engines' hooks cost a call per action: only when dumping
   n.hca.cq.on_acted.add([this, h](uint64_t) { sample_cqs(h); });
@@ -196,6 +206,35 @@ LatencyStats Probes::latency_of_cq(int h, int cq) { return cq_samples_[h][cq].st
 
 double Probes::occupancy_mean(int h) const {
   return occupancy_samples_[h] ? double(occupancy_sum_[h]) / double(occupancy_samples_[h]) : 0;
+}
+
+void Probes::start_series(const sc_core::sc_time& start, const sc_core::sc_time& end, const sc_core::sc_time& interval) {
+  series_start_ = start;
+  series_end_ = end;
+  series_interval_ = interval;
+  series_on_ = true;
+  series_.interval_us = interval.to_seconds() * 1e6;
+  const size_t bins = size_t((end - start) / interval);
+  for (int h = 0; h < 2; ++h) interrupt_bins_[h].assign(bins, 0);
+  for (int h = 0; h < 2; ++h) {
+    if (!timeline_.enabled() || !node_[h]) continue;
+    for (size_t c = 0; c < cqs_[h].size(); ++c)  // where each adaptive CQ's profile starts
+      if (cqs_[h][c]->dim) timeline_.counter(h, "DIM profile, CQ " + std::to_string(c), double(cqs_[h][c]->dim->profile_index()));
+  }
+}
+
+const TimeSeries& Probes::series() {
+  for (int h = 0; h < 2; ++h) {
+    series_.interrupts_per_s[h].clear();
+    for (size_t i = 0; i < interrupt_bins_[h].size(); ++i) {
+      const double rate = double(interrupt_bins_[h][i]) / series_interval_.to_seconds();
+      series_.interrupts_per_s[h].push_back(rate);
+      if (timeline_.enabled() && !series_drawn_)
+        timeline_.counter(h, "interrupts per second", rate, series_start_ + double(i) * series_interval_);
+    }
+  }
+  series_drawn_ = true;
+  return series_;
 }
 
 bool Probes::write_outputs() const {

@@ -42,6 +42,13 @@ class Probes {
   double occupancy_mean(int h) const;
   uint32_t occupancy_max(int h) const { return occupancy_max_[h]; }
 
+  // Counts each host's interrupts per `interval` from `start` until `end`, and records DIM's
+  // profile changes from `start` on. Passive: interrupts are binned as their handlers run (a
+  // sampling process would be one more process in SystemC's same-instant order).
+  void start_series(const sc_core::sc_time& start, const sc_core::sc_time& end, const sc_core::sc_time& interval);
+  // The series so far (rates per interval); also draws them on the timeline, once.
+  const TimeSeries& series();
+
   // The timeline and the VCD, if the options ask for them; false (and a message) if one cannot be written.
   bool write_outputs() const;
 
@@ -75,6 +82,10 @@ class Probes {
   std::map<uint32_t, int> cq_index_[2];  // cqn -> the scenario's CQ index
   std::map<uint32_t, std::deque<sc_core::sc_time>> landed_[2];
   Timeline timeline_;
+  TimeSeries series_;
+  sc_core::sc_time series_start_, series_end_, series_interval_;
+  bool series_on_ = false, series_drawn_ = false;
+  std::vector<uint64_t> interrupt_bins_[2];
   VcdWriter vcd_;
   HostWaves waves_[2];
   std::map<std::string, Samples> samples_;

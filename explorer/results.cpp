@@ -199,7 +199,19 @@ std::string results_json(const TrafficOptions& o, const TrafficResult& r) {
   std::ostringstream s;
   s << "{\n  \"scenario\": \"" << o.name << "\",\n  \"seed\": " << o.seed;
   for (const auto& [k, v] : result_fields(o, r)) s << ",\n  \"" << k << "\": " << number(v);
-  s << "\n}\n";
+  // The time series (not in the CSV: one row per run).
+  const TimeSeries& ts = r.series;
+  s << ",\n  \"series\": {\n    \"interval_us\": " << number(ts.interval_us);
+  for (int h = 0; h < 2; ++h) {
+    s << ",\n    \"host" << h << "_interrupts_per_s\": [";
+    for (size_t i = 0; i < ts.interrupts_per_s[h].size(); ++i) s << (i ? ", " : "") << number(ts.interrupts_per_s[h][i]);
+    s << "]";
+  }
+  s << ",\n    \"dim_changes\": [";
+  for (size_t i = 0; i < ts.dim.size(); ++i)
+    s << (i ? "," : "") << "\n      {\"time_us\": " << number(ts.dim[i].time_us) << ", \"host\": " << ts.dim[i].host
+      << ", \"cq\": " << ts.dim[i].cq << ", \"profile\": " << ts.dim[i].profile << "}";
+  s << (ts.dim.empty() ? "]" : "\n    ]") << "\n  }\n}\n";
   return s.str();
 }
 

@@ -12,6 +12,10 @@ void Timeline::span(int host, const std::string& track, const char* name, const 
   events_.push_back(Event{host, tid(host, track), name, begin, sc_core::sc_time_stamp() - begin, true, arg});
 }
 
+void Timeline::counter(int host, const std::string& name, double value, const sc_core::sc_time& at) {
+  counters_.push_back(Counter{host, name, at, value});
+}
+
 int Timeline::tid(int host, const std::string& track) {
   auto [it, added] = tids_.emplace(std::make_pair(host, track), int(tids_.size()) + 1);
   return it->second;
@@ -47,6 +51,11 @@ bool Timeline::write(const std::string& path, int hosts) const {
       std::fprintf(f, "{\"ph\": \"i\", \"s\": \"t\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f}", e.name,
                    e.host, e.tid, ts);
     }
+  }
+  for (const Counter& c : counters_) {
+    sep();
+    std::fprintf(f, "{\"ph\": \"C\", \"name\": \"%s\", \"pid\": %d, \"ts\": %.3f, \"args\": {\"value\": %.6g}}",
+                 c.name.c_str(), c.host, c.at.to_seconds() * 1e6, c.value);
   }
   std::fprintf(f, "\n]}\n");
   return std::fclose(f) == 0;

@@ -19,6 +19,8 @@ class Timeline {
   void instant(int host, const std::string& track, const char* name);
   // Something that ran from `begin` to now; `arg` >= 0 is shown as its CQE count.
   void span(int host, const std::string& track, const char* name, const sc_core::sc_time& begin, int64_t arg = -1);
+  // A counter track of the host's process: its value from `at` on (Perfetto draws it as a graph).
+  void counter(int host, const std::string& name, double value, const sc_core::sc_time& at = sc_core::sc_time_stamp());
   bool write(const std::string& path, int hosts) const;
 
  private:
@@ -33,6 +35,13 @@ class Timeline {
   bool enabled_ = false;
   std::map<std::pair<int, std::string>, int> tids_;
   std::vector<Event> events_;
+  struct Counter {
+    int host;
+    std::string name;
+    sc_core::sc_time at;
+    double value;
+  };
+  std::vector<Counter> counters_;
 };
 
 }  // namespace vhca

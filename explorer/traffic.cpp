@@ -132,6 +132,8 @@ class TrafficRun {
               measure_from_ = start_ + sc_time(o_.warmup_us, sc_core::SC_US);
               end_ = start_ + sc_time(o_.duration_us, sc_core::SC_US);
               sc_core::sc_spawn([this] { measure(); }, "measure");
+              // A hundred intervals over the workload, none shorter than 10 us.
+              probes_.start_series(start_, end_, std::max(sc_time(10, sc_core::SC_US), (end_ - start_) / 100.0));
               int first = 0;
               for (size_t g = 0; g < groups_.size(); ++g) {
                 sc_core::sc_spawn(
@@ -555,6 +557,7 @@ class TrafficRun {
       }
     }
     r.latency = probes_.latency_by_op();
+    r.series = probes_.series();
     r.ok = drained_ && r.errors == 0 && r.misordered == 0 && r.data_errors == 0 && r.host[0].overflows == 0 &&
            r.host[1].overflows == 0;
     return r;

@@ -150,6 +150,19 @@ struct CqStats {
   uint64_t events_by[kEventCauses] = {};  // its events by cause (EventCause)
 };
 
+// How a run changed over time: each host's interrupt rate per interval of the workload, and
+// every profile change DIM made (also drawn as counter tracks on the --trace timeline).
+struct TimeSeries {
+  double interval_us = 0;
+  std::vector<double> interrupts_per_s[2];  // interval i covers [i, i+1) x interval_us from the workload's start
+  struct DimChange {
+    double time_us;  // from the workload's start
+    int host, cq;
+    size_t profile;  // index in the kernel's RDMA DIM table (firmware-shim/dim.h)
+  };
+  std::vector<DimChange> dim;
+};
+
 struct TrafficResult {
   uint64_t posted = 0, refused = 0, completed = 0, recvs = 0, errors = 0, misordered = 0, data_errors = 0;
   uint64_t packets_out = 0, packets_back = 0, packets_lost = 0, retransmits = 0;
@@ -162,6 +175,7 @@ struct TrafficResult {
   bool ok = false;
   // Empty when every message completed; else what was still outstanding when the drain gave up.
   std::string outstanding;
+  TimeSeries series;
   double wall_s = 0;  // not part of the deterministic results
   std::vector<QueueLink> queues;  // with TrafficOptions::queues: both HCAs' queues after the run
 };

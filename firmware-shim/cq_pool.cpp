@@ -140,7 +140,7 @@ void CqPool::dim_event(IbCq& ib) {
   if (!ib.dim->on_event(completions, sc_core::sc_time_stamp().to_seconds() * 1e9)) return;
   ib.dim_applying = true;
   ++dim_workers_;
-  if (on_dim_change) on_dim_change(ib);
+  on_dim_change(ib);
   sc_core::sc_spawn(
       [this, &ib] {
         const DimProfile& p = ib.dim->profile();

@@ -14,6 +14,7 @@
 
 #include "firmware-shim/dim.h"
 #include "firmware-shim/verbs.h"
+#include "model/common/observers.h"
 
 namespace vhca {
 
@@ -93,7 +94,7 @@ class CqPool {
   // DIM workers applying a new profile right now (each holds its CQ until its MODIFY_CQ is done).
   int dim_workers() const { return dim_workers_; }
   // Observation: DIM chose a new profile for `cq`; its worker starts in this delta cycle.
-  std::function<void(IbCq& cq)> on_dim_change;
+  Observers<IbCq&> on_dim_change;  // DIM chose a new profile for the CQ (dim->profile_index())
   // Observation: one polling turn of `cq` took from `begin` to now and returned `n` CQEs.
   Observers<IbCq&, const sc_core::sc_time&, int> on_poll_done;  // (CQ, when the turn began, CQEs polled)
 

@@ -303,3 +303,41 @@ TEST_CASE("[S26][S23] the old rule (at-arm) under the same load: events at the a
   CHECK(at_arm > 0);
   CHECK(double(events) > 1.2 * 8 * periods);  // the moderated rule's bound, broken
 }
+
+TEST_CASE("time series: interrupts per interval add up, and DIM's recorded profile changes end where each CQ's moderation ends") {
+  TrafficOptions o;
+  o.qps = o.cqs = 8;
+  o.depth = 16;
+  o.duration_us = 2000;
+  o.moderation.mod = CqModeration{8, 2, PeriodMode::eqe};
+  o.moderation.adaptive = true;
+  o.workload.sizes = {1024};
+  o.workload.write_fraction = 0;
+  o.workload.arrival = Arrival::poisson;
+  o.workload.rate_kmsg = 20000;
+  o.workload.inject_cqes = true;
+  const TrafficResult r = run_traffic(o);
+  REQUIRE(r.ok);
+  const TimeSeries& ts = r.series;
+  CHECK(ts.interval_us == Approx(20.0));
+  REQUIRE(ts.interrupts_per_s[0].size() == 100);
+  double in_workload = 0;
+  for (double rate : ts.interrupts_per_s[0]) in_workload += rate * ts.interval_us * 1e-6;
+  CHECK(in_workload > 0);
+  CHECK(in_workload <= double(r.host[0].interrupts) + 0.5);  // the measured window also holds the drain
+  REQUIRE(!ts.dim.empty());
+  double last_time = 0;
+  std::map<int, size_t> last_profile;
+  for (const TimeSeries::DimChange& d : ts.dim) {
+    CHECK(d.time_us >= last_time);
+    last_time = d.time_us;
+    CHECK(d.host == 0);
+    last_profile[d.cq] = d.profile;
+  }
+  for (const auto& [cq, profile] : last_profile) {
+    const CqStats& s = cq_stats(r, 0, cq);
+    INFO("CQ " << cq << " profile " << profile);
+    CHECK(s.mod_period_us == dim_profiles()[profile].period_us);
+    CHECK(s.mod_count == dim_profiles()[profile].count);
+  }
+}
