@@ -341,3 +341,44 @@ TEST_CASE("time series: interrupts per interval add up, and DIM's recorded profi
     CHECK(s.mod_count == dim_profiles()[profile].count);
   }
 }
+
+TEST_CASE("[validation] DIM climbs the RDMA profile table under a surge and steps back after it (traces/dim-step.yaml)") {
+  const TrafficOptions o = load_scenario(std::string(VHCA_SOURCE_DIR) + "/traces/dim-step.yaml");
+  const TrafficResult r = run_traffic(o);
+  REQUIRE(r.ok);
+  const double surge_end_us = 1500;
+  const size_t start = dim_profile_near(2, 8);
+  int climbed = 0, stepped_back = 0;
+  for (int cq = 0; cq < o.cqs; ++cq) {
+    size_t highest = start;
+    bool back = false;
+    for (const TimeSeries::DimChange& d : r.series.dim) {
+      if (d.host != 0 || d.cq != cq) continue;
+      if (d.time_us < surge_end_us) highest = std::max(highest, d.profile);
+      // within 1 ms of the surge's end, a step below the surge's highest profile
+      if (d.time_us >= surge_end_us && d.time_us < surge_end_us + 1000 && d.profile < highest) back = true;
+    }
+    climbed += highest > start;
+    stepped_back += back;
+  }
+  INFO(climbed << " CQs climbed, " << stepped_back << " stepped back");
+  // The kernel's RDMA DIM table (include/linux/dim.h, rdma_dim_prof: usec, comps) and cadence.
+  const std::vector<std::pair<uint16_t, uint16_t>> kernel = {{1, 1}, {1, 4}, {2, 4}, {2, 8}, {4, 8},
+                                                             {16, 8}, {16, 16}, {32, 16}, {32, 32}};
+  REQUIRE(dim_profiles().size() == kernel.size());
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    CHECK(dim_profiles()[i].period_us == kernel[i].first);
+    CHECK(dim_profiles()[i].count == kernel[i].second);
+  }
+  // One decision per 64 counted events of a CQ (DIM_NEVENTS); a CQ's first event only opens its
+  // window and events while a new profile is being applied are not counted,
+  // so each CQ may come out a decision short (the kernel ignores events in DIM_APPLY_NEW_PROFILE).
+  uint64_t at_most = 0;
+  for (const CqStats& c : r.cqs)
+    if (c.host == 0) at_most += c.events / 64;
+  CHECK(r.host[0].dim_decisions <= at_most);
+  CHECK(r.host[0].dim_decisions + uint64_t(o.cqs) >= at_most);
+  // DIM is a hill climber: a CQ's first step may go either way, so the claim is about most CQs.
+  CHECK(climbed > o.cqs / 2);
+  CHECK(stepped_back > o.cqs / 2);
+}
