@@ -444,7 +444,7 @@ void read_pcie(const Reader& r, const YAML::Node& n, PcieLinkConfig& pcie) {
 
 void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
   r.check_map(n, "hca", {"clock", "cq_writer", "arm_event", "doorbell_fifo", "prefetch", "fetch_burst",
-                         "ack_coalesce", "ack_delay", "max_inflight"});
+                         "rq_prefetch", "ack_coalesce", "ack_delay", "max_inflight"});
   if (n["cq_writer"]) {
     const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
     if (v == "model") o.rtl = false;
@@ -455,6 +455,12 @@ void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
     const std::string v = r.scalar(n["arm_event"], "hca.arm_event");
     if (!parse_arm_event(v, o.arm_event))
       r.fail(n["arm_event"], "hca.arm_event", "'" + v + "' is neither moderated nor at-arm");
+  }
+  if (n["rq_prefetch"]) {
+    const std::string v = r.scalar(n["rq_prefetch"], "hca.rq_prefetch");
+    if (v == "on") o.transport.rq_prefetch = true;
+    else if (v == "off") o.transport.rq_prefetch = false;
+    else r.fail(n["rq_prefetch"], "hca.rq_prefetch", "'" + v + "' is neither on nor off");
   }
   if (n["clock"])
     o.hca_clock_mhz = r.value(n, "hca", "clock", [](const std::string& v) {

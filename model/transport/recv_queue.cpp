@@ -16,7 +16,31 @@ RecvQueue::RecvQueue(const sc_core::sc_module_name& name, const TransportConfig&
 RecvWqe RecvQueue::pop(uint32_t qpn) {
   RecvWqe w = std::move(qps_[qpn].wqes.front());
   qps_[qpn].wqes.pop_front();
+  prefetch(qpn);
   return w;
+}
+
+// Keeps up to prefetch_depth WQEs cached while the ring holds WQEs the device knows of.
+void RecvQueue::prefetch(uint32_t qpn) {
+  PerQp& q = qps_[qpn];
+  if (!cfg_.rq_prefetch || q.in_flight || q.fetched == q.pi || q.wqes.size() >= cfg_.prefetch_depth) return;
+  const uint32_t gen = q.gen;
+  fetch(qpn, [this, qpn, gen](bool) {
+    if (qps_[qpn].gen == gen) prefetch(qpn);
+  });
+}
+
+void RecvQueue::start_read(uint32_t qpn, Done done, const std::function<void(Done)>& read) {
+  Waiters waiters = std::make_shared<std::vector<Done>>();
+  waiters->push_back(std::move(done));
+  qps_[qpn].in_flight = waiters;
+  const uint32_t gen = qps_[qpn].gen;
+  read([this, qpn, gen, waiters](bool ok) {
+    if (qps_[qpn].gen == gen) qps_[qpn].in_flight = nullptr;
+    std::vector<Done> all;
+    all.swap(*waiters);
+    for (Done& d : all) d(ok);
+  });
 }
 
 std::deque<RecvWqe> RecvQueue::take_all(uint32_t qpn) {
@@ -40,6 +64,10 @@ void RecvQueue::ensure(uint32_t qpn, Done done) {
 
 void RecvQueue::fetch_more(uint32_t qpn, Done done) {
   PerQp& q = qps_[qpn];
+  if (q.in_flight) {  // a read for this QP is on its way: what it brings may be enough
+    q.in_flight->push_back(std::move(done));
+    return;
+  }
   if (q.fetched != q.pi) {
     fetch(qpn, std::move(done));
     return;
@@ -58,6 +86,10 @@ void RecvQueue::fetch_more(uint32_t qpn, Done done) {
 // Reads the RQ producer counter from the QP's doorbell record; false if the read failed or the
 // value is impossible.
 void RecvQueue::refresh_pi(uint32_t qpn, Done done) {
+  start_read(qpn, std::move(done), [this, qpn](Done finished) { read_pi(qpn, std::move(finished)); });
+}
+
+void RecvQueue::read_pi(uint32_t qpn, Done done) {
   const QpContext& ctx = tables_.qps[qpn];
   auto buf = std::make_shared<std::array<uint8_t, qpdbr::kSize>>();
   const uint32_t gen = qps_[qpn].gen;
@@ -80,6 +112,10 @@ void RecvQueue::refresh_pi(uint32_t qpn, Done done) {
 }
 
 void RecvQueue::fetch(uint32_t qpn, Done done) {
+  start_read(qpn, std::move(done), [this, qpn](Done finished) { read_burst(qpn, std::move(finished)); });
+}
+
+void RecvQueue::read_burst(uint32_t qpn, Done done) {
   const QpContext& ctx = tables_.qps[qpn];
   PerQp& q = qps_[qpn];
   const uint32_t depth = 1u << ctx.log_rq_size;

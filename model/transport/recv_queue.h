@@ -1,11 +1,15 @@
 // The receive-queue descriptor cache: per QP, the RQ producer counter (from doorbells, or read from
 // the QP's doorbell record when the device has taken every WQE it knew of), the fetch cursor and
 // the receive WQEs fetched and not yet consumed. WQEs are fetched on demand, when a message needs
-// one, in bursts of up to fetch_burst contiguous WQEs; each read completes by a callback.
+// one, in bursts of up to fetch_burst contiguous WQEs; each read completes by a callback. With
+// rq_prefetch they are also fetched ahead, from the doorbell and after each use, up to
+// prefetch_depth cached. One fetch (or doorbell-record read) per QP is in flight at a time; a
+// message that needs a WQE meanwhile waits for it.
 #pragma once
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <systemc>
 #include <vector>
 
@@ -23,7 +27,10 @@ class RecvQueue : public sc_core::sc_module {
             TransportStats& stats);
 
   // The doorbell unit: the new producer counter, and how far the device has taken the ring.
-  void doorbell(uint32_t qpn, uint16_t pi) { qps_[qpn].pi = pi; }
+  void doorbell(uint32_t qpn, uint16_t pi) {
+    qps_[qpn].pi = pi;
+    prefetch(qpn);
+  }
   uint16_t taken(uint32_t qpn) const { return qps_[qpn].fetched; }
 
   // The cache is empty (has_wqe false): read the doorbell record if every known WQE is taken, fetch,
@@ -44,13 +51,22 @@ class RecvQueue : public sc_core::sc_module {
   void reset();
 
  private:
+  // Who waits for the read in flight: kept by the read's callback, so that a QP reset (which
+  // renews PerQp) cannot lose a waiter.
+  using Waiters = std::shared_ptr<std::vector<Done>>;
   struct PerQp {
     uint32_t gen = 0;  // bumped when the QP is reset: reads in flight for it are dropped
     uint16_t pi = 0, fetched = 0;
     std::deque<RecvWqe> wqes;
+    Waiters in_flight;  // a fetch or doorbell-record read is on its way (null: none)
   };
   void refresh_pi(uint32_t qpn, Done done);
+  void read_pi(uint32_t qpn, Done done);
   void fetch(uint32_t qpn, Done done);
+  void read_burst(uint32_t qpn, Done done);
+  void prefetch(uint32_t qpn);
+  // Runs `read` as the QP's one read in flight; done (and whoever waited meanwhile) get its result.
+  void start_read(uint32_t qpn, Done done, const std::function<void(Done)>& read);
 
   TransportConfig cfg_;
   DmaEngine& dma_;

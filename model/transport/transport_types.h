@@ -15,6 +15,10 @@ struct TransportConfig {
   uint32_t doorbell_cycles = 1;     // cycles the doorbell unit spends on one doorbell (QP lookup)
   uint32_t prefetch_depth = 8;      // SQ WQEs fetched ahead of the send cursor, per QP
   uint32_t fetch_burst = 4;         // WQEs per fetch read (contiguous in the ring)
+  // Receive WQEs fetched when they are posted (the RQ doorbell) and refilled as they are used, up
+  // to prefetch_depth per QP, so that an arriving SEND finds its WQE cached; off: fetched when a
+  // message needs one.
+  bool rq_prefetch = false;
   uint32_t tx_packet_cycles = 4;    // building one packet (headers, scheduling)
   uint32_t rx_packet_cycles = 4;    // checking one packet (headers, PSN, QP lookup)
   uint32_t ack_coalesce = 4;        // the responder ACKs after this many ACK-requesting messages...
