@@ -301,7 +301,10 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
       rows[i][header[c]] = row[c];
     }
     if (ycol.empty()) ycol = latency_column(header, row);
-    plot.push_back({(field(header, row, "host0_interrupts_per_s") + field(header, row, "host1_interrupts_per_s")) / 1e3,
+    const double x = o.x_column.empty()
+                         ? (field(header, row, "host0_interrupts_per_s") + field(header, row, "host1_interrupts_per_s")) / 1e3
+                         : field(header, row, o.x_column);
+    plot.push_back({x,
                     field(header, row, ycol), points[i].label, field(header, row, "ok") != 0, i,
                     failure_of(header, row)});
   }
@@ -377,12 +380,14 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
   std::ofstream gp(o.out + "/pareto.gp");
   gp << "# Latency vs interrupt rate for the sweep of " << o.scenario << "\n"
      << "set encoding utf8\nset datafile separator whitespace\n"
-     << "set xlabel 'interrupts per second, both hosts (k/s" << (logx ? ", log scale" : "") << ")'\n"
+     << "set xlabel '" << (o.x_column.empty() ? std::string("interrupts per second, both hosts (k/s") : o.x_column + " (")
+     << (logx ? (o.x_column.empty() ? ", log scale" : "log scale") : "") << ")' noenhanced\n"
      << "set ylabel '" << ycol << " (µs" << (logy ? ", log scale" : "") << ")' noenhanced\n"
      << (logx ? "set logscale x\nset xrange " + log_range(&PlotPoint::x) + "\n" : "set xrange [0:*]\n")
      << (logy ? "set logscale y\nset yrange " + log_range(&PlotPoint::y) + "\n" : "set yrange [0:*]\n")
      << (logx || logy ? "" : "set offsets 0, graph 0.1, graph 0.1, 0\n")
-     << "set title 'vhca-sim sweep of " << scenario_name << ": latency vs interrupt rate' noenhanced\n"
+     << "set title 'vhca-sim sweep of " << scenario_name << ": latency vs "
+     << (o.x_column.empty() ? std::string("interrupt rate") : o.x_column) << "' noenhanced\n"
      << "set key top right\nset grid\nset rmargin at screen 0.60\n"
      << "set label 1 \"point   (* on the Pareto frontier)\\n" << key
      << "\" at screen 0.62, screen 0.93 left font ',8' noenhanced\n";
@@ -426,6 +431,9 @@ int run_sweep(const SweepOptions& o) {
           std::find(columns.begin(), columns.end(), o.latency_column) == columns.end())
         throw ScenarioError("--latency " + o.latency_column + ": not a result column of point " + p.label +
                             " (latency columns look like SEND_hdl_p99_us, bulk_SEND_cqe_p50_us, host0_cq1_hdl_p99_us)");
+      if (!o.x_column.empty() && std::find(columns.begin(), columns.end(), o.x_column) == columns.end())
+        throw ScenarioError("--x " + o.x_column + ": not a result column of point " + p.label +
+                            " (for example host0_cpu_busy_pct, host0_events_period, host0_cq0_events)");
     }
   } catch (const ScenarioError& e) {
     std::fprintf(stderr, "vhca-sim sweep: %s\n", e.what());

@@ -19,6 +19,7 @@ struct SweepOptions {
   bool emit_jobs = false;
   bool collect = false;
   std::string latency_column;      // the plot's latency (a result column); empty: chosen from the results
+  std::string x_column;            // the plot's X (a result column); empty: interrupts/s of both hosts, in k/s
   int seeds = 1;                   // runs per grid point, seeds 1..seeds: summary.csv gives mean and 95 % CI
 };
 

@@ -47,7 +47,8 @@ const char* const kUsage =
                "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--queues] [--log CATS]\n"
                "                [--wall-limit SECONDS]\n"
                "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
-               "                [--out DIR] [--latency COLUMN] [--seeds N] [--emit-jobs] [--collect]\n"
+               "                [--out DIR] [--latency COLUMN] [--x COLUMN] [--seeds N] [--emit-jobs]\n"
+               "                [--collect]\n"
                "                (KEY: count, period, mode, policy or a dotted key, list items as name[k])\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
@@ -250,6 +251,7 @@ int run_sweep_command(int argc, char** argv) {
     else if (w.a == "--emit-jobs") o.emit_jobs = true;
     else if (w.a == "--collect") o.collect = true;
     else if (w.a == "--latency") o.latency_column = w.value();
+    else if (w.a == "--x") o.x_column = w.value();
     else usage("sweep: unknown option " + w.a);
   }
   if (o.grids.empty()) usage("sweep: at least one --grid key=value,value,...");
