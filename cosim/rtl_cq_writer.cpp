@@ -12,6 +12,12 @@
 
 namespace vhca {
 
+namespace {
+// o_cov's event-cause bits, in EventCause order (COV_BY_COUNT, COV_BY_PERIOD, COV_IMMEDIATE,
+// COV_AT_ARM in rtl/cq_writer.v).
+constexpr int kCovFirstCause = 2;
+}  // namespace
+
 RtlCqWriter::RtlCqWriter(const CqeWriterConfig& cfg, const RtlFaults& faults)
     : CqWriterEngine(cfg), context_(std::make_unique<VerilatedContext>()), faults_(faults) {
   if (cfg.num_cqs > kRtlNumCqs)
@@ -126,10 +132,7 @@ void RtlCqWriter::count_coverage(uint32_t cov) {
   auto bit = [&](int b) { return (cov >> b) & 1; };
   stats_.cqes += bit(0);
   stats_.events += bit(1);
-  stats_.events_by_count += bit(2);
-  stats_.events_by_period += bit(3);
-  stats_.events_immediate += bit(4);
-  stats_.events_at_arm += bit(5);
+  for (int c = 0; c < kEventCauses; ++c) stats_.events_of(EventCause(c)) += bit(kCovFirstCause + c);
   stats_.arms += bit(6);
   stats_.arms_upgraded += bit(7);
   stats_.arms_ignored_pending += bit(8);
@@ -169,9 +172,9 @@ void RtlCqWriter::collect_outputs(uint64_t now) {
     DeviceEvent ev{t.m_event_type, t.m_event_eqn, t.m_event_cqn, t.m_event_syndrome, t.m_event_data};
     if (ev.type == eqe::kCompletion && ev.cqn < cq_events_.size()) {
       ++cq_events_[ev.cqn];
-      // The cause is the coverage bit the same action set (o_cov: 2 count, 3 period, 4 immediate, 5 at arm).
+      // The cause is the coverage bit the same action set.
       for (int c = 0; c < kEventCauses; ++c)
-        if ((t.o_cov >> (2 + c)) & 1) ++cq_causes_[ev.cqn][size_t(c)];
+        if ((t.o_cov >> (kCovFirstCause + c)) & 1) ++cq_causes_[ev.cqn][size_t(c)];
     }
     if (++events_seen_ == faults_.delay_event_at) {
       delayed_event_ = ev;

@@ -11,9 +11,7 @@ Snapshot take_snapshot(Node& node, const std::vector<IbCq*>& cqs) {
   s.cqes = st.cqes;
   s.events = st.events;
   s.interrupts = node.cpu.interrupts();
-  const uint64_t by_cause[kEventCauses] = {st.events_by_count, st.events_by_period, st.events_immediate,
-                                           st.events_at_arm};
-  std::copy(by_cause, by_cause + kEventCauses, s.events_by);
+  for (int c = 0; c < kEventCauses; ++c) s.events_by[c] = st.events_of(EventCause(c));
   s.async_interrupts = node.cpu.interrupts_on(node.driver.async_host_vector());
   for (uint32_t v = 0; v < node.driver.num_comp_vectors(); ++v)
     s.vector_interrupts.push_back(node.cpu.interrupts_on(node.driver.host_vector_of(v)));

@@ -25,7 +25,7 @@ IbLink::IbLink(const sc_core::sc_module_name& name, uint32_t sides, const IbLink
     sc_core::sc_spawn([this, s] { deliver(s); }, sc_core::sc_gen_unique_name("deliver"), &opts);
     sc_core::sc_spawn_options ret;
     ret.spawn_method();
-    ret.set_sensitivity(&dir_[s].flow.returned());
+    ret.set_sensitivity(&dir_[s].flow.return_event());
     ret.dont_initialize();
     sc_core::sc_spawn([this, s] { dir_[s].flow.process_returns(); }, sc_core::sc_gen_unique_name("credit_returns"), &ret);
   }
@@ -36,21 +36,12 @@ IbLink::IbLink(const sc_core::sc_module_name& name, uint32_t sides, const IbLink
   }
 }
 
-void IbLink::Flow::apply_due() const {
-  const sc_time now = sc_core::sc_time_stamp();
-  while (!returns_.empty() && returns_.top() <= now) {
-    returns_.pop();
-    --in_use_;
-  }
-}
-
 bool IbLink::Flow::can_send() const {
   if (limit_ == 0) return true;
   apply_due();
   if (in_use_ < limit_) return true;
   ++refusals_;
-  waiting_ = true;
-  if (!returns_.empty()) returned_.notify(returns_.top() - sc_core::sc_time_stamp());
+  returns_.want_wake();
   return false;
 }
 
@@ -63,24 +54,11 @@ void IbLink::Flow::take() {
 }
 
 void IbLink::Flow::give_back(const sc_time& at) {
-  if (limit_ == 0) return;
-  returns_.push(at);
-  if (waiting_) returned_.notify(at - sc_core::sc_time_stamp());
+  if (limit_ != 0) returns_.give_back(at, 1);
 }
 
 void IbLink::Flow::freed(uint32_t slots) {
-  for (uint32_t i = 0; i < slots; ++i) give_back(sc_core::sc_time_stamp() + latency_);
-}
-
-void IbLink::Flow::process_returns() {
-  if (!waiting_) return;
-  apply_due();
-  if (in_use_ < limit_) {
-    waiting_ = false;
-    for (auto& wake : wakes_) wake();
-  } else if (!returns_.empty()) {
-    returned_.notify(returns_.top() - sc_core::sc_time_stamp());
-  }
+  if (limit_ != 0 && slots) returns_.give_back(sc_core::sc_time_stamp() + latency_, slots);
 }
 
 sc_time IbLink::wire_time(uint32_t bytes) const {

@@ -20,7 +20,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <queue>
 #include <random>
 #include <systemc>
 #include <tlm>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "model/transport/ib_packet.h"
+#include "tlm/credit_returns.h"
 #include "tlm/ib_credits.h"
 
 namespace vhca {
@@ -91,33 +91,35 @@ class IbLink : public sc_core::sc_module {
   CreditStats credit_stats(uint32_t side) const { return dir_[side].flow.stats(); }
 
  private:
-  // One direction's credits (both views of tlm/ib_credits.h). Returns are applied lazily, when
-  // credits are asked for; a timed event runs only while a refused sender waits.
+  // One direction's credits (both views of tlm/ib_credits.h), returned through the mechanism the
+  // PCIe link's credits use (tlm/credit_returns.h): lazily, with a timed event only while a
+  // refused sender waits.
   class Flow : public IbCreditIf, public IbRxFlowIf {
    public:
     explicit Flow(const sc_core::sc_time& latency) : latency_(latency) {}
     bool can_send() const override;
-    void on_return(std::function<void()> wake) override { wakes_.push_back(std::move(wake)); }
+    void on_return(std::function<void()> wake) override { returns_.on_return(std::move(wake)); }
     void advertise(uint32_t slots) override { limit_ = slots; }
     void freed(uint32_t slots) override;
-    void take();                             // a packet went out
+    void take();                                 // a packet went out
     void give_back(const sc_core::sc_time& at);  // its credit is usable again at `at`
-    void process_returns();                  // the returned_ event: wake a refused sender
-    const sc_core::sc_event& returned() const { return returned_; }
+    void process_returns() {
+      returns_.process([this](uint32_t n) { in_use_ -= n; });
+    }
+    sc_core::sc_event& return_event() { return returns_.due_event(); }
     CreditStats stats() const { return {limit_, max_in_use_, refusals_, overdrafts_}; }
 
    private:
-    void apply_due() const;
+    void apply_due() const {
+      returns_.apply_due([this](uint32_t n) { in_use_ -= n; });
+    }
     sc_core::sc_time latency_;
     uint32_t limit_ = 0;  // 0: nothing advertised, no limit
     mutable uint32_t in_use_ = 0;
     uint32_t max_in_use_ = 0;
-    mutable std::priority_queue<sc_core::sc_time, std::vector<sc_core::sc_time>, std::greater<sc_core::sc_time>> returns_;
-    mutable bool waiting_ = false;
-    mutable sc_core::sc_event returned_;
+    CreditReturns<uint32_t> returns_;  // packet slots on their way back
     mutable uint64_t refusals_ = 0;
     uint64_t overdrafts_ = 0;
-    std::vector<std::function<void()>> wakes_;
   };
 
   struct InFlight {

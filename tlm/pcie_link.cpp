@@ -54,38 +54,17 @@ sc_time PcieLink::serialize(Direction& d, sc_time start, uint64_t len, uint32_t 
   return t + cfg_.latency;
 }
 
-bool PcieLink::Credits::apply_due() const {
-  const sc_time now = sc_core::sc_time_stamp();
-  bool any = false;
-  while (!returns_.empty() && returns_.front().at <= now) {
-    const Return& r = returns_.front();
-    ph_used_ -= r.ph;
-    pd_used_ -= r.pd;
-    nph_used_ -= r.nph;
-    returns_.pop_front();
-    any = true;
-  }
-  return any;
-}
-
-void PcieLink::Credits::want_wake() const {
-  if (waiting_) return;
-  waiting_ = true;  // give_back() notifies if no return is on its way yet
-  if (!returns_.empty())
-    const_cast<sc_core::sc_event&>(return_due_).notify(returns_.front().at - sc_core::sc_time_stamp());
-}
-
 bool PcieLink::Credits::can_post(uint64_t bytes) const {
-  apply_due();
+  returns_.apply_due([this](const Amount& a) { release(a); });
   const bool ok = ph_used_ + headers(bytes) <= ph_ && pd_used_ + data_credits(bytes) <= pd_;
-  if (!ok) want_wake();
+  if (!ok) returns_.want_wake();
   return ok;
 }
 
 bool PcieLink::Credits::can_read() const {
-  apply_due();
+  returns_.apply_due([this](const Amount& a) { release(a); });
   const bool ok = nph_used_ < nph_;
-  if (!ok) want_wake();
+  if (!ok) returns_.want_wake();
   return ok;
 }
 
@@ -97,25 +76,6 @@ void PcieLink::Credits::take_posted(uint64_t bytes) {
   ph_used_ += headers(bytes);
   pd_used_ += data_credits(bytes);
   pd_max = std::max(pd_max, pd_used_);
-}
-
-void PcieLink::Credits::give_back(sc_time at, uint32_t ph, uint32_t pd, uint32_t nph) {
-  const bool earliest = returns_.empty() || at < returns_.front().at;
-  auto pos = returns_.end();
-  while (pos != returns_.begin() && std::prev(pos)->at > at) --pos;
-  returns_.insert(pos, Return{at, ph, pd, nph});
-  if (waiting_ && earliest) return_due_.notify(at - sc_core::sc_time_stamp());
-}
-
-// A refused sender waits: tell it when credits come back.
-void PcieLink::Credits::process_returns() {
-  if (!apply_due()) {
-    if (waiting_ && !returns_.empty()) return_due_.notify(returns_.front().at - sc_core::sc_time_stamp());
-    return;
-  }
-  waiting_ = false;
-  returned_.notify(sc_core::SC_ZERO_TIME);
-  for (auto& wake : wakes_) wake();
 }
 
 void PcieLink::up_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(0, tx, delay); }

@@ -35,6 +35,7 @@
 
 #include "model/common/action_queue.h"
 #include "model/common/observers.h"
+#include "tlm/credit_returns.h"
 #include "tlm/pcie_credits.h"
 #include "tlm/posted_tag.h"
 
@@ -121,10 +122,12 @@ class PcieLink : public sc_core::sc_module {
   // One direction's credits: what is in use, and the returns on their way back.
   class Credits : public PcieCreditIf {
    public:
-    Credits(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps) : ph_(ph), pd_(pd), nph_(nph), mps_(mps) {}
+    Credits(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps) : ph_(ph), pd_(pd), nph_(nph), mps_(mps) {
+      returns_.on_return([this] { returned_.notify(sc_core::SC_ZERO_TIME); });  // threads, before the methods
+    }
     bool can_post(uint64_t bytes) const override;
     const sc_core::sc_event& returned_event() const override { return returned_; }
-    void on_return(std::function<void()> wake) override { wakes_.push_back(std::move(wake)); }
+    void on_return(std::function<void()> wake) override { returns_.on_return(std::move(wake)); }
     bool can_read() const;
     // Posted header credits (one per TLP of at most the max payload size) a write of `bytes` needs.
     uint32_t headers(uint64_t bytes) const { return uint32_t(std::max<uint64_t>(1, (bytes + mps_ - 1) / mps_)); }
@@ -132,29 +135,29 @@ class PcieLink : public sc_core::sc_module {
     void take_nonposted() { ++nph_used_; }
     // Schedule the return of a TLP's credits at `at`. Returns are applied lazily, when credits
     // are asked for; only a refused sender makes the link wake up (once) when they arrive.
-    void give_back(sc_core::sc_time at, uint32_t ph, uint32_t pd, uint32_t nph);
-    void process_returns();
-    sc_core::sc_event& return_event() { return return_due_; }
+    void give_back(sc_core::sc_time at, uint32_t ph, uint32_t pd, uint32_t nph) { returns_.give_back(at, {ph, pd, nph}); }
+    void process_returns() {
+      returns_.process([this](const Amount& a) { release(a); });
+    }
+    sc_core::sc_event& return_event() { return returns_.due_event(); }
     static uint32_t data_credits(uint64_t bytes) { return uint32_t((bytes + 15) / 16); }
     uint64_t overdrafts = 0;
     uint32_t pd_max = 0, np_waits = 0;
 
    private:
-    struct Return {
-      sc_core::sc_time at;
+    struct Amount {
       uint32_t ph, pd, nph;
     };
-    bool apply_due() const;  // applies the returns due by now; true if any
-    void want_wake() const;  // a sender was refused: wake it at the next return
     uint32_t ph_, pd_, nph_, mps_;
     mutable uint32_t ph_used_ = 0, pd_used_ = 0, nph_used_ = 0;
-    // By the time they arrive back (equal times in the order given). Returns are nearly always
-    // given in time order, so a deque with an insertion from the back costs no allocation per
-    // TLP, as a tree node did.
-    mutable std::deque<Return> returns_;
-    mutable bool waiting_ = false;
-    sc_core::sc_event return_due_, returned_;
-    std::vector<std::function<void()>> wakes_;
+    // Credits coming back release what they held.
+    void release(const Amount& a) const {
+      ph_used_ -= a.ph;
+      pd_used_ -= a.pd;
+      nph_used_ -= a.nph;
+    }
+    CreditReturns<Amount> returns_;
+    sc_core::sc_event returned_;
   };
 
   // A non-posted read on its way: its request credits, the far side, the completion back. Kept

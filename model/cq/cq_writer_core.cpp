@@ -351,9 +351,7 @@ void CqWriterCore::reevaluate(CqContext& cq, uint32_t cqn, uint64_t now) {
 
 void CqWriterCore::fire(CqContext& cq, uint32_t cqn, uint64_t now, EventCause cause) {
   ++cq.events_by[int(cause)];
-  uint64_t* const by_cause[kEventCauses] = {&stats_.events_by_count, &stats_.events_by_period,
-                                            &stats_.events_immediate, &stats_.events_at_arm};
-  ++*by_cause[int(cause)];
+  ++stats_.events_of(cause);
   m_event->push(DeviceEvent{eqe::kCompletion, cq.cfg.eqn, cqn, 0, cq.pi}, now);
   log::write(log::Cat::cq, "CQ {} event -> EQ {} (pending {}, pi {:#x})", cqn, cq.cfg.eqn, cq.mod_pending, cq.pi);
   if (cq.state != CqState::always_armed) cq.state = CqState::disarmed;

@@ -62,6 +62,12 @@ struct CqeWriterStats {
            events_at_arm = 0, arms = 0, arms_owed = 0, arms_upgraded = 0, arms_ignored_pending = 0, arms_stale = 0,
            ci_refreshes = 0, overflows = 0, owner_wraps = 0, dropped = 0, bad_records = 0,
            output_stalls = 0, timer_expiries = 0;
+  // The counter of events of one cause.
+  uint64_t& events_of(EventCause c) {
+    uint64_t* const by_cause[kEventCauses] = {&events_by_count, &events_by_period, &events_immediate, &events_at_arm};
+    return *by_cause[int(c)];
+  }
+  uint64_t events_of(EventCause c) const { return const_cast<CqeWriterStats*>(this)->events_of(c); }
 };
 
 class CqWriterEngine {

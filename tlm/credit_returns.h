@@ -1,0 +1,77 @@
+// Flow-control credits on their way back to a transmitter: the part the PCIe link's credits
+// (tlm/pcie_credits.h) and the IB link's (tlm/ib_credits.h) share. Each return carries an amount
+// (PCIe: header and data credits; IB: packet slots) and the time it arrives back. Returns are
+// applied lazily, when the owner asks for credits; the return event fires only while a refused
+// sender waits, and then wakes the senders registered with on_return.
+#pragma once
+#include <deque>
+#include <functional>
+#include <iterator>
+#include <systemc>
+#include <vector>
+
+namespace vhca {
+
+template <typename Amount>
+class CreditReturns {
+ public:
+  // The event the owner's SC_METHOD is sensitive to; it then calls process().
+  sc_core::sc_event& due_event() { return due_; }
+  // Wake-ups for refused senders, told in the order they were registered.
+  void on_return(std::function<void()> wake) { wakes_.push_back(std::move(wake)); }
+
+  // `amount` comes back at `at`. Kept in time order, equal times in the order given: returns
+  // nearly always come in time order, so a deque with insertion from the back costs no allocation
+  // per return.
+  void give_back(const sc_core::sc_time& at, const Amount& amount) {
+    const bool earliest = returns_.empty() || at < returns_.front().at;
+    auto pos = returns_.end();
+    while (pos != returns_.begin() && std::prev(pos)->at > at) --pos;
+    returns_.insert(pos, Entry{at, amount});
+    if (waiting_ && earliest) due_.notify(at - sc_core::sc_time_stamp());
+  }
+
+  // Hands every return due by now to `apply(amount)`; true if there was any.
+  template <typename Apply>
+  bool apply_due(Apply&& apply) const {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    bool any = false;
+    while (!returns_.empty() && returns_.front().at <= now) {
+      apply(returns_.front().amount);
+      returns_.pop_front();
+      any = true;
+    }
+    return any;
+  }
+
+  // A sender was refused: the return event fires at the next return (or when one is given back).
+  void want_wake() const {
+    if (waiting_) return;
+    waiting_ = true;
+    if (!returns_.empty()) due_.notify(returns_.front().at - sc_core::sc_time_stamp());
+  }
+
+  // On the return event: applies what is due and, if anything came back, wakes the refused
+  // senders (who ask again); else waits for the next return.
+  template <typename Apply>
+  void process(Apply&& apply) {
+    if (!apply_due(apply)) {
+      if (waiting_ && !returns_.empty()) due_.notify(returns_.front().at - sc_core::sc_time_stamp());
+      return;
+    }
+    waiting_ = false;
+    for (auto& wake : wakes_) wake();
+  }
+
+ private:
+  struct Entry {
+    sc_core::sc_time at;
+    Amount amount;
+  };
+  mutable std::deque<Entry> returns_;
+  mutable bool waiting_ = false;
+  mutable sc_core::sc_event due_;
+  std::vector<std::function<void()>> wakes_;
+};
+
+}  // namespace vhca
