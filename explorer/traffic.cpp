@@ -496,22 +496,23 @@ class TrafficRun {
 
   // What a drain that gave up leaves: counts, and the QPs with work still in flight.
   std::string describe_outstanding(const sc_time& drained_for, const sc_time& idle_for) const {
+    constexpr int kListed = 5;  // QPs named; the rest are counted
     uint64_t sends = 0, recvs = 0;
-    std::vector<std::string> listed;
+    int with_work = 0;
+    std::string qps_text;
     for (int q = 0; q < qps(); ++q) {
       const uint64_t s = next_seq_[size_t(q)] - next_done_[size_t(q)];
       const uint64_t r = in_flight_[1][size_t(q)].size() + in_flight_[0][size_t(q)].size();
       sends += s;
       recvs += r;
-      if ((s || r) && listed.size() < 5) listed.push_back(fmt::format("QP {}: {} sends, {} receives", q, s, r));
-      else if (s || r) listed.push_back("");
+      if (!s && !r) continue;
+      if (with_work++ < kListed)
+        qps_text += fmt::format("{}QP {}: {} sends, {} receives", qps_text.empty() ? ": " : "; ", q, s, r);
     }
-    std::string text = fmt::format("{} sends and {} receives still outstanding {:.0f} us after the arrivals stopped "
-                                   "({:.0f} us without a completion)",
-                                   sends, recvs, drained_for.to_seconds() * 1e6, idle_for.to_seconds() * 1e6);
-    for (size_t i = 0; i < listed.size() && i < 5; ++i) text += (i ? "; " : ": ") + listed[i];
-    if (listed.size() > 5) text += fmt::format("; and {} more QPs", listed.size() - 5);
-    return text;
+    if (with_work > kListed) qps_text += fmt::format("; and {} more QPs", with_work - kListed);
+    return fmt::format("{} sends and {} receives still outstanding {:.0f} us after the arrivals stopped "
+                       "({:.0f} us without a completion){}",
+                       sends, recvs, drained_for.to_seconds() * 1e6, idle_for.to_seconds() * 1e6, qps_text);
   }
 
   void measure() {
