@@ -267,8 +267,7 @@ std::vector<PlotPoint> summarize_seeds(const SweepOptions& o, const std::vector<
     p.x = mx.mean, p.y = my.mean, p.x_ci = mx.ci, p.y_ci = my.ci;
     p.index = points[first].group;
     p.ok = failed == 0;
-    if (failed) p.why = std::to_string(failed) + " of " + std::to_string(end - first) + " seeds: " + runs[first].why;
-    for (size_t i = first; i < end && failed; ++i)
+    for (size_t i = first; i < end; ++i)  // the reason of the last seed that failed
       if (!runs[i].ok) p.why = std::to_string(failed) + " of " + std::to_string(end - first) + " seeds: " + runs[i].why;
     plot.push_back(p);
     first = end;
