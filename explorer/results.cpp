@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "explorer/profile.h"
 #include "explorer/traffic.h"
 
 namespace vhca {
@@ -46,6 +47,10 @@ void print_queues(const TrafficResult& r) {
 }
 
 void print_summary(const TrafficOptions& o, const TrafficResult& r) {
+  if (o.profile != "baseline") {
+    const HcaProfile* p = find_hca_profile(o.profile);
+    std::printf("hardware profile %s: %s\n", o.profile.c_str(), p ? p->description : "?");
+  }
   std::printf("vhca-sim %s%s: 2 HCAs, %d RC QPs on %d CQs per host (%d vectors) for %.0f us (warm-up %.0f us), "
               "moderation %s, %s polling, seed %llu\n",
               o.name.c_str(), o.rtl ? " (RTL CQ writers in the loop)" : "", o.qps, o.cqs, o.vectors, o.duration_us,
@@ -197,7 +202,7 @@ std::string number(double v) {
 
 std::string results_json(const TrafficOptions& o, const TrafficResult& r) {
   std::ostringstream s;
-  s << "{\n  \"scenario\": \"" << o.name << "\",\n  \"seed\": " << o.seed;
+  s << "{\n  \"scenario\": \"" << o.name << "\",\n  \"profile\": \"" << o.profile << "\",\n  \"seed\": " << o.seed;
   for (const auto& [k, v] : result_fields(o, r)) s << ",\n  \"" << k << "\": " << number(v);
   // The time series (not in the CSV: one row per run).
   const TimeSeries& ts = r.series;

@@ -1,6 +1,7 @@
 #include "explorer/scenario.h"
 
 #include "explorer/arrival_trace.h"
+#include "explorer/profile.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -443,7 +444,7 @@ void read_pcie(const Reader& r, const YAML::Node& n, PcieLinkConfig& pcie) {
 }
 
 void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
-  r.check_map(n, "hca", {"clock", "cq_writer", "arm_event", "doorbell_fifo", "prefetch", "fetch_burst",
+  r.check_map(n, "hca", {"profile", "clock", "cq_writer", "arm_event", "doorbell_fifo", "prefetch", "fetch_burst",
                          "rq_prefetch", "ack_coalesce", "ack_delay", "max_inflight"});
   if (n["cq_writer"]) {
     const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
@@ -492,6 +493,14 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
   r.check_map(root, "", {"name", "description", "seed", "duration", "warmup", "link", "pcie", "hca", "host", "cqs",
                          "qps", "workload"});
   if (root["name"]) o.name = r.scalar(root["name"], "name");
+  // The profile first: every other key overrides what it sets.
+  if (root["hca"] && root["hca"].IsMap() && root["hca"]["profile"]) {
+    const YAML::Node p = root["hca"]["profile"];
+    const std::string v = r.scalar(p, "hca.profile");
+    const HcaProfile* profile = find_hca_profile(v);
+    if (!profile) r.fail(p, "hca.profile", "'" + v + "' is not one of " + hca_profile_names());
+    apply_hca_profile(*profile, o);
+  }
   if (root["seed"]) o.seed = uint64_t(r.integer(root, "", "seed", 0, 2147483647));
   if (root["duration"]) o.duration_us = r.duration_us(root, "", "duration", 1, 1e7);
   if (root["warmup"]) o.warmup_us = r.duration_us(root, "", "warmup", 0, 1e7);
@@ -529,7 +538,15 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
     if (c["overrides"]) read_overrides(r, c["overrides"], o);
   }
   if (const YAML::Node q = root["qps"]) {
-    r.check_map(q, "qps", {"count", "depth", "mtu"});
+    r.check_map(q, "qps", {"count", "depth", "mtu", "inline"});
+    if (q["inline"])
+      o.max_inline = uint32_t(r.value(q, "qps", "inline", [](const std::string& v) {
+        const uint64_t b = parse_size_bytes(v);
+        if (b > sqwqe::kMaxInline)
+          throw std::invalid_argument("'" + v + "' exceeds the " + std::to_string(sqwqe::kMaxInline) +
+                                      " bytes a WQE holds");
+        return b;
+      }));
     if (q["count"]) o.qps = r.integer(q, "qps", "count", 1, 1000);
     if (q["depth"]) o.depth = r.integer(q, "qps", "depth", 1, 4096);
     if (q["mtu"]) {

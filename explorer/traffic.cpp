@@ -190,6 +190,7 @@ class TrafficRun {
     SystemConfig cfg;
     cfg.hosts = 2;
     cfg.driver.num_comp_vectors = uint32_t(o.vectors);
+    cfg.driver.blueflame = o.blueflame;
     cfg.cpu = o.cpu;
     cfg.ib = o.link;
     cfg.link = o.pcie;
@@ -338,7 +339,7 @@ class TrafficRun {
     in_flight_[0][size_t(q)].push_back(&pong);
     SendWr wr;
     wr.wr_id = CqPool::wr_id_of(pong.done);
-    wr.flags = kSendSignaled;
+    wr.flags = send_flags(sqwqe::kSend, ping.size);
     wr.sg_list = {Sge{addr, ping.size, recv_buf_.mr->lkey}};
     fb::post_send(*qp_[1][size_t(q)], wr);
   }
@@ -384,6 +385,12 @@ class TrafficRun {
     pool_[0]->untrack(m.done);
   }
 
+  // Signaled; inline when the message fits the QPs' max_inline (never a READ: it carries no data).
+  uint32_t send_flags(uint8_t opcode, uint32_t size) const {
+    const bool inline_data = opcode != sqwqe::kRdmaRead && size <= o_.max_inline;
+    return kSendSignaled | (inline_data ? kSendInline : 0u);
+  }
+
   // Posts one message on QP q of host 0; false if its send queue is full.
   bool post_message(int q, uint8_t opcode, uint32_t size) {
     Qp& qp = *qp_[0][size_t(q)];
@@ -401,7 +408,7 @@ class TrafficRun {
     SendWr wr;
     wr.wr_id = CqPool::wr_id_of(m.done);
     wr.opcode = opcode;
-    wr.flags = kSendSignaled;
+    wr.flags = send_flags(opcode, size);
     wr.sg_list = {(opcode == sqwqe::kRdmaRead ? read_dst_ : src_).sge(off, size)};
     wr.remote_addr = (opcode == sqwqe::kRdmaRead ? read_src_ : write_buf_).addr + off;
     wr.rkey = (opcode == sqwqe::kRdmaRead ? read_src_ : write_buf_).mr->rkey;

@@ -81,6 +81,7 @@ struct CqOverride {
 
 struct TrafficOptions {
   std::string name = "default";
+  std::string profile = "baseline";  // the hardware profile applied first (explorer/profile.h)
   int qps = 16;                 // RC connections from host 0 to host 1 (the sum over the groups)
   int cqs = 4;                  // per host
   int vectors = 2;              // completion vectors per host; CQ i uses vector i % vectors unless overridden
@@ -99,6 +100,8 @@ struct TrafficOptions {
   PcieLinkConfig pcie;          // each host's link to its HCA
   double hca_clock_mhz = 500;   // both HCAs
   TransportConfig transport;    // both HCAs' doorbell unit, WQE fetch and transport timing
+  bool blueflame = false;       // the drivers write a single inline WR's WQE through UAR_SQ_BF
+  uint32_t max_inline = 0;      // SENDs and WRITEs up to this many bytes are posted inline (qps.inline)
   uint64_t seed = 1;
   bool rtl = false;                 // the Verilated RTL CQ writer in both HCAs
   ArmEvent arm_event = ArmEvent::moderated;  // both HCAs' CQ writers (S26)

@@ -28,6 +28,9 @@ struct DriverConfig {
   uint8_t async_eq_log_size = 6;
   uint32_t uar = 0;               // UAR page used for doorbells
   bool rq_doorbell_mmio = false;  // ring UAR_RQ_DB on post_recv (else the doorbell record only)
+  // A post_send of one inline WR writes its WQE through UAR_SQ_BF (BlueFlame), as mlx5's provider
+  // does, instead of ringing UAR_SQ_DB: the device takes the WQE without reading the ring.
+  bool blueflame = false;
   sc_core::sc_time command_timeout{1, sc_core::SC_MS};
   sc_core::sc_time reset_timeout{1, sc_core::SC_MS};
 };

@@ -1,9 +1,9 @@
 #include "firmware-shim/host_cpu.h"
 
 #include <cmath>
-
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "model/common/log.h"
 #include "tlm/host_memory.h"
@@ -86,6 +86,12 @@ bool HostCpu::mmio_write32(uint64_t offset, uint32_t value, CpuContext ctx) {
 bool HostCpu::mmio_write64(uint64_t offset, uint64_t value, CpuContext ctx) {
   charge(ctx, cfg_.mmio_write_cost);
   return mmio_access(tlm::TLM_WRITE_COMMAND, offset, reinterpret_cast<uint8_t*>(&value), 8);
+}
+
+bool HostCpu::mmio_write_block(uint64_t offset, const void* data, unsigned len, CpuContext ctx) {
+  charge(ctx, cfg_.mmio_write_cost);
+  std::vector<uint8_t> copy(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + len);
+  return mmio_access(tlm::TLM_WRITE_COMMAND, offset, copy.data(), len);
 }
 
 bool HostCpu::mmio_read32(uint64_t offset, uint32_t& value) {

@@ -55,6 +55,8 @@ class HostCpu : public sc_core::sc_module {
   bool mmio_write32(uint64_t offset, uint32_t value, CpuContext ctx = CpuContext::app);
   bool mmio_write64(uint64_t offset, uint64_t value, CpuContext ctx = CpuContext::app);
   bool mmio_read32(uint64_t offset, uint32_t& value);
+  // A block of `len` bytes in one posted write (write-combined MMIO: a BlueFlame WQE).
+  bool mmio_write_block(uint64_t offset, const void* data, unsigned len, CpuContext ctx = CpuContext::app);
 
   // Interrupts: the MSI sink calls raise(); the handler for that host vector runs in the
   // hard-IRQ thread irq_delivery later.

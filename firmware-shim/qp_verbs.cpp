@@ -1,6 +1,8 @@
 #include "firmware-shim/qp_verbs.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 
 #include "firmware-shim/verbs_util.h"
 
@@ -176,9 +178,11 @@ void put_sges(uint8_t* at, const std::vector<Sge>& sges) {
   }
 }
 
-void write_send_wqe(Qp& qp, const SendWr& wr, uint16_t index) {
+// Builds the WQE in `w` and writes it to the ring.
+void write_send_wqe(Qp& qp, const SendWr& wr, uint16_t index, uint8_t (&w)[sqwqe::kSize]) {
   Driver& dev = *qp.pd->dev;
-  uint8_t w[sqwqe::kSize] = {};
+  std::fill(std::begin(w), std::end(w), uint8_t(0));
+  put_field(w, sqwqe::qpn, qp.qpn);
   put_field(w, sqwqe::wr_id, wr.wr_id);
   put_field(w, sqwqe::opcode, wr.opcode);
   put_field(w, sqwqe::signaled, (qp.sq_sig_all || (wr.flags & kSendSignaled)) ? 1 : 0);
@@ -221,14 +225,21 @@ void write_recv_wqe(Qp& qp, const RecvWr& wr, uint16_t index) {
 }
 
 // The doorbell record first, then (for the SQ) the MMIO doorbell: the device may read the
-// record at any time and must never see a counter ahead of the WQEs.
-void ring_doorbell(Qp& qp, bool sq, bool mmio) {
+// record at any time and must never see a counter ahead of the WQEs. With `blueflame` (one WQE
+// posted, as mlx5's provider does for a single inline WR) the doorbell is the WQE itself, written
+// whole through the doorbell page (write-combined: one posted write), so the device need not
+// fetch it.
+void ring_doorbell(Qp& qp, bool sq, bool mmio, const uint8_t* blueflame = nullptr) {
   Driver& dev = *qp.pd->dev;
   uint8_t rec[qpdbr::kSize];
   dev.cpu().read(qp.dbr, rec, qpdbr::kSize);
   put_field(rec, sq ? qpdbr::sq_pi : qpdbr::rq_pi, sq ? qp.sq_pi : qp.rq_pi);
   dev.cpu().write(qp.dbr, rec, qpdbr::kSize);
   if (!mmio) return;
+  if (blueflame) {
+    dev.cpu().mmio_write_block(Driver::offset_of(reg::sq_bf, dev.config().uar), blueflame, sqwqe::kSize);
+    return;
+  }
   uint64_t v = 0;
   v = with_bits(v, wqdb::qpn, qp.qpn);
   v = with_bits(v, wqdb::pi, sq ? qp.sq_pi : qp.rq_pi);
@@ -239,6 +250,7 @@ void ring_doorbell(Qp& qp, bool sq, bool mmio) {
 
 int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad) {
   Driver& dev = *qp.pd->dev;
+  uint8_t wqe[sqwqe::kSize];
   size_t posted = 0;
   int rc = 0;
   if (qp.state == QpState::reset || qp.state == QpState::init || qp.state == QpState::rtr) {
@@ -255,13 +267,14 @@ int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad) {
         rc = fail(dev, ENOMEM, fmt::format("post_send: QP {:#x} send queue full ({} WQEs)", qp.qpn, qp.sq_depth));
         break;
       }
-      write_send_wqe(qp, wr, qp.sq_pi);
+      write_send_wqe(qp, wr, qp.sq_pi, wqe);
       ++qp.sq_pi;
       ++posted;
       dev.cpu().charge(CpuContext::app, dev.cpu().config().post_wr_cost);
     }
   }
-  if (posted) ring_doorbell(qp, true, true);
+  const bool blueflame = dev.config().blueflame && posted == 1 && (wrs.front().flags & kSendInline);
+  if (posted) ring_doorbell(qp, true, true, blueflame ? wqe : nullptr);
   if (bad) *bad = posted;
   return rc;
 }

@@ -1,5 +1,7 @@
 #include "model/hca.h"
 
+#include <algorithm>
+
 #include "model/common/bytes.h"
 #include "model/common/log.h"
 
@@ -51,7 +53,7 @@ void Hca::bind_streams() {
   cq.s_arm->on_space.add(mmio_space);
   eq.s_db->on_space.add(mmio_space);
   // Inputs no port feeds, named for the queue report.
-  transport.s_doorbell->set_fed_by("bar0: UAR_SQ_DB, UAR_RQ_DB writes (held by PCIe credits)");
+  transport.s_doorbell->set_fed_by("bar0: UAR_SQ_DB, UAR_RQ_DB, UAR_SQ_BF writes (held by PCIe credits)");
   cq.s_arm->set_fed_by("bar0: UAR_CQ_ARM writes (held by PCIe credits)");
   eq.s_db->set_fed_by("bar0: UAR_EQ_ARM, UAR_EQ_UPDATE writes (held by PCIe credits)");
   cq.s_access_error->set_fed_by("PCIe: CQE write failures (LOST_EVENTS when full)");
@@ -60,8 +62,8 @@ void Hca::bind_streams() {
 void Hca::bind_registers() {
   RegisterFile& r = bar0.regs;
   auto in_page = [&r](const char* name) { return (r.at(name).offset - kUarBase) % kUarStride; };
-  uar_ = {in_page(reg::sq_db), in_page(reg::rq_db), in_page(reg::cq_arm_db), in_page(reg::eq_db_arm),
-          in_page(reg::eq_db_noarm)};
+  uar_ = {in_page(reg::sq_db), in_page(reg::rq_db), in_page(reg::sq_bf), in_page(reg::cq_arm_db),
+          in_page(reg::eq_db_arm), in_page(reg::eq_db_noarm)};
   r.set(reg::core_clock_khz, uint64_t(cfg_.clock_mhz * 1000.0));
   r.set(reg::port_lid, cfg_.transport.lid);
   r.on_write(reg::cq_arm_db, [this](Register&, uint64_t v) {
@@ -113,13 +115,23 @@ void Hca::bind_transport() {
   };
   bar0.regs.on_write(reg::sq_db, wq_doorbell(WqKind::sq));
   bar0.regs.on_write(reg::rq_db, wq_doorbell(WqKind::rq));
+  // BlueFlame: the WQE names its QP and its index; it is the doorbell for itself.
+  bar0.regs.on_block_write(reg::sq_bf, [this](Register&, const uint8_t* data, unsigned len) {
+    WqDoorbell db;
+    db.qpn = uint32_t(get_field(data, sqwqe::qpn));
+    db.pi = uint16_t(get_field(data, sqwqe::wqe_index) + 1);
+    db.has_wqe = true;
+    std::copy(data, data + len, db.wqe.begin());
+    // mmio_ready() held the write until the FIFO had room.
+    transport.s_doorbell->push(db, clock.now());
+  });
 }
 
 bool Hca::mmio_ready(uint64_t offset) const {
   if (offset < kUarBase || offset >= kUarBase + kNumUars * kUarStride) return true;
   const uint32_t in_page = uint32_t((offset - kUarBase) % kUarStride);
   const uint64_t now = clock.now();
-  if (in_page == uar_.sq || in_page == uar_.rq) return transport.s_doorbell->can_push(now);
+  if (in_page == uar_.sq || in_page == uar_.rq || in_page == uar_.sq_bf) return transport.s_doorbell->can_push(now);
   if (in_page == uar_.cq_arm) return cq.s_arm->can_push(now);
   if (in_page == uar_.eq_arm || in_page == uar_.eq_update) return eq.s_db->can_push(now);
   return true;

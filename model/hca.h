@@ -96,7 +96,7 @@ class Hca : public sc_core::sc_module {
 
   HcaConfig cfg_;
   struct UarDoorbells {  // offsets within a UAR page, from the register table
-    uint32_t sq, rq, cq_arm, eq_arm, eq_update;
+    uint32_t sq, rq, sq_bf, cq_arm, eq_arm, eq_update;
   } uar_{};
   sc_core::sc_event reset_done_event_;
 };

@@ -471,3 +471,31 @@ TEST_CASE("hca.cq_writer chooses the C++ model or the Verilated RTL, which needs
         "t.yaml:1: key 'hca.cq_writer': the Verilated RTL is built for 500 cycles per us: with rtl, hca.clock must be "
         "500MHz");
 }
+
+TEST_CASE("hca.profile sets the adapter's clock, PCIe, link rate and small-message mechanisms, and every other key overrides it") {
+  const TrafficOptions base = parse_scenario("name: x\n", "t.yaml");
+  CHECK(base.profile == "baseline");
+  CHECK_FALSE(base.blueflame);
+  CHECK(base.max_inline == 0);
+  CHECK_FALSE(base.transport.rq_prefetch);
+  const TrafficOptions cx5 = parse_scenario("hca: {profile: cx5}\n", "t.yaml");
+  CHECK(cx5.profile == "cx5");
+  CHECK(cx5.pcie.gbytes_per_s == 15.75);  // Gen3 x16
+  CHECK(cx5.link.gbit_per_s == 100);      // EDR
+  CHECK(cx5.blueflame);
+  CHECK(cx5.max_inline == 64);
+  CHECK(cx5.transport.rq_prefetch);
+  const TrafficOptions cx6 = parse_scenario("hca: {profile: cx6}\n", "t.yaml");
+  CHECK(cx6.pcie.gbytes_per_s == 31.5);  // Gen4 x16
+  CHECK(cx6.link.gbit_per_s == 200);     // HDR
+  // Keys before the profile in the file, and --set, still win over it.
+  const TrafficOptions mixed = parse_scenario("link: {rate: 56Gbps}\nqps: {inline: 0B}\nhca: {profile: cx5, rq_prefetch: off}\n",
+                                              "t.yaml", {"pcie.rate=64Gbps"});
+  CHECK(mixed.link.gbit_per_s == 56);
+  CHECK(mixed.max_inline == 0);
+  CHECK_FALSE(mixed.transport.rq_prefetch);
+  CHECK(mixed.pcie.gbytes_per_s == 8);
+  CHECK(mixed.blueflame);
+  CHECK(error_of("hca: {profile: cx7}\n") == "t.yaml:1: key 'hca.profile': 'cx7' is not one of baseline, cx5, cx6");
+  CHECK(error_of("qps: {inline: 65B}\n") == "t.yaml:1: key 'qps.inline': '65B' exceeds the 64 bytes a WQE holds");
+}

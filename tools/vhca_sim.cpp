@@ -15,6 +15,7 @@
 
 #include "model/common/log.h"
 #include "cosim/cosim.h"
+#include "explorer/profile.h"
 #include "explorer/scenario.h"
 #include "explorer/sweep.h"
 #include "explorer/traffic.h"
@@ -42,7 +43,8 @@ const char* const kUsage =
                "usage: vhca-sim [traffic] [--qps N] [--cqs N] [--vectors N] [--msg-size BYTES] [--write-fraction F]\n"
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
                "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
-               "                [--arm-event moderated|at-arm] [--fault flip-payload] [--queues] [--log CATS] [--wall-limit SECONDS]\n"
+               "                [--arm-event moderated|at-arm] [--profile baseline|cx5|cx6] [--fault flip-payload] [--queues]\n"
+               "                [--log CATS] [--wall-limit SECONDS]\n"
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
                "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--queues] [--log CATS]\n"
                "                [--wall-limit SECONDS]\n"
@@ -121,10 +123,20 @@ struct ArgWalker {
 
 vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
   vhca::TrafficOptions o;
+  // The profile first, wherever it stands: every other flag overrides what it sets.
+  for (ArgWalker w{argc, argv, first, {}}; w.i < argc; ++w.i) {
+    w.a = argv[w.i];
+    if (w.a != "--profile") continue;
+    const std::string name = w.value();
+    const vhca::HcaProfile* p = vhca::find_hca_profile(name);
+    if (!p) usage("--profile: '" + name + "' is not one of " + vhca::hca_profile_names());
+    vhca::apply_hca_profile(*p, o);
+  }
   for (ArgWalker w{argc, argv, first, {}}; w.i < argc; ++w.i) {
     w.a = argv[w.i];
     const std::string& a = w.a;
-    if (a == "--qps") o.qps = int(w.integer(1, 1000));
+    if (a == "--profile") w.value();  // applied above
+    else if (a == "--qps") o.qps = int(w.integer(1, 1000));
     else if (a == "--cqs") o.cqs = int(w.integer(1, 60));
     else if (a == "--vectors") o.vectors = int(w.integer(1, 31));
     else if (a == "--msg-size") o.workload.sizes = {uint32_t(w.integer(1, 1 << 20))};

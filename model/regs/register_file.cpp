@@ -38,6 +38,12 @@ void RegisterFile::on_read(const char* name, ReadHook hook) {
   for (uint32_t i = 0; i < regs_[first].spec->count; ++i) hooks_[first + i].read = hook;
 }
 
+void RegisterFile::on_block_write(const char* name, BlockWriteHook hook) {
+  const size_t first = first_of(name);
+  if (regs_[first].spec->width <= 8) throw std::logic_error(std::string(name) + " is not a block register");
+  for (uint32_t i = 0; i < regs_[first].spec->count; ++i) hooks_[first + i].block_write = hook;
+}
+
 void RegisterFile::reset() {
   for (Register& r : regs_) r.value = r.spec->reset;
 }
@@ -67,6 +73,11 @@ tlm::tlm_response_status RegisterFile::access(bool is_write, uint64_t offset, ui
   const Hooks& hooks = hooks_[it->second];
   if (is_write) {
     if (r.spec->access == Access::ro) return fail(("write to read-only " + r.name).c_str(), offset, len);
+    if (len > sizeof(uint64_t)) {
+      log::write(log::Cat::mmio, "write {} ({} bytes)", r.name, len);
+      if (hooks.block_write) hooks.block_write(r, data, len);
+      return tlm::TLM_OK_RESPONSE;
+    }
     uint64_t v = 0;
     std::memcpy(&v, data, len);  // little-endian host and bus
     log::write(log::Cat::mmio, "write {} = {:#x}", r.name, v);

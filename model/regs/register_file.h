@@ -44,12 +44,16 @@ class RegisterFile {
  public:
   using WriteHook = std::function<void(Register&, uint64_t new_value)>;
   using ReadHook = std::function<uint64_t(const Register&)>;
+  // A block register (wider than 8 bytes: a WQE written through the doorbell page) keeps no value;
+  // its hook gets the bytes as written.
+  using BlockWriteHook = std::function<void(Register&, const uint8_t* data, unsigned len)>;
 
   explicit RegisterFile(const std::vector<RegSpec>& specs);
   // Behaviour is bound by name; for an array every member gets the hook. An undeclared name is a
   // logic error (a typo must not leave a register without its behaviour).
   void on_write(const char* name, WriteHook hook);
   void on_read(const char* name, ReadHook hook);
+  void on_block_write(const char* name, BlockWriteHook hook);
   void reset();
   // Decode and execute; returns the TLM response status.
   tlm::tlm_response_status access(bool is_write, uint64_t offset, uint8_t* data, unsigned len);
@@ -67,6 +71,7 @@ class RegisterFile {
   struct Hooks {
     WriteHook write;
     ReadHook read;
+    BlockWriteHook block_write;
   };
   tlm::tlm_response_status fail(const char* what, uint64_t offset, unsigned len);
 

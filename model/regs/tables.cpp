@@ -43,6 +43,8 @@ const std::vector<RegSpec>& bar0_registers() {
        "EQ doorbell: update the consumer index and re-arm"},
       {reg::eq_db_noarm, kUarBase + 0x48, 4, kNumUars, kUarStride, 0, Access::wo,
        "EQ doorbell: update the consumer index without re-arming"},
+      {reg::sq_bf, kUarBase + 0x100, sqwqe::kSize, kNumUars, kUarStride, 0, Access::wo,
+       "SQ BlueFlame (one write-combined write of a whole send WQE): the WQE and its doorbell in one; the device takes it without a fetch when it is the next WQE of its QP and the QP's descriptor cache has room, else reads the ring as for UAR_SQ_DB (the driver writes the ring and the doorbell record first)"},
       {reg::msix_addr_lo, kMsixTableBase + 0x0, 4, kNumMsixVectors, kMsixEntryStride, 0, Access::rw, "MSI-X vector: message address bits 31:0"},
       {reg::msix_addr_hi, kMsixTableBase + 0x4, 4, kNumMsixVectors, kMsixEntryStride, 0, Access::rw, "MSI-X vector: message address bits 63:32"},
       {reg::msix_data, kMsixTableBase + 0x8, 4, kNumMsixVectors, kMsixEntryStride, 0, Access::rw, "MSI-X vector: message data"},

@@ -17,7 +17,7 @@ const char* access_name(Access a);
 struct RegSpec {
   const char* name;
   uint32_t offset;
-  uint8_t width;  // bytes: 4 or 8
+  uint8_t width;  // bytes: 4 or 8, or a block (UAR_SQ_BF: one send WQE) written whole
   uint32_t count;
   uint32_t stride;
   uint64_t reset;
@@ -51,6 +51,7 @@ constexpr const char* bad_accesses = "BAD_ACCESSES";
 constexpr const char* port_lid = "PORT_LID";
 constexpr const char* sq_db = "UAR_SQ_DB";
 constexpr const char* rq_db = "UAR_RQ_DB";
+constexpr const char* sq_bf = "UAR_SQ_BF";
 constexpr const char* cq_arm_db = "UAR_CQ_ARM";
 constexpr const char* eq_db_arm = "UAR_EQ_ARM";
 constexpr const char* eq_db_noarm = "UAR_EQ_UPDATE";
@@ -144,7 +145,8 @@ inline void put_field(uint8_t* buf, Field f, uint64_t value) {
   X(imm, 0x0C, 4, 0, 32, "immediate data (the *with imm* opcodes)")                                 \
   X(remote_addr, 0x10, 8, 0, 64, "RDMA and atomic: remote virtual address")                          \
   X(rkey, 0x18, 4, 0, 32, "RDMA and atomic: remote key")                                            \
-  X(inline_len, 0x1C, 2, 0, 16, "inline data length, 0..64")                                         \
+  X(inline_len, 0x1C, 1, 0, 8, "inline data length, 0..64")                                          \
+  X(qpn, 0x1C, 4, 0, 24, "the QP's number: names the QP when the WQE is written through UAR_SQ_BF (the device ignores it in the ring)") \
   X(compare_add, 0x20, 8, 0, 64, "compare-and-swap: compare value; fetch-and-add: addend")           \
   X(swap, 0x28, 8, 0, 64, "compare-and-swap: swap value")                                            \
   X(ud_dest_qpn, 0x30, 4, 0, 24, "UD: destination QPN")                                             \

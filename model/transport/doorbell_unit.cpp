@@ -58,6 +58,13 @@ void DoorbellUnit::take(const WqDoorbell& db) {
   const uint16_t taken = sq ? fetch_.sq_taken(db.qpn) : rq_.taken(db.qpn);
   if (uint16_t(db.pi - taken) > depth) return refuse(dberr::kIndexOutOfRange, "producer counter moves past the ring");
   if (q.state == QpState::reset) return refuse(dberr::kQpState, "QP in RESET");
+  if (sq && db.has_wqe) {
+    if (fetch_.take_written(db.qpn, db)) {
+      ++stats_.bf_wqes;
+      return;
+    }
+    ++stats_.bf_fallbacks;
+  }
   if (sq) {
     fetch_.sq_doorbell(db.qpn, db.pi);
     log::write(log::Cat::wq, "SQ doorbell QP {:#x} pi {}", db.qpn, db.pi);

@@ -1,9 +1,11 @@
 // What the transport's blocks share: the configuration, the doorbell record, the counters, the
 // timer kinds and a packet on its way out. Each block's own per-QP state lives in that block.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "model/regs/tables.h"
 #include "model/transport/ib_packet.h"
 #include "model/transport/wqe.h"
 
@@ -34,6 +36,10 @@ struct WqDoorbell {
   WqKind kind = WqKind::sq;
   uint32_t qpn = 0;
   uint16_t pi = 0;
+  // BlueFlame (UAR_SQ_BF): the doorbell carries the WQE it announces, written by the CPU through
+  // the doorbell page; pi is then that WQE's index + 1.
+  bool has_wqe = false;
+  std::array<uint8_t, sqwqe::kSize> wqe{};
 };
 
 struct TransportStats {
@@ -42,7 +48,9 @@ struct TransportStats {
            acks_received = 0, retransmits = 0, timeouts = 0, rnr_retries = 0, duplicates = 0, corrupt_dropped = 0,
            dropped_no_qp = 0, qkey_violations = 0, ud_no_wqe = 0, completions = 0, flushed = 0, qp_errors = 0,
            rx_fifo_drops = 0,  // packets the full rx FIFO could not take (a sender that ignored its credits)
-           tx_credit_stalls = 0;  // times a packet due on the wire found no link credit and was held (S27)
+           tx_credit_stalls = 0,  // times a packet due on the wire found no link credit and was held (S27)
+           bf_wqes = 0,           // WQEs taken from a BlueFlame doorbell, no fetch
+           bf_fallbacks = 0;      // BlueFlame doorbells whose WQE was not taken (not the next one, cache full): fetched
 };
 
 // The transport's timers, per QP, in the order they fire when due on the same cycle.

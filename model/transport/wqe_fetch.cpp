@@ -39,6 +39,20 @@ void WqeFetch::want_fetch(uint32_t qpn) {
   kick();
 }
 
+bool WqeFetch::take_written(uint32_t qpn, const WqDoorbell& db) {
+  const QpContext& q = tables_.qps[qpn];
+  SqCursor& c = qps_[qpn];
+  const uint16_t index = uint16_t(db.pi - 1);
+  if ((q.state != QpState::rts && q.state != QpState::sqd) || c.pi != c.fetched || index != c.fetched ||
+      requester_.unstarted(qpn) >= cfg_.prefetch_depth)
+    return false;
+  std::vector<SendWqe> one{decode_send_wqe(db.wqe.data(), index, q.type)};
+  c.pi = c.fetched = db.pi;
+  requester_.deliver(qpn, one);
+  log::write(log::Cat::wq, "QP {:#x}: SQ WQE {} taken from BlueFlame", qpn, index);
+  return true;
+}
+
 void WqeFetch::want_flush(uint32_t qpn) {
   if (qps_[qpn].flush_pending) return;  // queued already: each QP at most once
   qps_[qpn].flush_pending = true;

@@ -37,6 +37,10 @@ class WqeFetch : public sc_core::sc_module {
   uint16_t sq_taken(uint32_t qpn) const { return qps_[qpn].fetched; }
   void want_fetch(uint32_t qpn);
   void want_flush(uint32_t qpn);
+  // BlueFlame: a WQE the CPU wrote with its doorbell, taken into the descriptor cache without a
+  // fetch if it is the QP's next WQE (nothing posted before it is still to be read) and the cache
+  // has room; false: not taken (the caller rings the doorbell as usual and the ring is read).
+  bool take_written(uint32_t qpn, const WqDoorbell& db);
 
   // The QP enters an error state (err, or sqe for a datagram QP's send queue) and flushes.
   void enter_error(uint32_t qpn, QpState state = QpState::err);
