@@ -23,7 +23,13 @@ Snapshot take_snapshot(Node& node, const std::vector<IbCq*>& cqs) {
     std::copy(c.events_by, c.events_by + kEventCauses, by.begin());
     s.cq_events_by.push_back(by);
   }
-  for (int c = 0; c < 5; ++c) s.busy[c] = node.cpu.busy(CpuContext(c));
+  for (int c = 0; c < kCpuContexts; ++c) s.busy[c] = node.cpu.busy(CpuContext(c));
+  for (uint32_t k = 0; k < node.cpu.cores(); ++k) {
+    sc_core::sc_time t;
+    for (int c = 0; c < kCpuContexts; ++c) t += node.cpu.core_busy(k, CpuContext(c));
+    s.core_busy.push_back(t);
+  }
+  s.preemptions = node.cpu.preemptions();
   s.at = sc_core::sc_time_stamp();
   return s;
 }
@@ -48,6 +54,15 @@ void window_stats(HostStats& hs, const Snapshot& a, const Snapshot& b) {
   hs.cpu_busy_pct = pct({CpuContext::hardirq, CpuContext::softirq, CpuContext::thread, CpuContext::workqueue,
                          CpuContext::app});
   hs.hardirq_pct = pct({CpuContext::hardirq});
+  hs.core_util_pct.clear();
+  double sum = 0;
+  for (size_t k = 0; k < b.core_busy.size(); ++k) {
+    const double busy = (b.core_busy[k] - (k < a.core_busy.size() ? a.core_busy[k] : sc_core::SC_ZERO_TIME)).to_seconds();
+    hs.core_util_pct.push_back(measured_s > 0 ? busy / measured_s * 100 : 0);
+    sum += hs.core_util_pct.back();
+  }
+  hs.cpu_util_pct = b.core_busy.empty() ? 0 : sum / double(b.core_busy.size());
+  hs.preemptions = b.preemptions - a.preemptions;
   hs.poll_pct = pct({CpuContext::softirq, CpuContext::thread, CpuContext::workqueue});
 }
 

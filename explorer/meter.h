@@ -20,7 +20,9 @@ struct Snapshot {
   std::vector<std::array<uint64_t, kEventCauses>> cq_events_by;
   std::vector<uint64_t> vector_interrupts;   // per completion vector
   uint64_t async_interrupts = 0;
-  sc_core::sc_time busy[5];                  // CPU time per CpuContext
+  sc_core::sc_time busy[kCpuContexts];       // CPU time per CpuContext
+  std::vector<sc_core::sc_time> core_busy;   // per core (a host with cores), every context
+  uint64_t preemptions = 0;
   sc_core::sc_time at;
 };
 

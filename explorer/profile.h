@@ -19,6 +19,10 @@ struct HcaProfile {
   bool blueflame;        // a single inline WR's WQE written through UAR_SQ_BF
   uint32_t max_inline;   // bytes: messages up to this are posted inline (0: never)
   bool rq_prefetch;      // receive WQEs read as posted
+  // The host it is calibrated with.
+  int cores;                   // 0: parallel contexts (no cores); -1: one per completion vector + the application's
+  double handler_entry_ns;     // hard-IRQ entry and exit
+  double command_latency_us;   // firmware time per command
 };
 
 const std::vector<HcaProfile>& hca_profiles();

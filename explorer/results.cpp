@@ -96,6 +96,12 @@ void print_summary(const TrafficOptions& o, const TrafficResult& r) {
     for (size_t v = 0; v < s.vector_interrupts.size(); ++v)
       std::printf(" %zu: %llu,", v, static_cast<unsigned long long>(s.vector_interrupts[v]));
     std::printf(" async: %llu", static_cast<unsigned long long>(s.async_interrupts));
+    if (!s.core_util_pct.empty()) {
+      std::printf("\n         cores: utilisation %.2f %% of %zu (", s.cpu_util_pct, s.core_util_pct.size());
+      for (size_t k = 0; k < s.core_util_pct.size(); ++k)
+        std::printf("%s%zu: %.2f %%", k ? ", " : "", k, s.core_util_pct[k]);
+      std::printf("), %llu preemptions", static_cast<unsigned long long>(s.preemptions));
+    }
     std::printf("\n");
   }
   std::printf("  latency from post, us (CQE = landed in host memory, hdlr = done callback)\n");
@@ -162,6 +168,13 @@ Fields result_fields(const TrafficOptions& o, const TrafficResult& r) {
     for (int c = 0; c < kEventCauses; ++c)
       f.push_back({p + "events_" + event_cause_name(EventCause(c)), double(s.events_by[c])});
     f.push_back({p + "async_interrupts", double(s.async_interrupts)});
+    if (const int cores = o.host_cores(); cores > 0) {  // known before the run, as the vectors below
+      f.push_back({p + "cpu_util_pct", s.cpu_util_pct});
+      f.push_back({p + "preemptions", double(s.preemptions)});
+      for (int k = 0; k < cores; ++k)
+        f.push_back({p + "core" + std::to_string(k) + "_util_pct",
+                     size_t(k) < s.core_util_pct.size() ? s.core_util_pct[size_t(k)] : 0.0});
+    }
     for (int v = 0; v < o.vectors; ++v)  // known before the run: the columns of a sweep's CSV
       f.push_back({p + "vector" + std::to_string(v) + "_interrupts",
                    size_t(v) < s.vector_interrupts.size() ? double(s.vector_interrupts[size_t(v)]) : 0.0});

@@ -444,7 +444,7 @@ void read_pcie(const Reader& r, const YAML::Node& n, PcieLinkConfig& pcie) {
 }
 
 void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
-  r.check_map(n, "hca", {"profile", "clock", "cq_writer", "arm_event", "doorbell_fifo", "prefetch", "fetch_burst",
+  r.check_map(n, "hca", {"profile", "clock", "command_latency", "cq_writer", "arm_event", "doorbell_fifo", "prefetch", "fetch_burst",
                          "rq_prefetch", "ack_coalesce", "ack_delay", "max_inflight"});
   if (n["cq_writer"]) {
     const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
@@ -472,6 +472,8 @@ void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
   if (o.rtl && o.hca_clock_mhz != 500)
     r.fail(n["cq_writer"], "hca.cq_writer",
            "the Verilated RTL is built for 500 cycles per us: with rtl, hca.clock must be 500MHz");
+  if (n["command_latency"])
+    o.command_latency = sc_core::sc_time(r.duration_us(n, "hca", "command_latency", 0.1, 10000), sc_core::SC_US);
   TransportConfig& t = o.transport;
   auto count = [&](const char* name, uint32_t& field, double lo, double hi) {
     if (n[name]) field = uint32_t(r.integer(n, "hca", name, lo, hi));
@@ -519,8 +521,16 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
   if (root["pcie"]) read_pcie(r, root["pcie"], o.pcie);
   if (root["hca"]) read_hca(r, root["hca"], o);
   if (const YAML::Node h = root["host"]) {
-    r.check_map(h, "host", {"vectors", "poll", "cpu"});
+    r.check_map(h, "host", {"vectors", "poll", "cpu", "cores"});
     if (h["vectors"]) o.vectors = r.integer(h, "host", "vectors", 1, 31);
+    if (h["cores"]) {
+      const std::string v = r.scalar(h["cores"], "host.cores");
+      if (v == "parallel") o.cores = 0;
+      else if (v == "auto") o.cores = -1;
+      else if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
+        o.cores = r.integer(h, "host", "cores", 1, 64);
+      else r.fail(h["cores"], "host.cores", "'" + v + "' is not parallel, auto or a number of cores 1 .. 64");
+    }
     if (h["poll"]) {
       const std::string p = r.scalar(h["poll"], "host.poll");
       if (p == "softirq") o.context = PollContext::softirq;

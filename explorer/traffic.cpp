@@ -192,6 +192,8 @@ class TrafficRun {
     cfg.driver.num_comp_vectors = uint32_t(o.vectors);
     cfg.driver.blueflame = o.blueflame;
     cfg.cpu = o.cpu;
+    cfg.cpu.cores = uint32_t(o.host_cores());
+    cfg.hca.cmd.latency = o.command_latency;
     cfg.ib = o.link;
     cfg.link = o.pcie;
     cfg.hca.clock_mhz = o.hca_clock_mhz;
@@ -395,6 +397,9 @@ class TrafficRun {
   bool post_message(int q, uint8_t opcode, uint32_t size) {
     Qp& qp = *qp_[0][size_t(q)];
     if (uint16_t(qp.sq_pi - qp.sq_ci) >= qp.sq_depth) return false;
+    // A message's buffer slots (seq mod depth) stay its own until its done callback has checked
+    // them, which may run after the driver polled its CQE and freed the WQE slot.
+    if (next_seq_[size_t(q)] - next_done_[size_t(q)] >= uint64_t(o_.depth)) return false;
     messages_.push_back(Message{q, next_seq_[size_t(q)]++, opcode, size, sc_core::sc_time_stamp(), {}, {}});
     Message& m = messages_.back();
     const uint64_t off = slot_offset(q, m.seq);

@@ -96,6 +96,9 @@ struct TrafficOptions {
   std::vector<CqOverride> cq_overrides;
   PollContext context = PollContext::softirq;
   HostCpuConfig cpu;
+  int cores = 0;                // host.cores: 0 parallel contexts (no cores), -1 auto (vectors + 1), else N
+  int host_cores() const { return cores < 0 ? vectors + 1 : cores; }  // as run (0: none)
+  sc_core::sc_time command_latency{2, sc_core::SC_US};  // firmware time per command (both HCAs)
   IbLinkConfig link;
   PcieLinkConfig pcie;          // each host's link to its HCA
   double hca_clock_mhz = 500;   // both HCAs
@@ -140,6 +143,11 @@ struct HostStats {
   uint64_t events_by[kEventCauses] = {};        // completion events by cause (EventCause)
   std::vector<uint64_t> vector_interrupts;      // interrupts per completion vector
   uint64_t async_interrupts = 0;                // on the async EQ's vector (port, command, QP events)
+  // A host with cores (host.cores): each core's utilisation (<= 100 %), their mean, and how often
+  // a hard IRQ or softirq preempted lower work.
+  std::vector<double> core_util_pct;
+  double cpu_util_pct = 0;
+  uint64_t preemptions = 0;
 };
 
 // One CQ over the measured window: its moderation (at the end, for DIM), what it wrote and

@@ -14,9 +14,9 @@ const char* poll_context_name(PollContext c) {
   return "?";
 }
 
-Poller::Poller(HostCpu& cpu, CpuContext ctx, sc_core::sc_time latency, const CqPoolConfig& cfg,
+Poller::Poller(HostCpu& cpu, CpuContext ctx, uint32_t core, sc_core::sc_time latency, const CqPoolConfig& cfg,
                std::function<int(IbCq&, int, CpuContext)> process)
-    : cpu_(cpu), ctx_(ctx), latency_(latency), cfg_(cfg), process_(std::move(process)) {
+    : cpu_(cpu), ctx_(ctx), core_(core), latency_(latency), cfg_(cfg), process_(std::move(process)) {
   sc_core::sc_spawn_options opts;
   sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name("poller"), &opts);
 }
@@ -46,6 +46,7 @@ void Poller::schedule(IbCq& cq) {
 // budget goes to the back of the queue; one that drained is re-armed, and polled again if the
 // re-arm reports missed events.
 void Poller::run() {
+  cpu_.bind_current(core_, ctx_);
   for (;;) {
     while (queue_.empty()) sc_core::wait(work_);
     ++runs_;
@@ -88,19 +89,26 @@ CqPool::CqPool(Driver& dev, const CqPoolConfig& cfg) : dev_(dev), cfg_(cfg) {}
 CqPool::~CqPool() = default;
 
 Poller& CqPool::poller_for(PollContext ctx, uint32_t vector) {
-  const HostCpuConfig& c = dev_.cpu().config();
+  HostCpu& cpu = dev_.cpu();
+  const HostCpuConfig& c = cpu.config();
   auto proc = [this](IbCq& cq, int budget, CpuContext cc) { return process(cq, budget, cc); };
+  // Polling runs on the core that takes the vector's interrupt (Linux raises the softirq and
+  // queues the work on the CPU that took the IRQ).
+  const uint32_t core = cpu.core_of_vector(dev_.host_vector_of(vector));
   if (ctx == PollContext::thread) {  // one kthread per CQ
-    own_pollers_.push_back(std::make_unique<Poller>(dev_.cpu(), CpuContext::thread, c.thread_latency, cfg_, proc));
+    own_pollers_.push_back(
+        std::make_unique<Poller>(cpu, CpuContext::thread, core, c.thread_latency, cfg_, proc));
     return *own_pollers_.back();
   }
-  // softirq: one poll list per vector (per CPU in Linux); workqueue: one shared worker.
-  auto key = std::make_pair(int(ctx), ctx == PollContext::softirq ? vector : 0u);
+  // softirq: one poll list per vector (per CPU in Linux); workqueue: one shared worker, or one per
+  // vector's core on a host with cores.
+  const bool per_vector = ctx == PollContext::softirq || cpu.cores() > 0;
+  auto key = std::make_pair(int(ctx), per_vector ? vector : 0u);
   auto& slot = shared_pollers_[key];
   if (!slot) {
     slot = ctx == PollContext::softirq
-               ? std::make_unique<Poller>(dev_.cpu(), CpuContext::softirq, c.softirq_latency, cfg_, proc)
-               : std::make_unique<Poller>(dev_.cpu(), CpuContext::workqueue, c.workqueue_latency, cfg_, proc);
+               ? std::make_unique<Poller>(cpu, CpuContext::softirq, core, c.softirq_latency, cfg_, proc)
+               : std::make_unique<Poller>(cpu, CpuContext::workqueue, core, c.workqueue_latency, cfg_, proc);
   }
   return *slot;
 }
@@ -143,6 +151,9 @@ void CqPool::dim_event(IbCq& ib) {
   on_dim_change(ib);
   sc_core::sc_spawn(
       [this, &ib] {
+        // A work item on the CQ's vector's core.
+        dev_.cpu().bind_current(dev_.cpu().core_of_vector(dev_.host_vector_of(ib.cq->comp_vector)),
+                                CpuContext::workqueue);
         const DimProfile& p = ib.dim->profile();
         if (verbs::modify_cq(*ib.cq, CqModeration{p.count, p.period_us, ib.dim_mode}) != 0)
           log::error("CQ {}: DIM could not apply ({} us, {}): {}", ib.cq->cqn, p.period_us, p.count, dev_.last_error());
@@ -150,6 +161,7 @@ void CqPool::dim_event(IbCq& ib) {
         ib.dim_applying = false;
         --dim_workers_;
         ib.dim_idle.notify(sc_core::SC_ZERO_TIME);
+        dev_.cpu().unbind_current();
       },
       sc_core::sc_gen_unique_name("dim"));
 }

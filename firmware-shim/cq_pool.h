@@ -52,7 +52,8 @@ struct CqPoolConfig {
 
 class Poller {
  public:
-  Poller(HostCpu& cpu, CpuContext ctx, sc_core::sc_time latency, const CqPoolConfig& cfg,
+  // `core`: where it runs on a host with cores (HostCpu::bind_current).
+  Poller(HostCpu& cpu, CpuContext ctx, uint32_t core, sc_core::sc_time latency, const CqPoolConfig& cfg,
          std::function<int(IbCq&, int, CpuContext)> process);
   void schedule(IbCq& cq);  // from the completion handler (hard-IRQ)
   // Take a CQ out of this poller before it is freed: waits while the poller is polling it.
@@ -63,6 +64,7 @@ class Poller {
   void run();
   HostCpu& cpu_;
   CpuContext ctx_;
+  uint32_t core_;
   sc_core::sc_time latency_;
   CqPoolConfig cfg_;
   std::function<int(IbCq&, int, CpuContext)> process_;

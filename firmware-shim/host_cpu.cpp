@@ -21,9 +21,40 @@ const char* context_name(CpuContext c) {
   return "?";
 }
 
-HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) : sc_module(name), cfg_(cfg) {
+namespace {
+// A core's priority levels: hard IRQ over softirq over every thread (kthreads, workers, the
+// application).
+int level_of(CpuContext c) {
+  return c == CpuContext::hardirq ? 0 : c == CpuContext::softirq ? 1 : 2;
+}
+}  // namespace
+
+HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg)
+    : sc_module(name), cfg_(cfg), cores_(cfg.cores) {
   mem.register_invalidate_direct_mem_ptr(this, &HostCpu::invalidate_dmi);
-  SC_THREAD(irq_thread);
+  if (cores_.empty()) {
+    SC_THREAD(irq_thread);
+    return;
+  }
+  for (uint32_t k = 0; k < cores(); ++k)
+    sc_core::sc_spawn([this, k] { core_irq_thread(k); }, sc_core::sc_gen_unique_name("core_irq"));
+}
+
+uint32_t HostCpu::core_of_vector(uint32_t host_vector) const {
+  if (cores_.empty() || host_vector == 0) return 0;
+  return (host_vector - 1) % cores();
+}
+
+void HostCpu::bind_current(uint32_t core, CpuContext ctx) {
+  if (cores_.empty()) return;
+  bindings_[sc_core::sc_get_current_process_handle().get_process_object()] = Binding{core % cores(), ctx};
+}
+
+void HostCpu::unbind_current() { bindings_.erase(sc_core::sc_get_current_process_handle().get_process_object()); }
+
+const HostCpu::Binding* HostCpu::binding() const {
+  auto it = bindings_.find(sc_core::sc_get_current_process_handle().get_process_object());
+  return it == bindings_.end() ? nullptr : &it->second;
 }
 
 uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
@@ -99,8 +130,15 @@ bool HostCpu::mmio_read32(uint64_t offset, uint32_t& value) {
 }
 
 void HostCpu::raise(uint32_t vector) {
-  pending_.push_back({sc_core::sc_time_stamp() + cfg_.irq_delivery, vector});
-  irq_event_.notify(sc_core::SC_ZERO_TIME);
+  const Pending p{sc_core::sc_time_stamp() + cfg_.irq_delivery, vector};
+  if (cores_.empty()) {
+    pending_.push_back(p);
+    irq_event_.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
+  Core& c = cores_[core_of_vector(vector)];
+  c.irqs.push_back(p);
+  c.irq_event.notify(sc_core::SC_ZERO_TIME);
 }
 
 void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler) { handlers_[vector] = std::move(handler); }
@@ -112,22 +150,78 @@ void HostCpu::irq_thread() {
     Pending p = pending_.front();
     pending_.pop_front();
     if (p.due > sc_core::sc_time_stamp()) sc_core::wait(p.due - sc_core::sc_time_stamp());
-    ++interrupts_;
-    ++vector_interrupts_[p.vector];
-    auto it = handlers_.find(p.vector);
-    if (it == handlers_.end()) {
-      log::error("host: interrupt on vector {} with no handler", p.vector);
-      continue;
-    }
-    log::write(log::Cat::irq, "host: handler for vector {} runs", p.vector);
-    const sc_core::sc_time begin = sc_core::sc_time_stamp();
-    charge(CpuContext::hardirq, cfg_.handler_entry);
-    it->second();
-    on_handler_done(p.vector, begin);
+    take_irq(p);
+  }
+}
+
+// A core's hard-IRQ context: its vectors' interrupts in arrival order, preempting what runs there.
+void HostCpu::core_irq_thread(uint32_t core) {
+  bind_current(core, CpuContext::hardirq);
+  Core& c = cores_[core];
+  for (;;) {
+    while (c.irqs.empty()) sc_core::wait(c.irq_event);
+    Pending p = c.irqs.front();
+    c.irqs.pop_front();
+    if (p.due > sc_core::sc_time_stamp()) sc_core::wait(p.due - sc_core::sc_time_stamp());
+    take_irq(p);
+  }
+}
+
+void HostCpu::take_irq(const Pending& p) {
+  ++interrupts_;
+  ++vector_interrupts_[p.vector];
+  auto it = handlers_.find(p.vector);
+  if (it == handlers_.end()) {
+    log::error("host: interrupt on vector {} with no handler", p.vector);
+    return;
+  }
+  log::write(log::Cat::irq, "host: handler for vector {} runs", p.vector);
+  const sc_core::sc_time begin = sc_core::sc_time_stamp();
+  charge(CpuContext::hardirq, cfg_.handler_entry);
+  it->second();
+  on_handler_done(p.vector, begin);
+}
+
+// `t` of `ctx` work on a core: it runs while no higher level runs there and no other context of
+// its own level does; a higher level starting preempts it (the rest waits until that is done).
+void HostCpu::run_on_core(uint32_t core, CpuContext ctx, sc_core::sc_time t) {
+  Core& c = cores_[core];
+  const int level = level_of(ctx);
+  auto blocked = [&c, level] {
+    for (int l = 0; l <= level; ++l)
+      if (c.running[l]) return true;
+    return false;
+  };
+  while (t > sc_core::SC_ZERO_TIME) {
+    while (blocked()) sc_core::wait(c.changed);
+    c.running[level] = true;
+    c.since[level] = sc_core::sc_time_stamp();
+    c.ctx[level] = ctx;
+    for (int l = level + 1; l < kLevels; ++l)
+      if (c.running[l]) {
+        ++preemptions_;
+        c.preempt[l].notify();
+      }
+    sc_core::wait(t, c.preempt[level]);
+    const sc_core::sc_time used = sc_core::sc_time_stamp() - c.since[level];
+    c.busy[int(ctx)] += used;
+    t -= used;
+    c.running[level] = false;
+    c.changed.notify(sc_core::SC_ZERO_TIME);
   }
 }
 
 void HostCpu::charge(CpuContext ctx, const sc_core::sc_time& t) {
+  if (!cores_.empty()) {
+    const Binding* b = binding();
+    if (t != sc_core::SC_ZERO_TIME) {
+      if (b)
+        run_on_core(b->core, b->ctx, t);
+      else
+        run_on_core(app_core(), ctx == CpuContext::hardirq ? CpuContext::hardirq : CpuContext::app, t);
+    }
+    return;
+  }
   busy_[int(ctx)] += t;
   Instant& i = charged_now_[int(ctx)];
   if (i.at != sc_core::sc_time_stamp()) i = {sc_core::sc_time_stamp(), sc_core::SC_ZERO_TIME};
@@ -146,7 +240,22 @@ void HostCpu::end_polling(uint64_t polls) {
 
 // Work that starts at this very instant is not counted yet, whichever of the threads that run
 // at this instant asks first: a snapshot taken at a window's edge is the same for any order.
+sc_core::sc_time HostCpu::core_busy(uint32_t core, CpuContext ctx) const {
+  const Core& c = cores_.at(core);
+  sc_core::sc_time t = c.busy[int(ctx)];
+  for (int l = 0; l < kLevels; ++l)  // the segment running now, up to now
+    if (c.running[l] && c.ctx[l] == ctx) t += sc_core::sc_time_stamp() - c.since[l];
+  return t;
+}
+
 sc_core::sc_time HostCpu::busy(CpuContext ctx) const {
+  if (!cores_.empty()) {
+    sc_core::sc_time t;
+    for (uint32_t k = 0; k < cores(); ++k) t += core_busy(k, ctx);
+    if (polling_.active && polling_.ctx == ctx)
+      t += polling_.interval * std::ceil((sc_core::sc_time_stamp() - polling_.start) / polling_.interval);
+    return t + busy_[int(ctx)];  // busy_: settled polling loops
+  }
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   sc_core::sc_time t = busy_[int(ctx)];
   const Instant& i = charged_now_[int(ctx)];
@@ -159,7 +268,7 @@ sc_core::sc_time HostCpu::busy(CpuContext ctx) const {
 
 sc_core::sc_time HostCpu::busy_total() const {
   sc_core::sc_time t;
-  for (int c = 0; c < 5; ++c) t += busy(CpuContext(c));
+  for (int c = 0; c < kCpuContexts; ++c) t += busy(CpuContext(c));
   return t;
 }
 

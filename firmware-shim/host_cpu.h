@@ -11,6 +11,8 @@
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
+#include <unordered_map>
+#include <vector>
 
 #include "model/common/observers.h"
 #include "tlm/pcie_credits.h"
@@ -29,9 +31,16 @@ struct HostCpuConfig {
   sc_core::sc_time workqueue_latency{2, sc_core::SC_US};     // queue_work -> worker runs
   sc_core::sc_time thread_latency{4, sc_core::SC_US};        // wake_up -> kthread runs
   sc_core::sc_time command_poll_interval{500, sc_core::SC_NS};
+  // Cores. 0: every context runs in parallel and only hard IRQs are serialised (one hard-IRQ
+  // context for the host: vhca's host before cores). N: N cores. Host vector v's hard IRQ runs on
+  // core (v - 1) mod N (the async vector 0 on core 0), and so do the softirq, kthread and
+  // workqueue polling of the CQs on that vector; the application runs on core N - 1. On a core a
+  // hard IRQ preempts a softirq, which preempts threads; contexts of one kind take turns.
+  uint32_t cores = 0;
 };
 
 enum class CpuContext : uint8_t { hardirq, softirq, thread, workqueue, app };
+constexpr int kCpuContexts = 5;
 const char* context_name(CpuContext c);
 
 class HostCpu : public sc_core::sc_module {
@@ -83,12 +92,47 @@ class HostCpu : public sc_core::sc_module {
   sc_core::sc_time busy(CpuContext ctx) const;
   sc_core::sc_time busy_total() const;
 
+  // Cores (HostCpuConfig::cores; all 0 when the host has none).
+  uint32_t cores() const { return uint32_t(cores_.size()); }
+  uint32_t core_of_vector(uint32_t host_vector) const;
+  uint32_t app_core() const { return cores_.empty() ? 0 : cores() - 1; }
+  // The calling SystemC process runs `ctx` work on `core` from now on: its charges occupy that
+  // core at that context's priority, whatever context they name (a done callback that posts a
+  // send from a softirq poller does softirq work). Without cores: nothing to do.
+  void bind_current(uint32_t core, CpuContext ctx);
+  void unbind_current();  // before a bound process ends (its object's address may be reused)
+  // CPU time core `core` spent in `ctx` before now (as busy()), and times a context was preempted.
+  sc_core::sc_time core_busy(uint32_t core, CpuContext ctx) const;
+  uint64_t preemptions() const { return preemptions_; }
+
  private:
   struct Pending {
     sc_core::sc_time due;
     uint32_t vector;
   };
+  // A core: at most one context of each priority level runs on it at once, and only the highest
+  // level with work runs (hard IRQ 0, softirq 1, threads 2).
+  static constexpr int kLevels = 3;
+  struct Core {
+    bool running[kLevels] = {};
+    sc_core::sc_time since[kLevels];  // when the running segment began
+    CpuContext ctx[kLevels] = {};
+    sc_core::sc_event changed;         // a level stopped running
+    sc_core::sc_event preempt[kLevels];
+    sc_core::sc_time busy[kCpuContexts];
+    std::deque<Pending> irqs;
+    sc_core::sc_event irq_event;
+  };
+  struct Binding {
+    uint32_t core;
+    CpuContext ctx;
+  };
   void irq_thread();
+  void core_irq_thread(uint32_t core);
+  // Takes one hard IRQ due at p.due (the caller has waited for it) and runs its handler.
+  void take_irq(const Pending& p);
+  void run_on_core(uint32_t core, CpuContext ctx, sc_core::sc_time t);
+  const Binding* binding() const;
   bool mmio_access(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len);
   uint8_t* dmi_pointer(uint64_t addr);
   void invalidate_dmi(sc_dt::uint64, sc_dt::uint64) {
@@ -103,11 +147,11 @@ class HostCpu : public sc_core::sc_module {
   std::map<uint64_t, uint8_t*> dmi_pages_;
   uint64_t last_page_ = UINT64_MAX;  // the page of the last access, and its DMI pointer
   uint8_t* last_ptr_ = nullptr;
-  sc_core::sc_time busy_[5];
+  sc_core::sc_time busy_[kCpuContexts];
   struct Instant {
     sc_core::sc_time at, sum;  // what was charged at instant `at`
   };
-  Instant charged_now_[5];
+  Instant charged_now_[kCpuContexts];
   struct Polling {
     bool active = false;
     CpuContext ctx = CpuContext::app;
@@ -115,6 +159,9 @@ class HostCpu : public sc_core::sc_module {
   } polling_;
   uint64_t interrupts_ = 0;
   std::map<uint32_t, uint64_t> vector_interrupts_;
+  std::vector<Core> cores_;
+  std::unordered_map<const sc_core::sc_object*, Binding> bindings_;  // process -> its core
+  uint64_t preemptions_ = 0;
 };
 
 }  // namespace vhca

@@ -496,6 +496,18 @@ TEST_CASE("hca.profile sets the adapter's clock, PCIe, link rate and small-messa
   CHECK_FALSE(mixed.transport.rq_prefetch);
   CHECK(mixed.pcie.gbytes_per_s == 8);
   CHECK(mixed.blueflame);
+  CHECK(base.cores == 0);  // parallel contexts, as before cores
+  CHECK(cx5.cores == -1);  // auto: one per completion vector + the application's
+  CHECK(cx5.host_cores() == cx5.vectors + 1);
+  CHECK(cx5.cpu.handler_entry == sc_core::sc_time(1, sc_core::SC_US));
+  CHECK(cx5.command_latency == sc_core::sc_time(20, sc_core::SC_US));
+  CHECK(parse_scenario("host: {cores: 3}\nhca: {profile: cx5, command_latency: 5us}\n", "t.yaml").host_cores() == 3);
+  CHECK(parse_scenario("hca: {profile: cx5, command_latency: 5us}\n", "t.yaml").command_latency ==
+        sc_core::sc_time(5, sc_core::SC_US));
+  CHECK(parse_scenario("hca: {profile: cx6}\nhost: {cores: parallel}\n", "t.yaml").host_cores() == 0);
+  CHECK(error_of("host: {cores: many}\n") ==
+        "t.yaml:1: key 'host.cores': 'many' is not parallel, auto or a number of cores 1 .. 64");
+  CHECK(error_of("host: {cores: 65}\n") == "t.yaml:1: key 'host.cores': '65' is outside 1 .. 64");
   CHECK(error_of("hca: {profile: cx7}\n") == "t.yaml:1: key 'hca.profile': 'cx7' is not one of baseline, cx5, cx6");
   CHECK(error_of("qps: {inline: 65B}\n") == "t.yaml:1: key 'qps.inline': '65B' exceeds the 64 bytes a WQE holds");
 }
