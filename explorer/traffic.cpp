@@ -260,6 +260,7 @@ class TrafficRun {
       }
     next_seq_.assign(size_t(qps()), 0);
     next_done_.assign(size_t(qps()), 0);
+    deferred_checks_.assign(size_t(qps()), 0);
     in_flight_[0].resize(size_t(qps()));
     in_flight_[1].resize(size_t(qps()));
     for (int h = 0; h < 2; ++h) {
@@ -293,11 +294,33 @@ class TrafficRun {
   }
 
   void check_data(int h, uint64_t addr, int q, uint64_t seq, uint32_t size) {
+    if (!data_matches(h, addr, q, seq, size)) ++r_.data_errors;
+  }
+  bool data_matches(int h, uint64_t addr, int q, uint64_t seq, uint32_t size) {
     expect_.resize(size);
     got_.resize(size);
     pattern(expect_, q, seq);
     h_[h]->driver.memory().read(addr, got_.data(), size);
-    if (got_ != expect_) ++r_.data_errors;
+    return got_ == expect_;
+  }
+
+  // A WRITE's data at host 1, once it can be seen there: its ACK left host 1's HCA after the
+  // payload writes were issued to its PCIe link, but they may still be on that link (a loaded
+  // link) when host 0 learns of the completion. Data not there yet is checked again when every
+  // posted write now on the link has landed; the message's buffer slot stays its own until then.
+  void check_write(int q, uint64_t seq, uint32_t size, uint64_t off) {
+    const sc_time landed = h_[1]->link.posted_landed_by(true);
+    if (data_matches(1, write_buf_.addr + off, q, seq, size)) return;
+    if (landed <= sc_core::sc_time_stamp()) {
+      ++r_.data_errors;
+      return;
+    }
+    ++deferred_checks_[size_t(q)];
+    sc_core::sc_spawn([this, q, seq, size, off, landed] {
+      sc_core::wait(landed - sc_core::sc_time_stamp());
+      check_data(1, write_buf_.addr + off, q, seq, size);
+      --deferred_checks_[size_t(q)];
+    });
   }
 
   // A receive completed on host h: on host 1 the data of the oldest SEND in flight on that QP
@@ -399,7 +422,7 @@ class TrafficRun {
     if (uint16_t(qp.sq_pi - qp.sq_ci) >= qp.sq_depth) return false;
     // A message's buffer slots (seq mod depth) stay its own until its done callback has checked
     // them, which may run after the driver polled its CQE and freed the WQE slot.
-    if (next_seq_[size_t(q)] - next_done_[size_t(q)] >= uint64_t(o_.depth)) return false;
+    if (next_seq_[size_t(q)] - next_done_[size_t(q)] + deferred_checks_[size_t(q)] >= uint64_t(o_.depth)) return false;
     messages_.push_back(Message{q, next_seq_[size_t(q)]++, opcode, size, sc_core::sc_time_stamp(), {}, {}});
     Message& m = messages_.back();
     const uint64_t off = slot_offset(q, m.seq);
@@ -434,7 +457,7 @@ class TrafficRun {
     sample_latency(0, m.qp, m.opcode == sqwqe::kRdmaWrite ? "RDMA_WRITE" : m.opcode == sqwqe::kRdmaRead ? "RDMA_READ" : "SEND",
                    m.posted, visible);
     const uint64_t off = slot_offset(m.qp, m.seq);
-    if (m.opcode == sqwqe::kRdmaWrite) check_data(1, write_buf_.addr + off, m.qp, m.seq, m.size);
+    if (m.opcode == sqwqe::kRdmaWrite) check_write(m.qp, m.seq, m.size, off);
     if (m.opcode == sqwqe::kRdmaRead)
       check_data(0, read_dst_.addr + off, m.qp, kReadTag + m.seq % uint64_t(o_.depth), m.size);
     if (m.opcode == sqwqe::kRdmaWrite || m.opcode == sqwqe::kRdmaRead) ++one_sided_;
@@ -593,6 +616,7 @@ class TrafficRun {
   std::vector<CqeDone> recv_done_[2];
   std::vector<uint64_t> recv_posted_[2];
   std::vector<uint64_t> next_seq_, next_done_;
+  std::vector<uint64_t> deferred_checks_;  // per QP: WRITE data checks waiting for host 1's PCIe link
   std::vector<TracedArrival> record_;
   std::vector<uint8_t> data_, expect_, got_;
   uint64_t one_sided_ = 0, pings_ = 0;

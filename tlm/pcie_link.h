@@ -101,6 +101,12 @@ class PcieLink : public sc_core::sc_module {
   uint32_t posted_data_in_use_max(bool upstream) const { return dir_[upstream ? 0 : 1].credits.pd_max; }
   uint32_t nonposted_waits(bool upstream) const { return dir_[upstream ? 0 : 1].credits.np_waits; }
 
+  // When every posted write now in flight in one direction will have landed (now, if none):
+  // posted writes land in order.
+  sc_core::sc_time posted_landed_by(bool upstream) const {
+    const Direction& d = dir_[upstream ? 0 : 1];
+    return d.in_flight.empty() ? sc_core::sc_time_stamp() : std::max(sc_core::sc_time_stamp(), d.in_flight.back().arrival);
+  }
   // Time to put `bytes` of TLP on the wire in one direction.
   sc_core::sc_time wire_time(uint64_t bytes) const;
   uint64_t bytes_on_wire(bool upstream) const { return dir_[upstream ? 0 : 1].wire_bytes; }

@@ -55,6 +55,11 @@ void DmaEngine::write_step() {
     ++writes_;
     if (fence_waiters_) write_issued_.notify(sc_core::SC_ZERO_TIME);  // only a waiting thread needs it
     release_fenced_reads();
+    while (!issue_waiters_.empty() && issue_waiters_.front().mark <= writes_) {
+      std::function<void()> then = std::move(issue_waiters_.front().then);
+      issue_waiters_.pop_front();
+      then();
+    }
     log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
   }
   if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
@@ -69,6 +74,11 @@ void DmaEngine::read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, Read
     return;
   }
   issue(addr, out, len, std::move(done));
+}
+
+void DmaEngine::when_issued(uint64_t mark, std::function<void()> then) {
+  if (mark <= writes_) return then();
+  issue_waiters_.push_back(IssueWaiter{mark, std::move(then)});
 }
 
 void DmaEngine::release_fenced_reads() {

@@ -54,6 +54,12 @@ class DmaEngine : public sc_core::sc_module {
   void read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done);
 
   uint64_t writes_issued() const { return writes_; }
+  // The writes queued so far, counted from the first: writes_issued() reaches it when they have
+  // all been issued to the link.
+  uint64_t writes_queued() const { return writes_ + s_write->size(); }
+  // Runs `then` (from the engine's process) once writes_issued() reaches `mark`; marks are taken
+  // from writes_queued(), so they come in order.
+  void when_issued(uint64_t mark, std::function<void()> then);
   uint64_t reads_issued() const { return reads_; }
   uint64_t read_errors() const { return read_errors_; }
   uint64_t credit_stalls() const { return credit_stalls_; }  // activations that found no credits
@@ -97,6 +103,11 @@ class DmaEngine : public sc_core::sc_module {
   ActionQueue completions_{"read_completions"};  // reads, answered on the edge their data is usable
   std::vector<std::unique_ptr<ReadSlot>> free_slots_;
   std::deque<FencedRead> fenced_;
+  struct IssueWaiter {
+    uint64_t mark;
+    std::function<void()> then;
+  };
+  std::deque<IssueWaiter> issue_waiters_;
   Wakeup channel_wakeup_;
   bool channel_busy_ = false;
   uint8_t ci_buf_[4] = {};

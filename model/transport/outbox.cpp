@@ -39,6 +39,16 @@ void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len) {
   drain();
 }
 
+bool Outbox::writes_issued(std::function<void()> then) {
+  if (writes_held_ > 0) {
+    after_writes_handed_ = std::move(then);  // one waiter: the transmit arbiter's held ACK
+    return false;
+  }
+  if (dma_.writes_issued() >= last_write_mark_) return true;
+  dma_.when_issued(last_write_mark_, std::move(then));
+  return false;
+}
+
 void Outbox::complete(const CompletionRecord& r) {
   ++stats_.completions;
   if (r.syndrome == syndrome::kWrFlush) ++stats_.flushed;
@@ -53,6 +63,7 @@ void Outbox::add(std::variant<DmaWrite, CompletionRecord> item) {
     ++overflows_;  // the blocks ask has_room() first: this is a model error, not a drop
     log::error("{}: {} items, past its depth {}", name(), items_.size() + 1, depth_);
   }
+  if (std::holds_alternative<DmaWrite>(item)) ++writes_held_;
   items_.push_back(std::move(item));
   s_items.pushed(items_.size());
 }
@@ -64,6 +75,12 @@ void Outbox::drain() {
     if (auto* w = std::get_if<DmaWrite>(&items_.front())) {
       if (!dma_.s_write->can_push(now)) break;  // the stream's on_space wakes us
       dma_.s_write->push(std::move(*w), now);
+      last_write_mark_ = dma_.writes_queued();
+      if (--writes_held_ == 0 && after_writes_handed_) {
+        std::function<void()> then = std::move(after_writes_handed_);
+        after_writes_handed_ = nullptr;
+        dma_.when_issued(last_write_mark_, std::move(then));
+      }
     } else {
       if (!completions_->try_put(std::get<CompletionRecord>(items_.front()))) {
         // drain_method waits for the arbiter's space event (only it can wait on it).

@@ -34,6 +34,10 @@ class Outbox : public sc_core::sc_module {
   void complete(const CompletionRecord& r);
   bool empty() const { return items_.empty(); }
   bool has_room(size_t n = 1) const { return items_.size() + n <= depth_; }
+  // Whether every payload write added so far has been issued to the link; if not, `then` runs
+  // once they have (an ACK must not leave before the data it acknowledges is on its way to
+  // memory: IBA's responder acknowledges executed requests).
+  bool writes_issued(std::function<void()> then);
   // Shown in the hierarchy with its depth and high-water mark.
   GaugeExport s_items;
   // Wake-ups for the processes it held: told when it empties after it had to hold something.
@@ -51,6 +55,9 @@ class Outbox : public sc_core::sc_module {
   sc_core::sc_port<CompletionPutIf>& completions_;
   TransportStats& stats_;
   std::deque<std::variant<DmaWrite, CompletionRecord>> items_;
+  size_t writes_held_ = 0;       // DmaWrites among items_
+  uint64_t last_write_mark_ = 0;  // the DMA queue mark of the last write handed on
+  std::function<void()> after_writes_handed_;  // a writes_issued() waiter, until writes_held_ is 0
   size_t depth_;
   sc_core::sc_event wake_;
   bool held_ = false, held_by_completions_ = false, in_method_ = false;

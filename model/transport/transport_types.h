@@ -49,6 +49,7 @@ struct TransportStats {
            dropped_no_qp = 0, qkey_violations = 0, ud_no_wqe = 0, completions = 0, flushed = 0, qp_errors = 0,
            rx_fifo_drops = 0,  // packets the full rx FIFO could not take (a sender that ignored its credits)
            tx_credit_stalls = 0,  // times a packet due on the wire found no link credit and was held (S27)
+           ack_placement_holds = 0,  // ACKs held at the port until the data they acknowledge was issued to PCIe
            bf_wqes = 0,           // WQEs taken from a BlueFlame doorbell, no fetch
            bf_fallbacks = 0;      // BlueFlame doorbells whose WQE was not taken (not the next one, cache full): fetched
 };

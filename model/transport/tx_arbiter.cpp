@@ -35,6 +35,20 @@ bool TxArbiter::credit_available() {
   return false;
 }
 
+bool TxArbiter::acknowledged_data_issued() {
+  const IbOp op = out_.packet.op;
+  if (op != IbOp::ack && op != IbOp::atomic_ack) return true;
+  if (placement_wait_) return false;
+  if (responder_.outbox().writes_issued([this] {
+        placement_wait_ = false;
+        kick();
+      }))
+    return true;
+  placement_wait_ = true;
+  ++stats_.ack_placement_holds;
+  return false;
+}
+
 void TxArbiter::step() {
   const uint64_t now = clock_.now();
   if (!clock_.on_edge()) {
@@ -42,7 +56,7 @@ void TxArbiter::step() {
     return;
   }
   // A packet due on the wire without a credit stays at the port; the credit's return wakes this.
-  const bool held = sending_ && now >= send_at_ && !credit_available();
+  const bool held = sending_ && now >= send_at_ && (!acknowledged_data_issued() || !credit_available());
   if (sending_ && now >= send_at_ && !held) send();
   if (ud_job_ && now >= ud_done_at_) {
     std::unique_ptr<PendingTx> job = std::move(ud_job_);

@@ -45,6 +45,9 @@ class TxArbiter : public sc_core::sc_module {
   void kick() { wakeup_.wake(clock_.now()); }
   void end_of_elaboration() override;
   bool credit_available();
+  // An ACK (or atomic ACK) leaves only once the payload writes the responder handed on before it
+  // have been issued to the link; false: held, and woken when they have.
+  bool acknowledged_data_issued();
   void step();
   void run();
   void queue_built(std::unique_ptr<PendingTx> job);
@@ -62,6 +65,7 @@ class TxArbiter : public sc_core::sc_module {
   TransportStats& stats_;
   Wakeup wakeup_;
   std::deque<std::unique_ptr<PendingTx>> pending_;  // built, in wire order
+  bool placement_wait_ = false;  // a held ACK waits for the responder's writes to be issued
   // The packet being sent: it goes out on send_at_.
   bool sending_ = false;
   uint64_t send_at_ = 0;
