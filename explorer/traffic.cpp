@@ -90,9 +90,16 @@ using sc_core::sc_time;
 // little beside the model.
 void pattern(std::vector<uint8_t>& out, int qp, uint64_t seq) {
   uint64_t x = (uint64_t(qp) << 40) ^ (seq * 0x9E3779B97F4A7C15ull) ^ 0x5DEECE66Dull;
-  for (size_t i = 0; i < out.size(); i += 8) {
+  const size_t n = out.size();
+  uint8_t* p = out.data();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {  // whole words: a fixed-size copy the compiler turns into a store
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    std::memcpy(out.data() + i, &x, std::min<size_t>(8, out.size() - i));
+    std::memcpy(p + i, &x, 8);
+  }
+  if (i < n) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    std::memcpy(p + i, &x, n - i);
   }
 }
 constexpr uint64_t kReadTag = uint64_t(1) << 32;  // READ sources use their own patterns
@@ -252,12 +259,7 @@ class TrafficRun {
       qp_[1].push_back(fb::create_qp(*pd_[1], c1, c1, QpType::rc, uint32_t(o_.depth)));
       fb::connect_rc(*qp_[0].back(), *qp_[1].back(), rc);
     }
-    std::vector<uint8_t> data(max_size_);
-    for (int q = 0; q < qps(); ++q)
-      for (int j = 0; j < o_.depth; ++j) {
-        pattern(data, q, kReadTag + uint64_t(j));
-        h_[1]->driver.memory().write(read_src_.addr + slot_offset(q, uint64_t(j)), data.data(), max_size_);
-      }
+    read_src_written_.assign(size_t(qps()) * size_t(o_.depth), false);
     next_seq_.assign(size_t(qps()), 0);
     next_done_.assign(size_t(qps()), 0);
     deferred_checks_.assign(size_t(qps()), 0);
@@ -410,6 +412,18 @@ class TrafficRun {
     pool_[0]->untrack(m.done);
   }
 
+  // A READ's source on host 1: slot seq mod depth of QP q holds a constant pattern, written the
+  // first time a READ uses the slot (before its request can reach host 1), not for every slot at
+  // set-up, which cost most of a run's instructions with large messages and many QPs.
+  void fill_read_source(int q, uint64_t seq) {
+    const size_t slot = size_t(q) * size_t(o_.depth) + size_t(seq % uint64_t(o_.depth));
+    if (read_src_written_[slot]) return;
+    read_src_written_[slot] = true;
+    data_.resize(max_size_);
+    pattern(data_, q, kReadTag + seq % uint64_t(o_.depth));
+    h_[1]->driver.memory().write(read_src_.addr + slot_offset(q, seq), data_.data(), max_size_);
+  }
+
   // Signaled; inline when the message fits the QPs' max_inline (never a READ: it carries no data).
   uint32_t send_flags(uint8_t opcode, uint32_t size) const {
     const bool inline_data = opcode != sqwqe::kRdmaRead && size <= o_.max_inline;
@@ -438,6 +452,7 @@ class TrafficRun {
     wr.opcode = opcode;
     wr.flags = send_flags(opcode, size);
     wr.sg_list = {(opcode == sqwqe::kRdmaRead ? read_dst_ : src_).sge(off, size)};
+    if (opcode == sqwqe::kRdmaRead) fill_read_source(q, m.seq);
     wr.remote_addr = (opcode == sqwqe::kRdmaRead ? read_src_ : write_buf_).addr + off;
     wr.rkey = (opcode == sqwqe::kRdmaRead ? read_src_ : write_buf_).mr->rkey;
     if (opcode == sqwqe::kSend) in_flight_[1][size_t(q)].push_back(&m);
@@ -616,7 +631,8 @@ class TrafficRun {
   std::vector<CqeDone> recv_done_[2];
   std::vector<uint64_t> recv_posted_[2];
   std::vector<uint64_t> next_seq_, next_done_;
-  std::vector<uint64_t> deferred_checks_;  // per QP: WRITE data checks waiting for host 1's PCIe link
+  std::vector<uint64_t> deferred_checks_;
+  std::vector<bool> read_src_written_;  // per QP and slot: its READ source pattern is in host 1's memory  // per QP: WRITE data checks waiting for host 1's PCIe link
   std::vector<TracedArrival> record_;
   std::vector<uint8_t> data_, expect_, got_;
   uint64_t one_sided_ = 0, pings_ = 0;

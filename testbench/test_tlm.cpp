@@ -31,6 +31,39 @@ TEST_CASE("host memory maps pages on demand and answers unmapped accesses with a
   });
 }
 
+TEST_CASE("host memory keeps mapped ranges and gives a page storage only when it is first written: unwritten and re-mapped pages read as zeros") {
+  sys().run([] {
+    HostMemory& m = sys().memory;
+    const uint64_t backed0 = m.pages_backed(), mapped0 = m.pages_mapped();
+    const uint64_t a = m.allocate(64 << 20);  // 16,384 pages
+    CHECK(m.pages_mapped() == mapped0 + 16384);
+    CHECK(m.pages_backed() == backed0);  // a range, no page yet
+    CHECK(m.mapped(a, 64 << 20));
+    CHECK_FALSE(m.mapped(a, (64 << 20) + 1));
+    uint8_t got[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    REQUIRE(m.read(a + 12345, got, 8));
+    CHECK(std::count(got, got + 8, 0) == 8);
+    const uint8_t one[4] = {1, 2, 3, 4};
+    REQUIRE(m.write(a + 4096 * 5 + 4094, one, 4));  // across two pages: both get storage
+    CHECK(m.pages_backed() == backed0 + 2);
+    REQUIRE(m.read(a + 4096 * 5 + 4094, got, 4));
+    CHECK(std::equal(one, one + 4, got));
+    // Unmapping a middle page splits the range; mapping it again gives zeros back.
+    m.unmap(a + 4096 * 6, 1);
+    CHECK_FALSE(m.mapped(a + 4096 * 6, 1));
+    CHECK(m.mapped(a, 4096 * 6));
+    CHECK(m.mapped(a + 4096 * 7, 4096));
+    CHECK_FALSE(m.write(a + 4096 * 6 - 2, one, 4));  // into the hole: refused, nothing written
+    m.map(a + 4096 * 6, 4096);
+    CHECK(m.mapped(a, 64 << 20));  // merged again
+    REQUIRE(m.read(a + 4096 * 6, got, 2));
+    CHECK((got[0] == 0 && got[1] == 0));
+    m.unmap(a, 64 << 20);
+    CHECK(m.pages_mapped() == mapped0);
+    CHECK(m.pages_backed() == backed0);
+  });
+}
+
 // Link timing, docs/timing.md: a write queued on cycle c leaves the DMA engine on cycle c+1, is
 // serialized on the upstream direction ((64 + 24) B / 31.5 GB/s = 2794 ps) and lands 200 ns later.
 TEST_CASE("a 64-byte DMA write lands exactly one serialization time plus the link latency after issue") {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "model/common/log.h"
 #include "tlm/annotated_delay.h"
@@ -24,16 +26,51 @@ uint64_t HostMemory::allocate(uint64_t len, uint64_t align) {
   return addr;
 }
 
+namespace {
+// The pages [first, last] that [addr, addr + len) touches (a zero length touches addr's page).
+std::pair<uint64_t, uint64_t> page_span(uint64_t addr, uint64_t len) {
+  return {addr / HostMemory::kPageSize, (addr + std::max<uint64_t>(len, 1) - 1) / HostMemory::kPageSize};
+}
+}  // namespace
+
 void HostMemory::map(uint64_t addr, uint64_t len) {
-  for (uint64_t p = addr / kPageSize; p <= (addr + std::max<uint64_t>(len, 1) - 1) / kPageSize; ++p)
-    if (auto [it, fresh] = pages_.try_emplace(p); fresh) it->second = std::make_unique<Page>();  // zeroed once
+  auto [first, last] = page_span(addr, len);
+  uint64_t end = last + 1;
+  // Merge with every range it touches or adjoins.
+  auto it = ranges_.upper_bound(first);
+  if (it != ranges_.begin() && std::prev(it)->second >= first) --it;
+  while (it != ranges_.end() && it->first <= end) {
+    first = std::min(first, it->first);
+    end = std::max(end, it->second);
+    it = ranges_.erase(it);
+  }
+  ranges_[first] = end;
 }
 
 void HostMemory::unmap(uint64_t addr, uint64_t len) {
-  for (uint64_t p = addr / kPageSize; p <= (addr + std::max<uint64_t>(len, 1) - 1) / kPageSize; ++p)
-    pages_.erase(p);
+  const auto [first, last] = page_span(addr, len);
+  const uint64_t end = last + 1;
+  auto it = ranges_.upper_bound(first);
+  if (it != ranges_.begin()) --it;
+  while (it != ranges_.end() && it->first < end) {
+    const uint64_t r_first = it->first, r_end = it->second;
+    if (r_end <= first) {
+      ++it;
+      continue;
+    }
+    it = ranges_.erase(it);
+    if (r_first < first) ranges_[r_first] = first;
+    if (r_end > end) ranges_[end] = r_end;
+  }
+  for (uint64_t p = first; p < end; ++p) pages_.erase(p);  // unmapped pages read as zeros when mapped again
   // A DMI pointer into a page that is gone would be a dangling pointer: revoke it.
   socket->invalidate_direct_mem_ptr(addr, addr + std::max<uint64_t>(len, 1) - 1);
+}
+
+uint64_t HostMemory::pages_mapped() const {
+  uint64_t n = 0;
+  for (const auto& [first, end] : ranges_) n += end - first;
+  return n;
 }
 
 HostMemory::Page* HostMemory::page_of(uint64_t addr) const {
@@ -41,12 +78,20 @@ HostMemory::Page* HostMemory::page_of(uint64_t addr) const {
   return it == pages_.end() ? nullptr : it->second.get();
 }
 
+HostMemory::Page& HostMemory::backed_page(uint64_t addr) {
+  auto [it, fresh] = pages_.try_emplace(addr / kPageSize);
+  if (fresh) it->second = std::make_unique<Page>();  // zeroed once
+  return *it->second;
+}
+
 bool HostMemory::mapped(uint64_t addr, uint64_t len) const {
   if (len == 0) return true;
   if (addr + len - 1 < addr) return false;  // wraps past 2^64
-  for (uint64_t p = addr / kPageSize; p <= (addr + len - 1) / kPageSize; ++p)
-    if (!pages_.count(p)) return false;
-  return true;
+  const auto [first, last] = page_span(addr, len);
+  auto it = ranges_.upper_bound(first);
+  if (it == ranges_.begin()) return false;
+  --it;
+  return it->first <= first && last < it->second;  // ranges are merged: one holds the whole span
 }
 
 bool HostMemory::read(uint64_t addr, void* dst, uint64_t len) const {
@@ -54,7 +99,10 @@ bool HostMemory::read(uint64_t addr, void* dst, uint64_t len) const {
   auto* out = static_cast<uint8_t*>(dst);
   while (len) {
     uint64_t off = addr % kPageSize, n = std::min(len, kPageSize - off);
-    std::memcpy(out, page_of(addr)->data() + off, n);
+    if (const Page* page = page_of(addr))
+      std::memcpy(out, page->data() + off, n);
+    else
+      std::memset(out, 0, n);
     out += n, addr += n, len -= n;
   }
   return true;
@@ -65,7 +113,7 @@ bool HostMemory::write(uint64_t addr, const void* src, uint64_t len) {
   auto* in = static_cast<const uint8_t*>(src);
   while (len) {
     uint64_t off = addr % kPageSize, n = std::min(len, kPageSize - off);
-    std::memcpy(page_of(addr)->data() + off, in, n);
+    std::memcpy(backed_page(addr).data() + off, in, n);
     in += n, addr += n, len -= n;
   }
   return true;
@@ -101,8 +149,8 @@ unsigned HostMemory::transport_dbg(tlm::tlm_generic_payload& tx) {
 
 bool HostMemory::get_direct_mem_ptr(tlm::tlm_generic_payload& tx, tlm::tlm_dmi& dmi) {
   uint64_t base = tx.get_address() / kPageSize * kPageSize;
-  Page* page = page_of(base);
-  if (!page) return false;
+  if (!mapped(base, 1)) return false;
+  Page* page = &backed_page(base);
   dmi.allow_read_write();
   dmi.set_dmi_ptr(page->data());
   dmi.set_start_address(base);

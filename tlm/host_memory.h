@@ -1,9 +1,12 @@
 // Host memory: sparse and page-granular over 64-bit addresses. Pages exist only once mapped
 // (allocate/map); an access that touches an unmapped page gets TLM_ADDRESS_ERROR_RESPONSE,
-// never a crash. DMI is granted page by page for the host CPU (driver) side.
+// never a crash. DMI is granted page by page for the host CPU (driver) side. A mapped page gets
+// its storage when first written (or handed out by DMI); until then it reads as zeros, so that
+// mapping large buffers costs a range, not a zeroed allocation per page.
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <systemc>
 #include <tlm>
@@ -32,7 +35,8 @@ class HostMemory : public sc_core::sc_module {
   void map(uint64_t addr, uint64_t len);
   void unmap(uint64_t addr, uint64_t len);
   bool mapped(uint64_t addr, uint64_t len) const;
-  uint64_t pages_mapped() const { return pages_.size(); }
+  uint64_t pages_mapped() const;
+  uint64_t pages_backed() const { return pages_.size(); }  // mapped pages written so far
 
   // Zero-time access used by transport; false if any byte is unmapped (nothing is copied then).
   bool read(uint64_t addr, void* dst, uint64_t len) const;
@@ -49,11 +53,13 @@ class HostMemory : public sc_core::sc_module {
     sc_core::sc_event* written;
   };
   std::vector<Watch> watches_;
-  Page* page_of(uint64_t addr) const;
+  Page* page_of(uint64_t addr) const;    // the page's storage, or null (unwritten: zeros)
+  Page& backed_page(uint64_t addr);      // the page's storage, made on first use (mapped pages only)
 
   HostMemoryConfig cfg_;
   uint64_t next_alloc_;
-  std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;
+  std::map<uint64_t, uint64_t> ranges_;  // mapped pages: first page -> one past the last, disjoint
+  std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;  // storage of the pages written
 };
 
 }  // namespace vhca
