@@ -19,6 +19,7 @@
 #include "explorer/scenario.h"
 #include "explorer/sweep.h"
 #include "explorer/traffic.h"
+#include "serve/device_server.h"
 
 namespace {
 
@@ -57,7 +58,10 @@ const char* const kUsage =
                "                [--seed S] [--rtl] [--arm-event moderated|at-arm] [--log CATEGORIES] [--quiet]\n"
                "                [--wall-limit SECONDS]\n"
                "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n"
-               "                [--arm-event moderated|at-arm]\n";
+               "                [--arm-event moderated|at-arm]\n"
+               "       vhca-sim serve [--socket PATH] [--quiet]\n"
+               "                (the HCAs as devices vhca0, vhca1 for verbs programs run with the drop-in\n"
+               "                 libibverbs: docs/verbs-programs.md)\n";
 
 // Bad input: the reason, then the usage; exit 2 (README: exit codes).
 [[noreturn]] void usage(const std::string& why) {
@@ -336,6 +340,20 @@ int run_scenario_command(int argc, char** argv) {
   return r.ok ? 0 : 1;
 }
 
+// `vhca-sim serve`: the device server for verbs programs (serve/device_server.h).
+int run_serve_command(int argc, char** argv) {
+  vhca::ServeOptions o;
+  for (ArgWalker w{argc, argv, 2, {}}; w.i < argc; ++w.i) {
+    w.a = argv[w.i];
+    const std::string& a = w.a;
+    if (a == "--help" || a == "-h") help();
+    else if (a == "--socket") o.socket_path = w.value();
+    else if (a == "--quiet") o.quiet = true;
+    else usage("serve: unknown option " + a);
+  }
+  return vhca::run_device_server(o);
+}
+
 int sc_main(int argc, char* argv[]) {
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
   const std::string command = argc > 1 ? argv[1] : "";
@@ -343,6 +361,7 @@ int sc_main(int argc, char* argv[]) {
   if (command == "inject") return run_inject(argc, argv);
   if (command == "run") return run_scenario_command(argc, argv);
   if (command == "sweep") return run_sweep_command(argc, argv);
+  if (command == "serve") return run_serve_command(argc, argv);
   const int first = command == "traffic" ? 2 : 1;
   const vhca::TrafficOptions o = parse_traffic(argc, argv, first);
   const vhca::TrafficResult r = vhca::run_traffic(o);

@@ -1,0 +1,274 @@
+#include "serve/device_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "firmware-shim/driver.h"
+#include "model/regs/tables.h"
+#include "sim/system.h"
+#include "verbs/protocol.h"
+
+namespace vhca {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+// What the kernel side knows of one device once it has booted: answers to the queries.
+struct Device {
+  wire::DeviceInfo info{};
+  wire::PortInfo port{};
+  wire::Gid gid{};
+};
+
+// IB speed code of the port (ibv_port_attr.active_speed) for the link's data rate per 4X port.
+uint32_t speed_code(double gbit_per_s) {
+  if (gbit_per_s >= 400) return 128;  // NDR
+  if (gbit_per_s >= 200) return 64;   // HDR
+  if (gbit_per_s >= 100) return 32;   // EDR
+  if (gbit_per_s >= 56) return 16;    // FDR
+  return 4;                           // QDR
+}
+
+Device describe(Node& node, uint32_t index, const SystemConfig& cfg) {
+  Device d;
+  wire::DeviceInfo& i = d.info;
+  std::snprintf(i.name, sizeof i.name, "vhca%u", index);
+  const uint32_t version = uint32_t(node.hca.bar0.regs.value(reg::version));
+  std::snprintf(i.fw_ver, sizeof i.fw_ver, "%u.%u", version >> 16, version & 0xFFFF);
+  i.node_guid = i.sys_image_guid = 0x5648434100000000ull | (index + 1);  // "VHCA" and the node
+  i.max_mr_size = uint64_t(1) << 40;
+  i.page_size_cap = HostMemory::kPageSize;
+  i.vendor_id = 0;  // no IEEE OUI: a model, not a vendor's part
+  i.vendor_part_id = 1;
+  i.hw_ver = version;
+  const DeviceCaps& caps = node.driver.caps();
+  const QpTables& t = node.hca.qp_tables;
+  i.max_qp = uint32_t(t.qps.size());
+  i.max_qp_wr = 4096;
+  i.max_sge = sqwqe::kMaxSge;
+  i.max_cq = 1u << caps.log_max_cq;
+  i.max_cqe = (1u << caps.log_max_cq_sz) - 1;
+  i.max_mr = uint32_t(t.mrs.size());
+  i.max_pd = uint32_t(t.pds.size());
+  i.max_qp_rd_atom = i.max_qp_init_rd_atom = 16;
+  i.max_res_rd_atom = i.max_qp * 16;
+  i.phys_port_cnt = 1;
+  i.num_comp_vectors = node.driver.num_comp_vectors();
+  i.core_clock_khz = caps.core_clock_khz;
+  i.max_cq_count = caps.max_mod_count;
+  i.max_cq_period_us = caps.max_mod_period;
+  wire::PortInfo& p = d.port;
+  p.state = 4;  // ACTIVE: the link is up once both HCAs booted
+  p.max_mtu = p.active_mtu = 5;  // 4096
+  p.lid = uint32_t(node.hca.bar0.regs.value(reg::port_lid));
+  p.link_layer = 1;  // InfiniBand
+  p.max_msg_sz = 0x80000000u;
+  p.gid_tbl_len = p.pkey_tbl_len = 1;
+  p.active_width = 2;  // 4X
+  p.active_speed = speed_code(cfg.ib.gbit_per_s);
+  p.phys_state = 5;  // LinkUp
+  p.max_vl_num = 1;  // VL0
+  // GID 0: the link-local subnet prefix fe80::/64 and the port GUID (the node GUID), big-endian.
+  d.gid.raw[0] = 0xfe;
+  d.gid.raw[1] = 0x80;
+  for (int b = 0; b < 8; ++b) d.gid.raw[8 + b] = uint8_t(i.node_guid >> (56 - 8 * b));
+  return d;
+}
+
+// One client connection: bytes received and not yet a whole frame.
+struct Client {
+  int fd;
+  std::vector<uint8_t> in;
+};
+
+bool send_all(int fd, const void* data, size_t len) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (len) {
+    const ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n, len -= size_t(n);
+  }
+  return true;
+}
+
+bool reply(int fd, wire::Op op, int32_t status, const void* body, uint32_t len) {
+  const wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, status};
+  return send_all(fd, &h, sizeof h) && (len == 0 || send_all(fd, body, len));
+}
+
+template <typename T>
+bool body_as(const std::vector<uint8_t>& body, T& out) {
+  if (body.size() != sizeof(T)) return false;
+  std::memcpy(&out, body.data(), sizeof(T));
+  return true;
+}
+
+// Answers one request; false: drop the client (a frame that is not this protocol).
+bool serve_request(int fd, const wire::Header& h, const std::vector<uint8_t>& body, const std::vector<Device>& devs) {
+  if (h.magic != wire::kMagic || h.version != wire::kVersion) return false;
+  const auto op = wire::Op(h.op);
+  auto fail = [&](int err) { return reply(fd, op, err, nullptr, 0); };
+  switch (op) {
+    case wire::Op::hello: {
+      const wire::Hello hello{wire::kVersion, uint32_t(devs.size())};
+      return reply(fd, op, 0, &hello, sizeof hello);
+    }
+    case wire::Op::list_devices: {
+      std::vector<wire::DeviceInfo> all;
+      for (const Device& d : devs) all.push_back(d.info);
+      return reply(fd, op, 0, all.data(), uint32_t(all.size() * sizeof(wire::DeviceInfo)));
+    }
+    case wire::Op::query_device: {
+      wire::DeviceRef r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (r.device >= devs.size()) return fail(ENODEV);
+      return reply(fd, op, 0, &devs[r.device].info, sizeof(wire::DeviceInfo));
+    }
+    case wire::Op::query_port: {
+      wire::PortRef r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (r.device >= devs.size()) return fail(ENODEV);
+      if (r.port != 1) return fail(EINVAL);
+      return reply(fd, op, 0, &devs[r.device].port, sizeof(wire::PortInfo));
+    }
+    case wire::Op::query_gid: {
+      wire::GidRef r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (r.device >= devs.size()) return fail(ENODEV);
+      if (r.port != 1 || r.index != 0) return fail(EINVAL);
+      return reply(fd, op, 0, &devs[r.device].gid, sizeof(wire::Gid));
+    }
+  }
+  return fail(EOPNOTSUPP);
+}
+
+// Takes every whole frame out of the client's buffer; false: drop the client.
+bool serve_buffered(Client& c, const std::vector<Device>& devs) {
+  constexpr uint32_t kMaxBody = 1 << 20;  // no request is near this: a larger one is not ours
+  for (;;) {
+    if (c.in.size() < sizeof(wire::Header)) return true;
+    wire::Header h;
+    std::memcpy(&h, c.in.data(), sizeof h);
+    if (h.magic != wire::kMagic || h.length > kMaxBody) return false;
+    if (c.in.size() < sizeof h + h.length) return true;
+    std::vector<uint8_t> body(c.in.begin() + sizeof h, c.in.begin() + long(sizeof h + h.length));
+    c.in.erase(c.in.begin(), c.in.begin() + long(sizeof h + h.length));
+    if (!serve_request(c.fd, h, body, devs)) return false;
+  }
+}
+
+int listen_on(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    std::fprintf(stderr, "vhca-sim serve: socket path '%s' is longer than %zu bytes\n", path.c_str(),
+                 sizeof addr.sun_path - 1);
+    return -1;
+  }
+  std::strcpy(addr.sun_path, path.c_str());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  ::unlink(path.c_str());  // a socket left by a server that was killed
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) {
+    std::fprintf(stderr, "vhca-sim serve: cannot listen on %s: %s\n", path.c_str(), std::strerror(errno));
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void serve_loop(int listener, const std::vector<Device>& devs) {
+  std::vector<Client> clients;
+  while (!g_stop) {
+    std::vector<pollfd> fds{{listener, POLLIN, 0}};
+    for (const Client& c : clients) fds.push_back({c.fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[0].revents & POLLIN) {
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) clients.push_back(Client{fd, {}});
+    }
+    for (size_t k = 1; k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      Client& c = clients[k - 1];
+      uint8_t buf[4096];
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+      bool alive = true;
+      if (n == 0) {
+        alive = false;  // the client closed its end (or exited)
+      } else if (n < 0) {
+        alive = errno == EAGAIN || errno == EINTR;
+      } else {
+        c.in.insert(c.in.end(), buf, buf + n);
+        alive = serve_buffered(c, devs);
+      }
+      if (!alive) {
+        ::close(c.fd);
+        c.fd = -1;
+      }
+    }
+    for (size_t k = clients.size(); k-- > 0;)
+      if (clients[k].fd < 0) clients.erase(clients.begin() + long(k));
+  }
+  for (const Client& c : clients) ::close(c.fd);
+}
+
+}  // namespace
+
+int run_device_server(const ServeOptions& o) {
+  std::string path = o.socket_path;
+  if (path.empty()) path = std::getenv("VHCA_SOCKET") ? std::getenv("VHCA_SOCKET") : wire::kDefaultSocket;
+  SystemConfig cfg;
+  cfg.hosts = 2;
+  System sys(cfg);
+  std::vector<Device> devs;
+  std::string boot_error;
+  sys.run([&] {
+    for (uint32_t h = 0; h < sys.hosts(); ++h) {
+      const CommandResult r = sys.node(h).driver.boot();
+      if (!r.ok()) {
+        boot_error = "vhca" + std::to_string(h) + ": " + r.message();
+        return;
+      }
+      devs.push_back(describe(sys.node(h), h, sys.cfg));
+    }
+  });
+  if (!boot_error.empty()) {
+    std::fprintf(stderr, "vhca-sim serve: boot failed: %s\n", boot_error.c_str());
+    return 1;
+  }
+  const int listener = listen_on(path);
+  if (listener < 0) return 1;
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  if (!o.quiet) {
+    std::printf("vhca-sim serve: %zu devices (", devs.size());
+    for (size_t i = 0; i < devs.size(); ++i)
+      std::printf("%s%s LID %u", i ? ", " : "", devs[i].info.name, devs[i].port.lid);
+    std::printf(") on %s\n", path.c_str());
+    std::fflush(stdout);
+  }
+  serve_loop(listener, devs);
+  ::close(listener);
+  ::unlink(path.c_str());
+  return 0;
+}
+
+}  // namespace vhca

@@ -1,0 +1,286 @@
+// A drop-in libibverbs.so.1 whose devices are vhca's simulated HCAs: programs built against
+// Debian's libibverbs (ibv_devices, ibv_devinfo, ...) run unmodified with this library first on
+// LD_LIBRARY_PATH. It plays the userspace provider's part; the device server (`vhca-sim serve`)
+// plays the kernel's, over the protocol of verbs/protocol.h, on the socket VHCA_SOCKET names
+// (default /tmp/vhca.sock).
+//
+// This first stage: device discovery and the device, port and GID queries, exported under the
+// symbol versions Debian's binaries import (verbs/libibverbs.map). Contexts are not "extended"
+// (abi_compat is not __VERBS_ABI_IS_EXTENDED), so verbs.h's inline extended calls take their
+// legacy paths (ibv_query_device_ex -> ibv_query_device, ibv_query_port -> the exported one).
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <infiniband/verbs.h>
+
+#include "verbs/protocol.h"
+
+// verbs.h turns these into macros or inlines; the library defines the exported functions.
+#undef ibv_query_port
+#undef ibv_get_device_list
+#undef ibv_free_device_list
+
+namespace {
+
+namespace wire = vhca::wire;
+
+std::string socket_path() {
+  const char* env = std::getenv("VHCA_SOCKET");
+  return env && *env ? env : wire::kDefaultSocket;
+}
+
+// One connection to the server; -1 (errno set) if there is none.
+int connect_server() {
+  const std::string path = socket_path();
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::strcpy(addr.sun_path, path.c_str());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+bool io_all(int fd, void* data, size_t len, bool out) {
+  auto* p = static_cast<uint8_t*>(data);
+  while (len) {
+    const ssize_t n = out ? ::send(fd, p, len, MSG_NOSIGNAL) : ::recv(fd, p, len, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n, len -= size_t(n);
+  }
+  return true;
+}
+
+// One request and its reply; returns 0 or an errno (EIO if the server broke the protocol).
+int call(int fd, wire::Op op, const void* body, uint32_t len, std::vector<uint8_t>& out) {
+  wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, 0};
+  if (!io_all(fd, &h, sizeof h, true) || (len && !io_all(fd, const_cast<void*>(body), len, true))) return EIO;
+  wire::Header r;
+  if (!io_all(fd, &r, sizeof r, false) || r.magic != wire::kMagic || r.op != uint16_t(op)) return EIO;
+  out.resize(r.length);
+  if (r.length && !io_all(fd, out.data(), r.length, false)) return EIO;
+  return r.status;
+}
+
+template <typename T>
+int call_for(int fd, wire::Op op, const void* body, uint32_t len, T& out) {
+  std::vector<uint8_t> reply;
+  const int rc = call(fd, op, body, len, reply);
+  if (rc) return rc;
+  if (reply.size() != sizeof(T)) return EIO;
+  std::memcpy(&out, reply.data(), sizeof(T));
+  return 0;
+}
+
+// The library's objects, each with the verbs.h struct first (programs see only that).
+struct Device {
+  ibv_device dev;
+  uint32_t index;
+  uint64_t guid;
+};
+
+struct Context {
+  ibv_context ctx;
+  int fd;  // this context's connection to the server
+  uint32_t index;
+};
+
+Context* context_of(ibv_context* c) { return reinterpret_cast<Context*>(c); }
+uint32_t device_index(ibv_context* c) { return context_of(c)->index; }
+
+}  // namespace
+
+extern "C" {
+
+ibv_device** ibv_get_device_list(int* num_devices) {
+  if (num_devices) *num_devices = 0;
+  std::vector<wire::DeviceInfo> infos;
+  if (const int fd = connect_server(); fd >= 0) {  // no server: no devices, as without HCAs
+    std::vector<uint8_t> reply;
+    if (call(fd, wire::Op::list_devices, nullptr, 0, reply) == 0 && reply.size() % sizeof(wire::DeviceInfo) == 0) {
+      infos.resize(reply.size() / sizeof(wire::DeviceInfo));
+      std::memcpy(infos.data(), reply.data(), reply.size());
+    }
+    ::close(fd);
+  }
+  auto** list = static_cast<ibv_device**>(std::calloc(infos.size() + 1, sizeof(ibv_device*)));
+  if (!list) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  for (size_t i = 0; i < infos.size(); ++i) {
+    auto* d = new (std::nothrow) Device{};
+    if (!d) break;
+    d->index = uint32_t(i);
+    d->guid = infos[i].node_guid;
+    d->dev.node_type = IBV_NODE_CA;
+    d->dev.transport_type = IBV_TRANSPORT_IB;
+    std::snprintf(d->dev.name, sizeof d->dev.name, "%s", infos[i].name);
+    std::snprintf(d->dev.dev_name, sizeof d->dev.dev_name, "uverbs%zu", i);
+    std::snprintf(d->dev.dev_path, sizeof d->dev.dev_path, "/sys/class/infiniband_verbs/uverbs%zu", i);
+    std::snprintf(d->dev.ibdev_path, sizeof d->dev.ibdev_path, "/sys/class/infiniband/%s", infos[i].name);
+    list[i] = &d->dev;
+    if (num_devices) ++*num_devices;
+  }
+  return list;
+}
+
+// The devices stay valid for contexts opened on them (the real library reference-counts them);
+// the array goes.
+void ibv_free_device_list(ibv_device** list) { std::free(list); }
+
+const char* ibv_get_device_name(ibv_device* device) { return device ? device->name : nullptr; }
+
+__be64 ibv_get_device_guid(ibv_device* device) {
+  const uint64_t g = reinterpret_cast<Device*>(device)->guid;
+  return __be64(__builtin_bswap64(g));
+}
+
+ibv_context* ibv_open_device(ibv_device* device) {
+  const int fd = connect_server();
+  if (fd < 0) return nullptr;
+  wire::Hello hello{wire::kVersion, 0};
+  if (call_for(fd, wire::Op::hello, &hello, sizeof hello, hello) != 0) {
+    ::close(fd);
+    errno = EIO;
+    return nullptr;
+  }
+  auto* c = new (std::nothrow) Context{};
+  if (!c) {
+    ::close(fd);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  c->fd = fd;
+  c->index = reinterpret_cast<Device*>(device)->index;
+  c->ctx.device = device;
+  c->ctx.cmd_fd = fd;
+  c->ctx.async_fd = -1;
+  c->ctx.num_comp_vectors = 1;
+  pthread_mutex_init(&c->ctx.mutex, nullptr);
+  c->ctx.abi_compat = nullptr;  // not extended: inline extended verbs take their legacy paths
+  wire::DeviceInfo info;
+  const wire::DeviceRef ref{c->index};
+  if (call_for(fd, wire::Op::query_device, &ref, sizeof ref, info) == 0) c->ctx.num_comp_vectors = int(info.num_comp_vectors);
+  return &c->ctx;
+}
+
+int ibv_close_device(ibv_context* context) {
+  Context* c = context_of(context);
+  ::close(c->fd);
+  pthread_mutex_destroy(&c->ctx.mutex);
+  delete c;
+  return 0;
+}
+
+int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
+  wire::DeviceInfo i;
+  const wire::DeviceRef ref{device_index(context)};
+  if (const int rc = call_for(context_of(context)->fd, wire::Op::query_device, &ref, sizeof ref, i)) return rc;
+  std::memset(attr, 0, sizeof *attr);
+  std::snprintf(attr->fw_ver, sizeof attr->fw_ver, "%s", i.fw_ver);
+  attr->node_guid = __be64(__builtin_bswap64(i.node_guid));
+  attr->sys_image_guid = __be64(__builtin_bswap64(i.sys_image_guid));
+  attr->max_mr_size = i.max_mr_size;
+  attr->page_size_cap = i.page_size_cap;
+  attr->vendor_id = i.vendor_id;
+  attr->vendor_part_id = i.vendor_part_id;
+  attr->hw_ver = i.hw_ver;
+  attr->max_qp = int(i.max_qp);
+  attr->max_qp_wr = int(i.max_qp_wr);
+  attr->max_sge = attr->max_sge_rd = int(i.max_sge);
+  attr->max_cq = int(i.max_cq);
+  attr->max_cqe = int(i.max_cqe);
+  attr->max_mr = int(i.max_mr);
+  attr->max_pd = int(i.max_pd);
+  attr->max_qp_rd_atom = int(i.max_qp_rd_atom);
+  attr->max_qp_init_rd_atom = int(i.max_qp_init_rd_atom);
+  attr->max_res_rd_atom = int(i.max_res_rd_atom);
+  attr->atomic_cap = IBV_ATOMIC_HCA;
+  attr->max_pkeys = 1;
+  attr->phys_port_cnt = uint8_t(i.phys_port_cnt);
+  return 0;
+}
+
+// The exported form takes the compat struct: ibv_port_attr up to and including `flags` (newer
+// fields follow it; the inline caller has zeroed them).
+int ibv_query_port(ibv_context* context, uint8_t port_num, struct _compat_ibv_port_attr* out) {
+  wire::PortInfo p;
+  const wire::PortRef ref{device_index(context), port_num};
+  if (const int rc = call_for(context_of(context)->fd, wire::Op::query_port, &ref, sizeof ref, p)) return rc;
+  ibv_port_attr a{};
+  a.state = ibv_port_state(p.state);
+  a.max_mtu = ibv_mtu(p.max_mtu);
+  a.active_mtu = ibv_mtu(p.active_mtu);
+  a.gid_tbl_len = int(p.gid_tbl_len);
+  a.port_cap_flags = p.port_cap_flags;
+  a.max_msg_sz = p.max_msg_sz;
+  a.pkey_tbl_len = uint16_t(p.pkey_tbl_len);
+  a.lid = uint16_t(p.lid);
+  a.sm_lid = uint16_t(p.sm_lid);
+  a.lmc = uint8_t(p.lmc);
+  a.max_vl_num = uint8_t(p.max_vl_num);
+  a.active_width = uint8_t(p.active_width);
+  a.active_speed = uint8_t(p.active_speed);
+  a.phys_state = uint8_t(p.phys_state);
+  a.link_layer = uint8_t(p.link_layer);
+  std::memcpy(out, &a, offsetof(ibv_port_attr, flags) + sizeof a.flags);
+  return 0;
+}
+
+int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, union ibv_gid* gid) {
+  if (index < 0) return EINVAL;
+  wire::Gid g;
+  const wire::GidRef ref{device_index(context), port_num, uint32_t(index)};
+  if (const int rc = call_for(context_of(context)->fd, wire::Op::query_gid, &ref, sizeof ref, g)) return rc;
+  std::memcpy(gid->raw, g.raw, sizeof g.raw);
+  return 0;
+}
+
+// IBVERBS_PRIVATE_34 (driver.h): the GID's type; every vhca GID is an IB GID (type 0).
+int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int index, int* type) {
+  union ibv_gid gid;
+  if (const int rc = ibv_query_gid(context, port_num, int(index), &gid)) return rc;
+  *type = 0;
+  return 0;
+}
+
+// Reads a sysfs attribute, as the real library does: vhca's devices have none (no kernel
+// device), so for them it finds nothing.
+int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
+  const std::string path = std::string(dir) + "/" + file;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t n = ::read(fd, buf, size);
+  ::close(fd);
+  if (n <= 0) return -1;
+  if (size_t(n) == size) --size;
+  size_t len = size_t(n) < size ? size_t(n) : size;
+  if (len > 0 && buf[len - 1] == '\n') --len;
+  buf[len] = '\0';
+  return int(len);
+}
+
+}  // extern "C"
