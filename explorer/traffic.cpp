@@ -222,6 +222,8 @@ class TrafficRun {
     return (uint64_t(q) * uint64_t(o_.depth) + seq % uint64_t(o_.depth)) * max_size_;
   }
   bool measuring(const sc_time& posted) const { return posted >= measure_from_; }
+  // Message `seq` of QP q's buffer slot, counted over all QPs (the per-slot flags).
+  size_t slot_index(int q, uint64_t seq) const { return size_t(q) * size_t(o_.depth) + size_t(seq % uint64_t(o_.depth)); }
 
   void setup() {
     for (Node* h : h_) {
@@ -262,7 +264,7 @@ class TrafficRun {
     read_src_written_.assign(size_t(qps()) * size_t(o_.depth), false);
     next_seq_.assign(size_t(qps()), 0);
     next_done_.assign(size_t(qps()), 0);
-    deferred_checks_.assign(size_t(qps()), 0);
+    slot_in_check_.assign(size_t(qps()) * size_t(o_.depth), false);
     in_flight_[0].resize(size_t(qps()));
     in_flight_[1].resize(size_t(qps()));
     for (int h = 0; h < 2; ++h) {
@@ -317,11 +319,14 @@ class TrafficRun {
       ++r_.data_errors;
       return;
     }
-    ++deferred_checks_[size_t(q)];
+    ++deferred_checks_;
+    slot_in_check_[slot_index(q, seq)] = true;
     sc_core::sc_spawn([this, q, seq, size, off, landed] {
       sc_core::wait(landed - sc_core::sc_time_stamp());
+      sc_core::wait(sc_core::SC_ZERO_TIME);  // after the link's delivery at that instant, whichever runs first
       check_data(1, write_buf_.addr + off, q, seq, size);
-      --deferred_checks_[size_t(q)];
+      slot_in_check_[slot_index(q, seq)] = false;
+      --deferred_checks_;
     });
   }
 
@@ -416,7 +421,7 @@ class TrafficRun {
   // first time a READ uses the slot (before its request can reach host 1), not for every slot at
   // set-up, which cost most of a run's instructions with large messages and many QPs.
   void fill_read_source(int q, uint64_t seq) {
-    const size_t slot = size_t(q) * size_t(o_.depth) + size_t(seq % uint64_t(o_.depth));
+    const size_t slot = slot_index(q, seq);
     if (read_src_written_[slot]) return;
     read_src_written_[slot] = true;
     data_.resize(max_size_);
@@ -436,7 +441,9 @@ class TrafficRun {
     if (uint16_t(qp.sq_pi - qp.sq_ci) >= qp.sq_depth) return false;
     // A message's buffer slots (seq mod depth) stay its own until its done callback has checked
     // them, which may run after the driver polled its CQE and freed the WQE slot.
-    if (next_seq_[size_t(q)] - next_done_[size_t(q)] + deferred_checks_[size_t(q)] >= uint64_t(o_.depth)) return false;
+    if (next_seq_[size_t(q)] - next_done_[size_t(q)] >= uint64_t(o_.depth) ||
+        slot_in_check_[slot_index(q, next_seq_[size_t(q)])])
+      return false;
     messages_.push_back(Message{q, next_seq_[size_t(q)]++, opcode, size, sc_core::sc_time_stamp(), {}, {}});
     Message& m = messages_.back();
     const uint64_t off = slot_offset(q, m.seq);
@@ -528,7 +535,7 @@ class TrafficRun {
   void drain() {
     const sc_time began = sc_core::sc_time_stamp(), cap = began + drain_cap(), window = drain_budget();
     auto expected_recvs = [&] { return r_.posted - one_sided_ + pings_; };
-    auto finished = [&] { return r_.completed == r_.posted && r_.recvs == expected_recvs(); };
+    auto finished = [&] { return r_.completed == r_.posted && r_.recvs == expected_recvs() && deferred_checks_ == 0; };
     uint64_t seen = r_.completed + r_.recvs;
     sc_time last_progress = began;
     while (!finished()) {
@@ -631,8 +638,9 @@ class TrafficRun {
   std::vector<CqeDone> recv_done_[2];
   std::vector<uint64_t> recv_posted_[2];
   std::vector<uint64_t> next_seq_, next_done_;
-  std::vector<uint64_t> deferred_checks_;
-  std::vector<bool> read_src_written_;  // per QP and slot: its READ source pattern is in host 1's memory  // per QP: WRITE data checks waiting for host 1's PCIe link
+  uint64_t deferred_checks_ = 0;      // WRITE data checks waiting for host 1's PCIe link
+  std::vector<bool> slot_in_check_;   // per QP and slot: its WRITE's data check is waiting
+  std::vector<bool> read_src_written_;  // per QP and slot: its READ source pattern is in host 1's memory
   std::vector<TracedArrival> record_;
   std::vector<uint8_t> data_, expect_, got_;
   uint64_t one_sided_ = 0, pings_ = 0;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -22,8 +23,13 @@
 namespace vhca {
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
+// SIGINT / SIGTERM write a byte to this pipe, which the serving loop polls with the sockets, so
+// that a signal between two polls is not missed (the self-pipe way).
+int g_stop_pipe[2] = {-1, -1};
+void on_signal(int) {
+  const char b = 1;
+  [[maybe_unused]] const ssize_t n = ::write(g_stop_pipe[1], &b, 1);
+}
 
 // What the kernel side knows of one device once it has booted: answers to the queries.
 struct Device {
@@ -170,7 +176,27 @@ bool serve_buffered(Client& c, const std::vector<Device>& devs) {
   }
 }
 
-int listen_on(const std::string& path) {
+// Whether `path` may be taken: nothing there, or a socket no server answers on (left by a server
+// that was killed). A file that is not a socket, or a live server's socket, is refused.
+bool path_free(const std::string& path, const sockaddr_un& addr) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return true;
+  if (!S_ISSOCK(st.st_mode)) {
+    std::fprintf(stderr, "vhca-sim serve: %s exists and is not a socket: not replaced\n", path.c_str());
+    return false;
+  }
+  const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const bool live = probe >= 0 && ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  if (probe >= 0) ::close(probe);
+  if (live) {
+    std::fprintf(stderr, "vhca-sim serve: a server is already listening on %s\n", path.c_str());
+    return false;
+  }
+  ::unlink(path.c_str());  // stale
+  return true;
+}
+
+int listen_on(const std::string& path, ino_t& inode) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) {
@@ -179,33 +205,43 @@ int listen_on(const std::string& path) {
     return -1;
   }
   std::strcpy(addr.sun_path, path.c_str());
+  if (!path_free(path, addr)) return -1;
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  ::unlink(path.c_str());  // a socket left by a server that was killed
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) {
     std::fprintf(stderr, "vhca-sim serve: cannot listen on %s: %s\n", path.c_str(), std::strerror(errno));
     ::close(fd);
     return -1;
   }
+  struct stat st;
+  inode = ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
   return fd;
+}
+
+// Removes the socket on exit if it is still ours (not one another server put there since).
+void remove_socket(const std::string& path, ino_t inode) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == inode) ::unlink(path.c_str());
 }
 
 void serve_loop(int listener, const std::vector<Device>& devs) {
   std::vector<Client> clients;
-  while (!g_stop) {
-    std::vector<pollfd> fds{{listener, POLLIN, 0}};
+  constexpr size_t kFirstClient = 2;  // fds: the stop pipe, the listener, then the clients
+  for (;;) {
+    std::vector<pollfd> fds{{g_stop_pipe[0], POLLIN, 0}, {listener, POLLIN, 0}};
     for (const Client& c : clients) fds.push_back({c.fd, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (fds[0].revents & POLLIN) {
+    if (fds[0].revents) break;  // SIGINT or SIGTERM
+    if (fds[1].revents & POLLIN) {
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd >= 0) clients.push_back(Client{fd, {}});
     }
-    for (size_t k = 1; k < fds.size(); ++k) {
+    for (size_t k = kFirstClient; k < fds.size(); ++k) {
       if (!fds[k].revents) continue;
-      Client& c = clients[k - 1];
+      Client& c = clients[k - kFirstClient];
       uint8_t buf[4096];
       const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
       bool alive = true;
@@ -252,8 +288,10 @@ int run_device_server(const ServeOptions& o) {
     std::fprintf(stderr, "vhca-sim serve: boot failed: %s\n", boot_error.c_str());
     return 1;
   }
-  const int listener = listen_on(path);
+  ino_t inode = 0;
+  const int listener = listen_on(path, inode);
   if (listener < 0) return 1;
+  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
@@ -267,7 +305,7 @@ int run_device_server(const ServeOptions& o) {
   }
   serve_loop(listener, devs);
   ::close(listener);
-  ::unlink(path.c_str());
+  remove_socket(path, inode);
   return 0;
 }
 

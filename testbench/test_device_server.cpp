@@ -157,3 +157,38 @@ TEST_CASE("the device server answers bad requests with an errno, drops clients t
   CHECK(s.stop() == 0);
   CHECK(access(s.path.c_str(), F_OK) != 0);  // the socket is gone
 }
+
+namespace {
+// Runs `vhca-sim serve --socket path` to its end; its exit status.
+int serve_once(const std::string& path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl(VHCA_SIM_PATH, VHCA_SIM_PATH, "serve", "--socket", path.c_str(), "--quiet", (char*)nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+}  // namespace
+
+TEST_CASE("the device server takes only a free socket path: a live server's socket and a file that is not a socket are refused and kept") {
+  Server s;
+  REQUIRE(access(s.path.c_str(), F_OK) == 0);
+  CHECK(serve_once(s.path) == 1);  // a server is already listening there
+  const int c = connect_to(s.path);  // and it still is
+  const wire::Hello hello{wire::kVersion, 0};
+  send_frame(c, uint16_t(wire::Op::hello), &hello, sizeof hello);
+  std::vector<uint8_t> body;
+  CHECK(receive(c, body) == 0);
+  close(c);
+  const std::string file = s.dir + "/results.json";
+  FILE* f = fopen(file.c_str(), "w");
+  REQUIRE(f);
+  fputs("{}", f);
+  fclose(f);
+  CHECK(serve_once(file) == 1);
+  CHECK(access(file.c_str(), F_OK) == 0);  // not replaced
+  unlink(file.c_str());
+  CHECK(s.stop() == 0);
+}

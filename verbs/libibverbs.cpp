@@ -78,7 +78,9 @@ int call(int fd, wire::Op op, const void* body, uint32_t len, std::vector<uint8_
   wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, 0};
   if (!io_all(fd, &h, sizeof h, true) || (len && !io_all(fd, const_cast<void*>(body), len, true))) return EIO;
   wire::Header r;
-  if (!io_all(fd, &r, sizeof r, false) || r.magic != wire::kMagic || r.op != uint16_t(op)) return EIO;
+  constexpr uint32_t kMaxReply = 1 << 20;  // no reply is near this: a larger one is not the server's
+  if (!io_all(fd, &r, sizeof r, false) || r.magic != wire::kMagic || r.op != uint16_t(op) || r.length > kMaxReply)
+    return EIO;
   out.resize(r.length);
   if (r.length && !io_all(fd, out.data(), r.length, false)) return EIO;
   return r.status;
@@ -109,6 +111,15 @@ struct Context {
 
 Context* context_of(ibv_context* c) { return reinterpret_cast<Context*>(c); }
 uint32_t device_index(ibv_context* c) { return context_of(c)->index; }
+
+// A request on a context's connection, one thread at a time (threads may share a context).
+template <typename T>
+int context_call(ibv_context* c, wire::Op op, const void* body, uint32_t len, T& out) {
+  pthread_mutex_lock(&c->mutex);
+  const int rc = call_for(context_of(c)->fd, op, body, len, out);
+  pthread_mutex_unlock(&c->mutex);
+  return rc;
+}
 
 }  // namespace
 
@@ -198,7 +209,7 @@ int ibv_close_device(ibv_context* context) {
 int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
   wire::DeviceInfo i;
   const wire::DeviceRef ref{device_index(context)};
-  if (const int rc = call_for(context_of(context)->fd, wire::Op::query_device, &ref, sizeof ref, i)) return rc;
+  if (const int rc = context_call(context, wire::Op::query_device, &ref, sizeof ref, i)) return rc;
   std::memset(attr, 0, sizeof *attr);
   std::snprintf(attr->fw_ver, sizeof attr->fw_ver, "%s", i.fw_ver);
   attr->node_guid = __be64(__builtin_bswap64(i.node_guid));
@@ -229,7 +240,7 @@ int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
 int ibv_query_port(ibv_context* context, uint8_t port_num, struct _compat_ibv_port_attr* out) {
   wire::PortInfo p;
   const wire::PortRef ref{device_index(context), port_num};
-  if (const int rc = call_for(context_of(context)->fd, wire::Op::query_port, &ref, sizeof ref, p)) return rc;
+  if (const int rc = context_call(context, wire::Op::query_port, &ref, sizeof ref, p)) return rc;
   ibv_port_attr a{};
   a.state = ibv_port_state(p.state);
   a.max_mtu = ibv_mtu(p.max_mtu);
@@ -250,19 +261,27 @@ int ibv_query_port(ibv_context* context, uint8_t port_num, struct _compat_ibv_po
   return 0;
 }
 
+// Like rdma-core: 0, or -1 with errno set.
 int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, union ibv_gid* gid) {
-  if (index < 0) return EINVAL;
+  int rc = EINVAL;
   wire::Gid g;
-  const wire::GidRef ref{device_index(context), port_num, uint32_t(index)};
-  if (const int rc = call_for(context_of(context)->fd, wire::Op::query_gid, &ref, sizeof ref, g)) return rc;
+  if (index >= 0) {
+    const wire::GidRef ref{device_index(context), port_num, uint32_t(index)};
+    rc = context_call(context, wire::Op::query_gid, &ref, sizeof ref, g);
+  }
+  if (rc) {
+    errno = rc;
+    return -1;
+  }
   std::memcpy(gid->raw, g.raw, sizeof g.raw);
   return 0;
 }
 
-// IBVERBS_PRIVATE_34 (driver.h): the GID's type; every vhca GID is an IB GID (type 0).
+// IBVERBS_PRIVATE_34 (driver.h): the GID's type; every vhca GID is an IB GID (type 0). 0, or -1
+// with errno set.
 int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int index, int* type) {
   union ibv_gid gid;
-  if (const int rc = ibv_query_gid(context, port_num, int(index), &gid)) return rc;
+  if (ibv_query_gid(context, port_num, int(index), &gid) != 0) return -1;
   *type = 0;
   return 0;
 }
