@@ -39,6 +39,29 @@ echo "ibv_devices and ibv_devinfo -v: vhca0 and vhca1 listed"
 if ibv_devinfo -d vhca7 >"$dir/none.txt" 2>&1; then fail "ibv_devinfo -d vhca7 succeeded" "$dir/none.txt"; fi
 grep -q "vhca7' wasn't found" "$dir/none.txt" || fail "no error for vhca7" "$dir/none.txt"
 
+# Every public name@version of Debian's libibverbs is exported (the binaries bind them all at
+# load), and a program that goes past discovery stops at its first unsupported verb with its own
+# error and the library's message, exit 1: no loader error, no crash.
+system_lib=$(ls /usr/lib/*/libibverbs.so.1 /usr/lib/libibverbs.so.1 2>/dev/null | head -1)
+[ -n "$system_lib" ] || fail "Debian's libibverbs.so.1 not found (package libibverbs1, which ibverbs-utils needs)" /dev/null
+command -v objdump >/dev/null || fail "objdump not found (package binutils)" /dev/null
+{
+  exports() { objdump -T "$1" | awk '/DF .text/ && $(NF-1) !~ /\(/ && $(NF-1) !~ /PRIVATE/ {print $(NF-1), $NF}' | sort; }
+  exports "$system_lib" >"$dir/want.txt"
+  exports "$lib/libibverbs.so.1" >"$dir/have.txt"
+  cmp -s "$dir/want.txt" "$dir/have.txt" || { diff "$dir/want.txt" "$dir/have.txt" >"$dir/sym.diff" || true; fail "exported versions differ from $system_lib" "$dir/sym.diff"; }
+  echo "all $(wc -l <"$dir/want.txt") public verbs exported under Debian's versions"
+}
+for prog in ibv_rc_pingpong ibv_ud_pingpong ibv_uc_pingpong ibv_srq_pingpong; do
+  command -v $prog >/dev/null || fail "$prog not found: install ibverbs-utils" /dev/null
+  rc=0
+  $prog -d vhca0 >"$dir/$prog.txt" 2>&1 || rc=$?
+  [ $rc -eq 1 ] || fail "$prog exited with $rc, not 1" "$dir/$prog.txt"
+  grep -q "vhca libibverbs: ibv_alloc_pd is not supported yet" "$dir/$prog.txt" || fail "$prog: no message from the library" "$dir/$prog.txt"
+  grep -q "Couldn't allocate PD" "$dir/$prog.txt" || fail "$prog did not stop at ibv_alloc_pd" "$dir/$prog.txt"
+done
+echo "ibv_{rc,ud,uc,srq}_pingpong load, open vhca0 and stop at ibv_alloc_pd with exit 1"
+
 # Without a server the library finds no device (the checks above would fail on this output).
 VHCA_SOCKET="$dir/nobody.sock" ibv_devices >"$dir/empty.txt"
 if grep -q vhca "$dir/empty.txt"; then fail "devices listed without a server" "$dir/empty.txt"; fi

@@ -164,6 +164,8 @@ void ibv_free_device_list(ibv_device** list) { std::free(list); }
 
 const char* ibv_get_device_name(ibv_device* device) { return device ? device->name : nullptr; }
 
+int ibv_get_device_index(ibv_device* device) { return int(reinterpret_cast<Device*>(device)->index); }
+
 __be64 ibv_get_device_guid(ibv_device* device) {
   const uint64_t g = reinterpret_cast<Device*>(device)->guid;
   return __be64(__builtin_bswap64(g));
