@@ -12,10 +12,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "firmware-shim/driver.h"
+#include "firmware-shim/qp_verbs.h"
 #include "model/regs/tables.h"
 #include "sim/system.h"
 #include "verbs/protocol.h"
@@ -93,10 +95,19 @@ Device describe(Node& node, uint32_t index, const SystemConfig& cfg) {
   return d;
 }
 
-// One client connection: bytes received and not yet a whole frame.
+// One client connection: bytes received and not yet a whole frame, and, once it opened a
+// device, the objects it made there (released when it goes, as the kernel does for a process).
 struct Client {
   int fd;
   std::vector<uint8_t> in;
+  int device = -1;
+  std::map<uint32_t, Pd*> pds;
+};
+
+// What the server serves: the booted devices, and their drivers for the commands.
+struct Served {
+  System& sys;
+  std::vector<Device> devs;
 };
 
 bool send_all(int fd, const void* data, size_t len) {
@@ -122,9 +133,12 @@ bool body_as(const std::vector<uint8_t>& body, T& out) {
   return true;
 }
 
-// Answers one request; false: drop the client (a frame that is not this protocol).
-bool serve_request(int fd, const wire::Header& h, const std::vector<uint8_t>& body, const std::vector<Device>& devs) {
+// Answers one request; false: drop the client (a frame that is not this protocol). Commands run
+// the device's driver here, in simulated time (the serving loop is a SystemC thread).
+bool serve_request(Client& c, const wire::Header& h, const std::vector<uint8_t>& body, Served& served) {
   if (h.magic != wire::kMagic || h.version != wire::kVersion) return false;
+  const int fd = c.fd;
+  const std::vector<Device>& devs = served.devs;
   const auto op = wire::Op(h.op);
   auto fail = [&](int err) { return reply(fd, op, err, nullptr, 0); };
   switch (op) {
@@ -157,12 +171,44 @@ bool serve_request(int fd, const wire::Header& h, const std::vector<uint8_t>& bo
       if (r.port != 1 || r.index != 0) return fail(EINVAL);
       return reply(fd, op, 0, &devs[r.device].gid, sizeof(wire::Gid));
     }
+    case wire::Op::open_device: {
+      wire::DeviceRef r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (r.device >= devs.size()) return fail(ENODEV);
+      if (c.device >= 0) return fail(EBUSY);  // one device per connection (a context)
+      c.device = int(r.device);
+      return reply(fd, op, 0, nullptr, 0);
+    }
+    case wire::Op::alloc_pd: {
+      if (c.device < 0) return fail(EBADF);
+      Driver& drv = served.sys.node(uint32_t(c.device)).driver;
+      Pd* pd = nullptr;
+      if (const int rc = verbs::alloc_pd(drv, &pd)) return fail(-rc > 0 ? -rc : ENOMEM);
+      c.pds[pd->pdn] = pd;
+      const wire::Handle handle{pd->pdn};
+      return reply(fd, op, 0, &handle, sizeof handle);
+    }
+    case wire::Op::dealloc_pd: {
+      wire::Handle r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      auto it = c.pds.find(r.handle);
+      if (it == c.pds.end()) return fail(EINVAL);  // not this client's PD
+      if (const int rc = verbs::dealloc_pd(it->second)) return fail(-rc > 0 ? -rc : EBUSY);
+      c.pds.erase(it);
+      return reply(fd, op, 0, nullptr, 0);
+    }
   }
   return fail(EOPNOTSUPP);
 }
 
+// A client gone: what it made is destroyed.
+void release(Client& c) {
+  for (auto& [pdn, pd] : c.pds) verbs::dealloc_pd(pd);
+  c.pds.clear();
+}
+
 // Takes every whole frame out of the client's buffer; false: drop the client.
-bool serve_buffered(Client& c, const std::vector<Device>& devs) {
+bool serve_buffered(Client& c, Served& served) {
   constexpr uint32_t kMaxBody = 1 << 20;  // no request is near this: a larger one is not ours
   for (;;) {
     if (c.in.size() < sizeof(wire::Header)) return true;
@@ -172,7 +218,7 @@ bool serve_buffered(Client& c, const std::vector<Device>& devs) {
     if (c.in.size() < sizeof h + h.length) return true;
     std::vector<uint8_t> body(c.in.begin() + sizeof h, c.in.begin() + long(sizeof h + h.length));
     c.in.erase(c.in.begin(), c.in.begin() + long(sizeof h + h.length));
-    if (!serve_request(c.fd, h, body, devs)) return false;
+    if (!serve_request(c, h, body, served)) return false;
   }
 }
 
@@ -224,7 +270,7 @@ void remove_socket(const std::string& path, ino_t inode) {
   if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == inode) ::unlink(path.c_str());
 }
 
-void serve_loop(int listener, const std::vector<Device>& devs) {
+void serve_loop(int listener, Served& served) {
   std::vector<Client> clients;
   constexpr size_t kFirstClient = 2;  // fds: the stop pipe, the listener, then the clients
   for (;;) {
@@ -237,7 +283,7 @@ void serve_loop(int listener, const std::vector<Device>& devs) {
     if (fds[0].revents) break;  // SIGINT or SIGTERM
     if (fds[1].revents & POLLIN) {
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) clients.push_back(Client{fd, {}});
+      if (fd >= 0) clients.push_back(Client{fd, {}, -1, {}});
     }
     for (size_t k = kFirstClient; k < fds.size(); ++k) {
       if (!fds[k].revents) continue;
@@ -251,17 +297,21 @@ void serve_loop(int listener, const std::vector<Device>& devs) {
         alive = errno == EAGAIN || errno == EINTR;
       } else {
         c.in.insert(c.in.end(), buf, buf + n);
-        alive = serve_buffered(c, devs);
+        alive = serve_buffered(c, served);
       }
       if (!alive) {
         ::close(c.fd);
         c.fd = -1;
+        release(c);
       }
     }
     for (size_t k = clients.size(); k-- > 0;)
       if (clients[k].fd < 0) clients.erase(clients.begin() + long(k));
   }
-  for (const Client& c : clients) ::close(c.fd);
+  for (Client& c : clients) {
+    ::close(c.fd);
+    release(c);
+  }
 }
 
 }  // namespace
@@ -271,42 +321,46 @@ int run_device_server(const ServeOptions& o) {
   if (path.empty()) path = std::getenv("VHCA_SOCKET") ? std::getenv("VHCA_SOCKET") : wire::kDefaultSocket;
   SystemConfig cfg;
   cfg.hosts = 2;
+  cfg.wall_clock_watch = false;  // the loop waits for clients in poll(): wall time passes with no simulated time
   System sys(cfg);
-  std::vector<Device> devs;
-  std::string boot_error;
-  sys.run([&] {
-    for (uint32_t h = 0; h < sys.hosts(); ++h) {
-      const CommandResult r = sys.node(h).driver.boot();
-      if (!r.ok()) {
-        boot_error = "vhca" + std::to_string(h) + ": " + r.message();
-        return;
-      }
-      devs.push_back(describe(sys.node(h), h, sys.cfg));
-    }
-  });
-  if (!boot_error.empty()) {
-    std::fprintf(stderr, "vhca-sim serve: boot failed: %s\n", boot_error.c_str());
-    return 1;
-  }
-  ino_t inode = 0;
-  const int listener = listen_on(path, inode);
-  if (listener < 0) return 1;
-  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
-  struct sigaction sa{};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  if (!o.quiet) {
-    std::printf("vhca-sim serve: %zu devices (", devs.size());
-    for (size_t i = 0; i < devs.size(); ++i)
-      std::printf("%s%s LID %u", i ? ", " : "", devs[i].info.name, devs[i].port.lid);
-    std::printf(") on %s\n", path.c_str());
-    std::fflush(stdout);
-  }
-  serve_loop(listener, devs);
-  ::close(listener);
-  remove_socket(path, inode);
-  return 0;
+  Served served{sys, {}};
+  int rc = 0;
+  // The serving loop is a SystemC thread: between requests it waits for clients, and a command
+  // runs the device's driver in simulated time (the clients' time rule: docs/verbs-programs.md).
+  sys.run(
+      [&] {
+        for (uint32_t h = 0; h < sys.hosts(); ++h) {
+          const CommandResult r = sys.node(h).driver.boot();
+          if (!r.ok()) {
+            std::fprintf(stderr, "vhca-sim serve: boot failed: vhca%u: %s\n", h, r.message().c_str());
+            rc = 1;
+            return;
+          }
+          served.devs.push_back(describe(sys.node(h), h, sys.cfg));
+        }
+        ino_t inode = 0;
+        const int listener = listen_on(path, inode);
+        if (listener < 0 || ::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+          rc = 1;
+          return;
+        }
+        struct sigaction sa{};
+        sa.sa_handler = on_signal;
+        sigaction(SIGINT, &sa, nullptr);
+        sigaction(SIGTERM, &sa, nullptr);
+        if (!o.quiet) {
+          std::printf("vhca-sim serve: %zu devices (", served.devs.size());
+          for (size_t i = 0; i < served.devs.size(); ++i)
+            std::printf("%s%s LID %u", i ? ", " : "", served.devs[i].info.name, served.devs[i].port.lid);
+          std::printf(") on %s\n", path.c_str());
+          std::fflush(stdout);
+        }
+        serve_loop(listener, served);
+        ::close(listener);
+        remove_socket(path, inode);
+      },
+      sc_core::sc_max_time() - sc_core::sc_time_stamp());
+  return rc;
 }
 
 }  // namespace vhca

@@ -192,3 +192,49 @@ TEST_CASE("the device server takes only a free socket path: a live server's sock
   unlink(file.c_str());
   CHECK(s.stop() == 0);
 }
+
+TEST_CASE("protection domains: a connection opens one device, its PDs are made by the driver's ALLOC_PD, only it may free them, and they go when it closes") {
+  Server s;
+  REQUIRE(access(s.path.c_str(), F_OK) == 0);
+  std::vector<uint8_t> body;
+  const int a = connect_to(s.path);
+  send_frame(a, uint16_t(wire::Op::alloc_pd), nullptr, 0);
+  CHECK(receive(a, body) == EBADF);  // no device opened on this connection yet
+  const wire::DeviceRef dev0{0}, dev9{9};
+  send_frame(a, uint16_t(wire::Op::open_device), &dev9, sizeof dev9);
+  CHECK(receive(a, body) == ENODEV);
+  send_frame(a, uint16_t(wire::Op::open_device), &dev0, sizeof dev0);
+  REQUIRE(receive(a, body) == 0);
+  send_frame(a, uint16_t(wire::Op::open_device), &dev0, sizeof dev0);
+  CHECK(receive(a, body) == EBUSY);  // one device per connection
+  wire::Handle pd1{}, pd2{};
+  send_frame(a, uint16_t(wire::Op::alloc_pd), nullptr, 0);
+  REQUIRE(receive(a, body) == 0);
+  REQUIRE(body.size() == sizeof pd1);
+  std::memcpy(&pd1, body.data(), sizeof pd1);
+  send_frame(a, uint16_t(wire::Op::alloc_pd), nullptr, 0);
+  REQUIRE(receive(a, body) == 0);
+  std::memcpy(&pd2, body.data(), sizeof pd2);
+  CHECK(pd1.handle != pd2.handle);
+  // Another connection may not free them.
+  const int b = connect_to(s.path);
+  send_frame(b, uint16_t(wire::Op::open_device), &dev0, sizeof dev0);
+  REQUIRE(receive(b, body) == 0);
+  send_frame(b, uint16_t(wire::Op::dealloc_pd), &pd1, sizeof pd1);
+  CHECK(receive(b, body) == EINVAL);
+  send_frame(a, uint16_t(wire::Op::dealloc_pd), &pd1, sizeof pd1);
+  CHECK(receive(a, body) == 0);
+  send_frame(a, uint16_t(wire::Op::dealloc_pd), &pd1, sizeof pd1);
+  CHECK(receive(a, body) == EINVAL);  // already freed
+  // A closes with pd2 still allocated: the server frees it, so B's next PD may take its number.
+  close(a);
+  wire::Handle again{};
+  for (int tries = 0; tries < 50 && again.handle != pd2.handle; ++tries) {
+    send_frame(b, uint16_t(wire::Op::alloc_pd), nullptr, 0);
+    REQUIRE(receive(b, body) == 0);
+    std::memcpy(&again, body.data(), sizeof again);
+  }
+  CHECK(again.handle == pd2.handle);
+  close(b);
+  CHECK(s.stop() == 0);
+}

@@ -41,8 +41,8 @@ int main() {
   check(ibv_get_pkey_index(nullptr, 1, __be16(0xFFFF)) == 0, "the default P_Key's index");
   // Unsupported verbs: the verb's own error convention, errno EOPNOTSUPP.
   errno = 0;
-  check(ibv_alloc_pd(nullptr) == nullptr && errno == EOPNOTSUPP, "ibv_alloc_pd refused with NULL");
-  check(ibv_dealloc_pd(nullptr) == EOPNOTSUPP, "ibv_dealloc_pd refused with its errno");
+  check(ibv_create_comp_channel(nullptr) == nullptr && errno == EOPNOTSUPP, "ibv_create_comp_channel refused with NULL");
+  check(ibv_destroy_qp(nullptr) == EOPNOTSUPP, "ibv_destroy_qp refused with its errno");
   errno = 0;
   check(ibv_reg_mr(nullptr, nullptr, 0, 0) == nullptr && errno == EOPNOTSUPP, "ibv_reg_mr refused");
   errno = 0;

@@ -121,6 +121,16 @@ int context_call(ibv_context* c, wire::Op op, const void* body, uint32_t len, T&
   return rc;
 }
 
+// The same for a request whose reply has no body.
+int context_call(ibv_context* c, wire::Op op, const void* body, uint32_t len) {
+  std::vector<uint8_t> reply;
+  pthread_mutex_lock(&c->mutex);
+  int rc = call(context_of(c)->fd, op, body, len, reply);
+  pthread_mutex_unlock(&c->mutex);
+  if (rc == 0 && !reply.empty()) rc = EIO;
+  return rc;
+}
+
 }  // namespace
 
 extern "C" {
@@ -196,6 +206,14 @@ ibv_context* ibv_open_device(ibv_device* device) {
   c->ctx.abi_compat = nullptr;  // not extended: inline extended verbs take their legacy paths
   wire::DeviceInfo info;
   const wire::DeviceRef ref{c->index};
+  std::vector<uint8_t> none;
+  if (const int rc = call(fd, wire::Op::open_device, &ref, sizeof ref, none)) {  // this connection is the context
+    ::close(fd);
+    pthread_mutex_destroy(&c->ctx.mutex);
+    delete c;
+    errno = rc;
+    return nullptr;
+  }
   if (call_for(fd, wire::Op::query_device, &ref, sizeof ref, info) == 0) c->ctx.num_comp_vectors = int(info.num_comp_vectors);
   return &c->ctx;
 }
@@ -260,6 +278,26 @@ int ibv_query_port(ibv_context* context, uint8_t port_num, struct _compat_ibv_po
   a.phys_state = uint8_t(p.phys_state);
   a.link_layer = uint8_t(p.link_layer);
   std::memcpy(out, &a, offsetof(ibv_port_attr, flags) + sizeof a.flags);
+  return 0;
+}
+
+// Protection domains: made by the server's driver (ALLOC_PD), owned by this context's
+// connection (the server frees what a closed connection left).
+ibv_pd* ibv_alloc_pd(ibv_context* context) {
+  wire::Handle h;
+  if (const int rc = context_call(context, wire::Op::alloc_pd, nullptr, 0, h)) {
+    errno = rc;
+    return nullptr;
+  }
+  auto* pd = new (std::nothrow) ibv_pd{context, h.handle};
+  if (!pd) errno = ENOMEM;
+  return pd;
+}
+
+int ibv_dealloc_pd(ibv_pd* pd) {
+  const wire::Handle h{pd->handle};
+  if (const int rc = context_call(pd->context, wire::Op::dealloc_pd, &h, sizeof h)) return rc;
+  delete pd;
   return 0;
 }
 

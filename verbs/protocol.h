@@ -11,7 +11,7 @@
 namespace vhca::wire {
 
 constexpr uint32_t kMagic = 0x41434856;  // "VHCA"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 // The socket the library uses when VHCA_SOCKET is not set.
 constexpr const char* kDefaultSocket = "/tmp/vhca.sock";
 
@@ -21,6 +21,11 @@ enum class Op : uint16_t {
   query_device = 3,  // body: DeviceRef; reply: DeviceInfo
   query_port = 4,    // body: PortRef; reply: PortInfo
   query_gid = 5,     // body: GidRef; reply: Gid
+  // A connection that opened a device (a context) owns the objects it makes on it; they are
+  // destroyed when the connection closes, as the kernel does when a process exits.
+  open_device = 6,   // body: DeviceRef; reply: none
+  alloc_pd = 7,      // body: none; reply: Handle
+  dealloc_pd = 8,    // body: Handle; reply: none
 };
 
 struct Header {
@@ -69,6 +74,10 @@ struct GidRef {
 
 struct Gid {
   uint8_t raw[16];  // network order: subnet prefix, then the port GUID
+};
+
+struct Handle {
+  uint32_t handle;  // the object's number on its device (a PD's PDN)
 };
 
 }  // namespace vhca::wire

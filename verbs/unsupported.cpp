@@ -18,7 +18,7 @@ void refuse(const char* verb) {
   static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(m);
   if (said.insert(verb).second)
-    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (device discovery and queries only: docs/verbs-programs.md)\n",
+    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (so far: discovery, queries and protection domains; docs/verbs-programs.md)\n",
                  verb);
   errno = EOPNOTSUPP;
 }
@@ -48,7 +48,6 @@ void refuse(const char* verb) {
   void name() { refuse(#name); }
 
 extern "C" {
-VHCA_NULL(ibv_alloc_pd)
 VHCA_NULL(ibv_reg_mr)
 VHCA_NULL(ibv_reg_mr_iova)
 VHCA_NULL(ibv_reg_mr_iova2)
@@ -64,7 +63,6 @@ VHCA_NULL(ibv_import_device)
 VHCA_NULL(ibv_import_pd)
 VHCA_NULL(ibv_import_mr)
 VHCA_NULL(ibv_import_dm)
-VHCA_ERRNO(ibv_dealloc_pd)
 VHCA_ERRNO(ibv_dereg_mr)
 VHCA_ERRNO(ibv_rereg_mr)
 VHCA_ERRNO(ibv_destroy_cq)
