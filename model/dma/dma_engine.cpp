@@ -54,12 +54,7 @@ void DmaEngine::write_step() {
     tx.clear_extension(&tag);
     ++writes_;
     if (fence_waiters_) write_issued_.notify(sc_core::SC_ZERO_TIME);  // only a waiting thread needs it
-    release_fenced_reads();
-    while (!issue_waiters_.empty() && issue_waiters_.front().mark <= writes_) {
-      std::function<void()> then = std::move(issue_waiters_.front().then);
-      issue_waiters_.pop_front();
-      then();
-    }
+    release_issue_waiters();
     log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
   }
   if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
@@ -68,24 +63,24 @@ void DmaEngine::write_step() {
 void DmaEngine::read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done) {
   // Wait until the writes queued so far have been issued, not for an empty queue, which
   // sustained traffic may never give. The link then keeps the read behind them.
-  const uint64_t after = writes_ + s_write->size();
-  if (fence && (writes_ < after || !fenced_.empty())) {
-    fenced_.push_back(FencedRead{after, addr, out, len, std::move(done)});
-    return;
-  }
-  issue(addr, out, len, std::move(done));
+  if (!fence) return issue(addr, out, len, std::move(done));
+  when_issued(writes_queued(), [this, addr, out, len, done = std::move(done)]() mutable {
+    issue(addr, out, len, std::move(done));
+  });
 }
 
+// Waiters are released in the order they came; marks never decrease (writes_queued() only
+// grows), so a waiter whose mark is reached never waits behind one whose mark is not.
 void DmaEngine::when_issued(uint64_t mark, std::function<void()> then) {
   if (mark <= writes_) return then();
   issue_waiters_.push_back(IssueWaiter{mark, std::move(then)});
 }
 
-void DmaEngine::release_fenced_reads() {
-  while (!fenced_.empty() && fenced_.front().after_writes <= writes_) {
-    FencedRead r = std::move(fenced_.front());
-    fenced_.pop_front();
-    issue(r.addr, r.out, r.len, std::move(r.done));
+void DmaEngine::release_issue_waiters() {
+  while (!issue_waiters_.empty() && issue_waiters_.front().mark <= writes_) {
+    std::function<void()> then = std::move(issue_waiters_.front().then);
+    issue_waiters_.pop_front();
+    then();
   }
 }
 

@@ -77,20 +77,12 @@ class DmaEngine : public sc_core::sc_module {
   struct ReadSlot : tlm::tlm_generic_payload {
     ReadDone done;
   };
-  // A fenced read waiting for the writes queued before it to be issued.
-  struct FencedRead {
-    uint64_t after_writes;
-    uint64_t addr;
-    uint8_t* out;
-    uint32_t len;
-    ReadDone done;
-  };
   void write_step();
   void end_of_elaboration() override;
   void issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
   tlm::tlm_sync_enum read_response(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   void finish_read(ReadSlot* slot);
-  void release_fenced_reads();
+  void release_issue_waiters();
   // The read channel: a consumer-index refresh, else a firmware read, one at a time, on an edge.
   void serve_channel();
   void channel_done();
@@ -102,7 +94,7 @@ class DmaEngine : public sc_core::sc_module {
   PostedTag write_tag_;
   ActionQueue completions_{"read_completions"};  // reads, answered on the edge their data is usable
   std::vector<std::unique_ptr<ReadSlot>> free_slots_;
-  std::deque<FencedRead> fenced_;
+  // What waits for writes to be issued (fenced reads, held ACKs), in mark order.
   struct IssueWaiter {
     uint64_t mark;
     std::function<void()> then;
