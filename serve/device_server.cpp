@@ -21,6 +21,7 @@
 #include "model/regs/tables.h"
 #include "sim/system.h"
 #include "verbs/protocol.h"
+#include "verbs/unix_socket.h"
 
 namespace vhca {
 namespace {
@@ -110,20 +111,9 @@ struct Served {
   std::vector<Device> devs;
 };
 
-bool send_all(int fd, const void* data, size_t len) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (len) {
-    const ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n, len -= size_t(n);
-  }
-  return true;
-}
-
 bool reply(int fd, wire::Op op, int32_t status, const void* body, uint32_t len) {
   const wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, status};
-  return send_all(fd, &h, sizeof h) && (len == 0 || send_all(fd, body, len));
+  return wire::send_all(fd, &h, sizeof h) && (len == 0 || wire::send_all(fd, body, len));
 }
 
 template <typename T>
@@ -224,17 +214,15 @@ bool serve_buffered(Client& c, Served& served) {
 
 // Whether `path` may be taken: nothing there, or a socket no server answers on (left by a server
 // that was killed). A file that is not a socket, or a live server's socket, is refused.
-bool path_free(const std::string& path, const sockaddr_un& addr) {
+bool path_free(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return true;
   if (!S_ISSOCK(st.st_mode)) {
     std::fprintf(stderr, "vhca-sim serve: %s exists and is not a socket: not replaced\n", path.c_str());
     return false;
   }
-  const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const bool live = probe >= 0 && ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
-  if (probe >= 0) ::close(probe);
-  if (live) {
+  if (const int probe = wire::connect_unix(path); probe >= 0) {
+    ::close(probe);
     std::fprintf(stderr, "vhca-sim serve: a server is already listening on %s\n", path.c_str());
     return false;
   }
@@ -243,15 +231,13 @@ bool path_free(const std::string& path, const sockaddr_un& addr) {
 }
 
 int listen_on(const std::string& path, ino_t& inode) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
+  sockaddr_un addr;
+  if (!wire::unix_address(path, addr)) {
     std::fprintf(stderr, "vhca-sim serve: socket path '%s' is longer than %zu bytes\n", path.c_str(),
                  sizeof addr.sun_path - 1);
     return -1;
   }
-  std::strcpy(addr.sun_path, path.c_str());
-  if (!path_free(path, addr)) return -1;
+  if (!path_free(path)) return -1;
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) {

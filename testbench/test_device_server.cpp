@@ -6,7 +6,6 @@
 
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "verbs/protocol.h"
+#include "verbs/unix_socket.h"
 
 namespace vhca::test {
 void configure(SystemConfig&) {}
@@ -58,12 +58,8 @@ struct Server {
 };
 
 int connect_to(const std::string& path) {
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strcpy(a.sun_path, path.c_str());
-  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  const int fd = wire::connect_unix(path);
   REQUIRE(fd >= 0);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
   timeval tv{5, 0};  // a server that never answers fails the test instead of hanging it
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   return fd;
@@ -82,19 +78,9 @@ void send_frame(int fd, uint16_t op, const void* body, uint32_t len, uint32_t ma
 // The reply's status and body; status -1 if the connection was closed.
 int receive(int fd, std::vector<uint8_t>& body) {
   wire::Header h;
-  size_t got = 0;
-  while (got < sizeof h) {
-    const ssize_t n = recv(fd, reinterpret_cast<uint8_t*>(&h) + got, sizeof h - got, 0);
-    if (n <= 0) return -1;
-    got += size_t(n);
-  }
+  if (!wire::recv_all(fd, &h, sizeof h)) return -1;
   body.resize(h.length);
-  got = 0;
-  while (got < h.length) {
-    const ssize_t n = recv(fd, body.data() + got, h.length - got, 0);
-    if (n <= 0) return -1;
-    got += size_t(n);
-  }
+  if (h.length && !wire::recv_all(fd, body.data(), h.length)) return -1;
   return h.status;
 }
 

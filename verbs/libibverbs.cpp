@@ -9,8 +9,6 @@
 // (abi_compat is not __VERBS_ABI_IS_EXTENDED), so verbs.h's inline extended calls take their
 // legacy paths (ibv_query_device_ex -> ibv_query_device, ibv_query_port -> the exported one).
 #include <fcntl.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +24,7 @@
 #include <infiniband/verbs.h>
 
 #include "verbs/protocol.h"
+#include "verbs/unix_socket.h"
 
 // verbs.h turns these into macros or inlines; the library defines the exported functions.
 #undef ibv_query_port
@@ -42,47 +41,18 @@ std::string socket_path() {
 }
 
 // One connection to the server; -1 (errno set) if there is none.
-int connect_server() {
-  const std::string path = socket_path();
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  std::strcpy(addr.sun_path, path.c_str());
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    const int e = errno;
-    ::close(fd);
-    errno = e;
-    return -1;
-  }
-  return fd;
-}
-
-bool io_all(int fd, void* data, size_t len, bool out) {
-  auto* p = static_cast<uint8_t*>(data);
-  while (len) {
-    const ssize_t n = out ? ::send(fd, p, len, MSG_NOSIGNAL) : ::recv(fd, p, len, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n, len -= size_t(n);
-  }
-  return true;
-}
+int connect_server() { return wire::connect_unix(socket_path()); }
 
 // One request and its reply; returns 0 or an errno (EIO if the server broke the protocol).
 int call(int fd, wire::Op op, const void* body, uint32_t len, std::vector<uint8_t>& out) {
   wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, 0};
-  if (!io_all(fd, &h, sizeof h, true) || (len && !io_all(fd, const_cast<void*>(body), len, true))) return EIO;
+  if (!wire::send_all(fd, &h, sizeof h) || (len && !wire::send_all(fd, body, len))) return EIO;
   wire::Header r;
   constexpr uint32_t kMaxReply = 1 << 20;  // no reply is near this: a larger one is not the server's
-  if (!io_all(fd, &r, sizeof r, false) || r.magic != wire::kMagic || r.op != uint16_t(op) || r.length > kMaxReply)
+  if (!wire::recv_all(fd, &r, sizeof r) || r.magic != wire::kMagic || r.op != uint16_t(op) || r.length > kMaxReply)
     return EIO;
   out.resize(r.length);
-  if (r.length && !io_all(fd, out.data(), r.length, false)) return EIO;
+  if (r.length && !wire::recv_all(fd, out.data(), r.length)) return EIO;
   return r.status;
 }
 
