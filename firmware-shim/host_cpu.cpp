@@ -130,38 +130,27 @@ bool HostCpu::mmio_read32(uint64_t offset, uint32_t& value) {
 }
 
 void HostCpu::raise(uint32_t vector) {
-  const Pending p{sc_core::sc_time_stamp() + cfg_.irq_delivery, vector};
-  if (cores_.empty()) {
-    pending_.push_back(p);
-    irq_event_.notify(sc_core::SC_ZERO_TIME);
-    return;
-  }
-  Core& c = cores_[core_of_vector(vector)];
-  c.irqs.push_back(p);
-  c.irq_event.notify(sc_core::SC_ZERO_TIME);
+  IrqQueue& q = cores_.empty() ? irqs_ : cores_[core_of_vector(vector)].irqs;
+  q.pending.push_back({sc_core::sc_time_stamp() + cfg_.irq_delivery, vector});
+  q.raised.notify(sc_core::SC_ZERO_TIME);
 }
 
 void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler) { handlers_[vector] = std::move(handler); }
 
 // One hard-IRQ context: interrupts are taken in arrival order, one handler at a time.
-void HostCpu::irq_thread() {
-  for (;;) {
-    while (pending_.empty()) sc_core::wait(irq_event_);
-    Pending p = pending_.front();
-    pending_.pop_front();
-    if (p.due > sc_core::sc_time_stamp()) sc_core::wait(p.due - sc_core::sc_time_stamp());
-    take_irq(p);
-  }
-}
+void HostCpu::irq_thread() { take_irqs(irqs_); }
 
-// A core's hard-IRQ context: its vectors' interrupts in arrival order, preempting what runs there.
+// A core's hard-IRQ context: its vectors' interrupts, preempting what runs there.
 void HostCpu::core_irq_thread(uint32_t core) {
   bind_current(core, CpuContext::hardirq);
-  Core& c = cores_[core];
+  take_irqs(cores_[core].irqs);
+}
+
+void HostCpu::take_irqs(IrqQueue& q) {
   for (;;) {
-    while (c.irqs.empty()) sc_core::wait(c.irq_event);
-    Pending p = c.irqs.front();
-    c.irqs.pop_front();
+    while (q.pending.empty()) sc_core::wait(q.raised);
+    const Pending p = q.pending.front();
+    q.pending.pop_front();
     if (p.due > sc_core::sc_time_stamp()) sc_core::wait(p.due - sc_core::sc_time_stamp());
     take_irq(p);
   }
@@ -249,17 +238,14 @@ sc_core::sc_time HostCpu::core_busy(uint32_t core, CpuContext ctx) const {
 }
 
 sc_core::sc_time HostCpu::busy(CpuContext ctx) const {
-  if (!cores_.empty()) {
-    sc_core::sc_time t;
-    for (uint32_t k = 0; k < cores(); ++k) t += core_busy(k, ctx);
-    if (polling_.active && polling_.ctx == ctx)
-      t += polling_.interval * std::ceil((sc_core::sc_time_stamp() - polling_.start) / polling_.interval);
-    return t + busy_[int(ctx)];  // busy_: settled polling loops
-  }
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  sc_core::sc_time t = busy_[int(ctx)];
-  const Instant& i = charged_now_[int(ctx)];
-  if (i.at == now) t -= i.sum;
+  sc_core::sc_time t = busy_[int(ctx)];  // with cores: only settled polling loops
+  if (cores_.empty()) {
+    const Instant& i = charged_now_[int(ctx)];
+    if (i.at == now) t -= i.sum;
+  } else {
+    for (uint32_t k = 0; k < cores(); ++k) t += core_busy(k, ctx);
+  }
   // A polling loop in progress has charged one interval at each poll before now.
   if (polling_.active && polling_.ctx == ctx)
     t += polling_.interval * std::ceil((now - polling_.start) / polling_.interval);

@@ -110,6 +110,11 @@ class HostCpu : public sc_core::sc_module {
     sc_core::sc_time due;
     uint32_t vector;
   };
+  // Interrupts raised and not yet taken, for one hard-IRQ context (the host's, or a core's).
+  struct IrqQueue {
+    std::deque<Pending> pending;
+    sc_core::sc_event raised;
+  };
   // A core: at most one context of each priority level runs on it at once, and only the highest
   // level with work runs (hard IRQ 0, softirq 1, threads 2).
   static constexpr int kLevels = 3;
@@ -120,8 +125,7 @@ class HostCpu : public sc_core::sc_module {
     sc_core::sc_event changed;         // a level stopped running
     sc_core::sc_event preempt[kLevels];
     sc_core::sc_time busy[kCpuContexts];
-    std::deque<Pending> irqs;
-    sc_core::sc_event irq_event;
+    IrqQueue irqs;
   };
   struct Binding {
     uint32_t core;
@@ -129,6 +133,8 @@ class HostCpu : public sc_core::sc_module {
   };
   void irq_thread();
   void core_irq_thread(uint32_t core);
+  // A hard-IRQ context's loop: its interrupts in arrival order, each taken when due.
+  [[noreturn]] void take_irqs(IrqQueue& q);
   // Takes one hard IRQ due at p.due (the caller has waited for it) and runs its handler.
   void take_irq(const Pending& p);
   void run_on_core(uint32_t core, CpuContext ctx, sc_core::sc_time t);
@@ -141,8 +147,7 @@ class HostCpu : public sc_core::sc_module {
   }
 
   HostCpuConfig cfg_;
-  std::deque<Pending> pending_;
-  sc_core::sc_event irq_event_;
+  IrqQueue irqs_;  // the host's one hard-IRQ context when it has no cores
   std::map<uint32_t, std::function<void()>> handlers_;
   std::map<uint64_t, uint8_t*> dmi_pages_;
   uint64_t last_page_ = UINT64_MAX;  // the page of the last access, and its DMI pointer
