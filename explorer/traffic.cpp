@@ -218,12 +218,13 @@ class TrafficRun {
 
   const Workload& workload_of(int q) const { return groups_[size_t(group_of_[size_t(q)])].workload; }
   bool pingpong(int q) const { return workload_of(q).arrival == Arrival::pingpong; }
-  uint64_t slot_offset(int q, uint64_t seq) const {
-    return (uint64_t(q) * uint64_t(o_.depth) + seq % uint64_t(o_.depth)) * max_size_;
-  }
-  bool measuring(const sc_time& posted) const { return posted >= measure_from_; }
-  // Message `seq` of QP q's buffer slot, counted over all QPs (the per-slot flags).
+  // Message `seq` of QP q's buffer slot, counted over all QPs (the per-slot flags), and its
+  // offset in each buffer.
   size_t slot_index(int q, uint64_t seq) const { return size_t(q) * size_t(o_.depth) + size_t(seq % uint64_t(o_.depth)); }
+  uint64_t slot_offset(int q, uint64_t seq) const { return uint64_t(slot_index(q, seq)) * max_size_; }
+  // The pattern a READ source slot holds (constant per slot: READs only read it).
+  uint64_t read_source_pattern(uint64_t seq) const { return kReadTag + seq % uint64_t(o_.depth); }
+  bool measuring(const sc_time& posted) const { return posted >= measure_from_; }
 
   void setup() {
     for (Node* h : h_) {
@@ -425,7 +426,7 @@ class TrafficRun {
     if (read_src_written_[slot]) return;
     read_src_written_[slot] = true;
     data_.resize(max_size_);
-    pattern(data_, q, kReadTag + seq % uint64_t(o_.depth));
+    pattern(data_, q, read_source_pattern(seq));
     h_[1]->driver.memory().write(read_src_.addr + slot_offset(q, seq), data_.data(), max_size_);
   }
 
@@ -481,7 +482,7 @@ class TrafficRun {
     const uint64_t off = slot_offset(m.qp, m.seq);
     if (m.opcode == sqwqe::kRdmaWrite) check_write(m.qp, m.seq, m.size, off);
     if (m.opcode == sqwqe::kRdmaRead)
-      check_data(0, read_dst_.addr + off, m.qp, kReadTag + m.seq % uint64_t(o_.depth), m.size);
+      check_data(0, read_dst_.addr + off, m.qp, read_source_pattern(m.seq), m.size);
     if (m.opcode == sqwqe::kRdmaWrite || m.opcode == sqwqe::kRdmaRead) ++one_sided_;
     pool_[0]->untrack(m.done);
   }

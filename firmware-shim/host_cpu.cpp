@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
-#include <vector>
 
 #include "model/common/log.h"
 #include "tlm/host_memory.h"
@@ -121,8 +120,8 @@ bool HostCpu::mmio_write64(uint64_t offset, uint64_t value, CpuContext ctx) {
 
 bool HostCpu::mmio_write_block(uint64_t offset, const void* data, unsigned len, CpuContext ctx) {
   charge(ctx, cfg_.mmio_write_cost);
-  std::vector<uint8_t> copy(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + len);
-  return mmio_access(tlm::TLM_WRITE_COMMAND, offset, copy.data(), len);
+  // A write's data is only read by its target (TLM's payload pointer is not const): no copy.
+  return mmio_access(tlm::TLM_WRITE_COMMAND, offset, const_cast<uint8_t*>(static_cast<const uint8_t*>(data)), len);
 }
 
 bool HostCpu::mmio_read32(uint64_t offset, uint32_t& value) {
