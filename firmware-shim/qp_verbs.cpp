@@ -23,6 +23,13 @@ void advise_cq_size(Driver& dev, Cq& cq) {
                          cq.cqe, cq.wq_depth));
 }
 
+void unmap_rings(Qp& qp) {
+  HostMemory& memory = qp.pd->dev->memory();
+  memory.unmap(qp.sq_base, uint64_t(sqwqe::kSize) * qp.sq_depth);
+  memory.unmap(qp.rq_base, uint64_t(rqwqe::kSize) * qp.rq_depth);
+  memory.unmap(qp.dbr, 64);
+}
+
 }  // namespace
 
 int alloc_pd(Driver& dev, Pd** out) {
@@ -39,9 +46,11 @@ int dealloc_pd(Pd* pd) {
   return 0;
 }
 
-int reg_mr(Pd& pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out) {
+int reg_mr(Pd& pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out, const uint64_t* host_address) {
+  const uint64_t pa = host_address ? *host_address : 0;
   CommandResult r = pd.dev->exec(cmd::kRegMr, {pd.pdn, uint32_t(addr >> 32), uint32_t(addr), uint32_t(length >> 32),
-                                               uint32_t(length), access});
+                                               uint32_t(length), access | (host_address ? kRegMrTranslated : 0),
+                                               uint32_t(pa >> 32), uint32_t(pa)});
   if (!r.ok()) return fail(*pd.dev, command_errno(r), "reg_mr: " + r.message());
   *out = new Mr{&pd, addr, length, access, r.out[0], r.out[1]};
   return 0;
@@ -54,6 +63,8 @@ int dereg_mr(Mr* mr) {
   return 0;
 }
 
+uint8_t wq_log_size(uint32_t wrs) { return log2_at_least(wrs); }
+
 int create_qp(Pd& pd, const QpInitAttr& attr, Qp** out) {
   Driver& dev = *pd.dev;
   *out = nullptr;
@@ -65,21 +76,20 @@ int create_qp(Pd& pd, const QpInitAttr& attr, Qp** out) {
   qp->type = attr.type;
   qp->send_cq = attr.send_cq;
   qp->recv_cq = attr.recv_cq;
-  const uint8_t log_sq = log2_at_least(attr.max_send_wr), log_rq = log2_at_least(attr.max_recv_wr);
+  const uint8_t log_sq = wq_log_size(attr.max_send_wr), log_rq = wq_log_size(attr.max_recv_wr);
   qp->sq_depth = 1u << log_sq;
   qp->rq_depth = 1u << log_rq;
   qp->sq_sig_all = attr.sq_sig_all;
-  qp->sq_base = dev.memory().allocate(uint64_t(sqwqe::kSize) << log_sq);
-  qp->rq_base = dev.memory().allocate(uint64_t(rqwqe::kSize) << log_rq);
-  qp->dbr = dev.memory().allocate(64, 64);
+  qp->user_memory = attr.user_sq && attr.user_rq && attr.user_dbr;
+  qp->sq_base = qp->user_memory ? attr.user_sq : dev.memory().allocate(uint64_t(sqwqe::kSize) << log_sq);
+  qp->rq_base = qp->user_memory ? attr.user_rq : dev.memory().allocate(uint64_t(rqwqe::kSize) << log_rq);
+  qp->dbr = qp->user_memory ? attr.user_dbr : dev.memory().allocate(64, 64);
   CommandResult r =
       dev.exec(cmd::kCreateQp, {uint32_t(attr.type), pd.pdn, attr.send_cq->cqn, attr.recv_cq->cqn, log_sq, log_rq,
                                 uint32_t(qp->sq_base >> 32), uint32_t(qp->sq_base), uint32_t(qp->rq_base >> 32),
                                 uint32_t(qp->rq_base), uint32_t(qp->dbr >> 32), uint32_t(qp->dbr)});
   if (!r.ok()) {
-    dev.memory().unmap(qp->sq_base, uint64_t(sqwqe::kSize) << log_sq);
-    dev.memory().unmap(qp->rq_base, uint64_t(rqwqe::kSize) << log_rq);
-    dev.memory().unmap(qp->dbr, 64);
+    if (!qp->user_memory) unmap_rings(*qp);
     delete qp;
     return fail(dev, command_errno(r), "create_qp: " + r.message());
   }
@@ -128,99 +138,31 @@ int destroy_qp(Qp* qp) {
   qp->send_cq->wq_depth -= qp->sq_depth;
   qp->recv_cq->wq_depth -= qp->rq_depth;
   dev.detach(qp);
-  dev.memory().unmap(qp->sq_base, uint64_t(sqwqe::kSize) * qp->sq_depth);
-  dev.memory().unmap(qp->rq_base, uint64_t(rqwqe::kSize) * qp->rq_depth);
-  dev.memory().unmap(qp->dbr, 64);
+  if (!qp->user_memory) unmap_rings(*qp);
   delete qp;
   return 0;
 }
 
 namespace {
 
-bool is_known_send_opcode(uint8_t op) {
-  return op == sqwqe::kSend || op == sqwqe::kSendImm || op == sqwqe::kRdmaWrite || op == sqwqe::kRdmaWriteImm ||
-         op == sqwqe::kRdmaRead || op == sqwqe::kAtomicCs || op == sqwqe::kAtomicFa;
-}
-
-// The S20 checks: why this WR cannot be posted, or "" if it can.
-std::string send_wr_problem(const Qp& qp, const SendWr& wr) {
-  const bool rc = qp.type == QpType::rc;
-  const bool read_or_atomic =
-      wr.opcode == sqwqe::kRdmaRead || wr.opcode == sqwqe::kAtomicCs || wr.opcode == sqwqe::kAtomicFa;
-  if (!is_known_send_opcode(wr.opcode)) return fmt::format("opcode {:#x} is not a send opcode", wr.opcode);
-  if (!rc && wr.opcode != sqwqe::kSend && wr.opcode != sqwqe::kSendImm)
-    return fmt::format("opcode {:#x} is not allowed on a {} QP (only SEND and SEND with immediate)", wr.opcode,
-                       qp_type_name(qp.type));
-  uint64_t total = 0;
-  for (const Sge& s : wr.sg_list) total += s.length;
-  if (total > 0x80000000ull) return fmt::format("message of {} bytes exceeds 2 GiB", total);
-  if (wr.flags & kSendInline) {
-    if (read_or_atomic) return "inline data is not allowed on RDMA READ or atomics";
-    if (total > sqwqe::kMaxInline) return fmt::format("{} bytes of inline data exceed {}", total, sqwqe::kMaxInline);
-  } else if (wr.sg_list.size() > sqwqe::kMaxSge) {
-    return fmt::format("{} scatter/gather entries exceed {}", wr.sg_list.size(), sqwqe::kMaxSge);
-  }
-  if (wr.opcode == sqwqe::kAtomicCs || wr.opcode == sqwqe::kAtomicFa) {
-    if (total != 8) return fmt::format("an atomic needs one 8-byte local buffer, not {} bytes", total);
-    if (wr.remote_addr % 8) return fmt::format("atomic remote address {:#x} is not 8-byte aligned", wr.remote_addr);
-  }
-  if (!rc && wr.remote_qpn > 0xFFFFFF) return fmt::format("remote QPN {:#x} exceeds 24 bits", wr.remote_qpn);
-  return "";
-}
-
-// The data segment of either WQE: one 16-byte scatter/gather entry after another.
-void put_sges(uint8_t* at, const std::vector<Sge>& sges) {
-  for (const Sge& s : sges) {
-    put_field(at, sge::addr, s.addr);
-    put_field(at, sge::length, s.length);
-    put_field(at, sge::lkey, s.lkey);
-    at += sge::kSize;
-  }
-}
-
-// Builds the WQE in `w` and writes it to the ring.
+// Builds the WQE in `w` and writes it to the ring; an inline WR's data is gathered by the CPU.
 void write_send_wqe(Qp& qp, const SendWr& wr, uint16_t index, uint8_t (&w)[sqwqe::kSize]) {
   Driver& dev = *qp.pd->dev;
-  std::fill(std::begin(w), std::end(w), uint8_t(0));
-  put_field(w, sqwqe::qpn, qp.qpn);
-  put_field(w, sqwqe::wr_id, wr.wr_id);
-  put_field(w, sqwqe::opcode, wr.opcode);
-  put_field(w, sqwqe::signaled, (qp.sq_sig_all || (wr.flags & kSendSignaled)) ? 1 : 0);
-  put_field(w, sqwqe::solicited, (wr.flags & kSendSolicited) ? 1 : 0);
-  put_field(w, sqwqe::fence, (wr.flags & kSendFence) ? 1 : 0);
-  put_field(w, sqwqe::imm, wr.imm);
-  put_field(w, sqwqe::remote_addr, wr.remote_addr);
-  put_field(w, sqwqe::rkey, wr.rkey);
-  put_field(w, sqwqe::compare_add, wr.compare_add);
-  put_field(w, sqwqe::swap, wr.swap);
-  put_field(w, sqwqe::ud_dest_qpn, wr.remote_qpn);
-  put_field(w, sqwqe::ud_qkey, wr.remote_qkey);
-  put_field(w, sqwqe::ud_dlid, wr.dlid);
-  put_field(w, sqwqe::ud_sl, wr.sl);
-  put_field(w, sqwqe::ud_grh, wr.grh ? 1 : 0);
-  put_field(w, sqwqe::wqe_index, index);
+  uint8_t gathered[sqwqe::kMaxInline];
   if (wr.flags & kSendInline) {
-    // The CPU copies the data into the WQE: the device never reads the buffers.
-    put_field(w, sqwqe::inline_data, 1);
     uint32_t off = 0;
     for (const Sge& s : wr.sg_list) {
-      dev.cpu().read(s.addr, w + sqwqe::kDataOffset + off, s.length);
+      dev.cpu().read(s.addr, gathered + off, s.length);
       off += s.length;
     }
-    put_field(w, sqwqe::inline_len, off);
-  } else {
-    put_field(w, sqwqe::num_sge, wr.sg_list.size());
-    put_sges(w + sqwqe::kDataOffset, wr.sg_list);
   }
+  queue_format::encode_send_wqe(w, wr, qp.qpn, qp.sq_sig_all || (wr.flags & kSendSignaled), index, gathered);
   dev.cpu().write(qp.sq_base + uint64_t(index & (qp.sq_depth - 1)) * sqwqe::kSize, w, sqwqe::kSize);
 }
 
 void write_recv_wqe(Qp& qp, const RecvWr& wr, uint16_t index) {
-  uint8_t w[rqwqe::kSize] = {};
-  put_field(w, rqwqe::wr_id, wr.wr_id);
-  put_field(w, rqwqe::num_sge, wr.sg_list.size());
-  put_field(w, rqwqe::wqe_index, index);
-  put_sges(w + rqwqe::kDataOffset, wr.sg_list);
+  uint8_t w[rqwqe::kSize];
+  queue_format::encode_recv_wqe(w, wr, index);
   qp.pd->dev->cpu().write(qp.rq_base + uint64_t(index & (qp.rq_depth - 1)) * rqwqe::kSize, w, rqwqe::kSize);
 }
 
@@ -240,9 +182,7 @@ void ring_doorbell(Qp& qp, bool sq, bool mmio, const uint8_t* blueflame = nullpt
     dev.cpu().mmio_write_block(Driver::offset_of(reg::sq_bf, dev.config().uar), blueflame, sqwqe::kSize);
     return;
   }
-  uint64_t v = 0;
-  v = with_bits(v, wqdb::qpn, qp.qpn);
-  v = with_bits(v, wqdb::pi, sq ? qp.sq_pi : qp.rq_pi);
+  const uint64_t v = queue_format::wq_doorbell(qp.qpn, sq ? qp.sq_pi : qp.rq_pi);
   dev.cpu().mmio_write64(Driver::offset_of(sq ? reg::sq_db : reg::rq_db, dev.config().uar), v);
 }
 
@@ -258,7 +198,7 @@ int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad) {
                                        qp_state_name(qp.state)));
   } else {
     for (const SendWr& wr : wrs) {
-      const std::string problem = send_wr_problem(qp, wr);
+      const std::string problem = queue_format::send_wr_problem(qp.type, wr);
       if (!problem.empty()) {
         rc = fail(dev, EINVAL, fmt::format("post_send: QP {:#x} WR {:#x}: {}", qp.qpn, wr.wr_id, problem));
         break;
@@ -311,7 +251,7 @@ int post_recv(Qp& qp, const std::vector<RecvWr>& wrs, size_t* bad) {
 void note_completion(Driver& dev, const Wc& wc) {
   Qp* qp = dev.find_qp(wc.qpn);
   if (!qp) return;
-  const bool is_send = wc.opcode == cqe::kReq || wc.opcode == cqe::kReqErr;
+  const bool is_send = queue_format::is_send_completion(wc);
   if (is_send)
     qp->sq_ci = uint16_t(wc.wqe_counter + 1);  // this WQE and every unsignaled one before it
   else

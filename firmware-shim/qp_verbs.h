@@ -29,6 +29,9 @@ struct QpInitAttr {
   uint32_t max_send_wr = 16;
   uint32_t max_recv_wr = 16;
   bool sq_sig_all = false;  // every send WR produces a CQE, signaled or not
+  // Rings and doorbell record in memory a verbs program provides (all three, or none: the driver
+  // allocates them), sized by wq_log_size; the driver neither allocates nor frees it.
+  uint64_t user_sq = 0, user_rq = 0, user_dbr = 0;
 };
 
 struct Qp {
@@ -44,30 +47,7 @@ struct Qp {
   // Producer and consumer counters (16-bit, as in the doorbell record), advanced by posting
   // and by polling the CQEs of this QP.
   uint16_t sq_pi = 0, sq_ci = 0, rq_pi = 0, rq_ci = 0;
-};
-
-enum SendFlags : uint32_t { kSendSignaled = 1u << 0, kSendSolicited = 1u << 1, kSendFence = 1u << 2, kSendInline = 1u << 3 };
-
-// A send work request; opcodes are the WQE opcodes (tables.h sqwqe::kSend, ...).
-struct SendWr {
-  uint64_t wr_id = 0;
-  uint8_t opcode = 0x0A;  // SEND
-  uint32_t flags = 0;
-  std::vector<Sge> sg_list;
-  uint32_t imm = 0;
-  uint64_t remote_addr = 0;  // RDMA and atomics
-  uint32_t rkey = 0;
-  uint64_t compare_add = 0, swap = 0;  // atomics
-  // UD address: destination QPN, Q_Key (high bit: use the QP's), LID, SL, GRH.
-  uint32_t remote_qpn = 0, remote_qkey = 0;
-  uint16_t dlid = 0;
-  uint8_t sl = 0;
-  bool grh = false;
-};
-
-struct RecvWr {
-  uint64_t wr_id = 0;
-  std::vector<Sge> sg_list;
+  bool user_memory = false;
 };
 
 // MODIFY_QP attributes; only those of the transition are sent (others must stay zero).
@@ -82,7 +62,12 @@ struct QpAttr {
 namespace verbs {
 int alloc_pd(Driver& dev, Pd** out);
 int dealloc_pd(Pd* pd);
-int reg_mr(Pd& pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out);
+// `host_address`: where the region lies in host memory when that is not `addr` (a verbs program's
+// buffer, whose address is its own virtual address).
+int reg_mr(Pd& pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out, const uint64_t* host_address = nullptr);
+// log2 of the entries create_qp gives a work queue asked for `wrs` (the rule, for callers that
+// provide the memory).
+uint8_t wq_log_size(uint32_t wrs);
 int dereg_mr(Mr* mr);
 // S15: warns (Driver::warnings(), log) when a CQ is smaller than the WQ depths associated with it.
 int create_qp(Pd& pd, const QpInitAttr& attr, Qp** out);

@@ -23,10 +23,7 @@ uint64_t alloc_cq_buffer(Driver& dev, uint8_t log_size) {
   uint64_t buf = dev.memory().allocate(uint64_t(cqe::kSize) << log_size);
   // Every entry pre-filled with opcode INVALID and owner 1, written a page at a time.
   std::vector<uint8_t> page(std::min<uint64_t>(HostMemory::kPageSize, uint64_t(cqe::kSize) << log_size));
-  for (size_t at = 0; at < page.size(); at += cqe::kSize) {
-    put_field(page.data() + at, cqe::opcode, cqe::kInvalid);
-    put_field(page.data() + at, cqe::owner, 1);
-  }
+  queue_format::prefill_cqes(page.data(), page.size());
   const uint64_t len = uint64_t(cqe::kSize) << log_size;
   for (uint64_t at = 0; at < len; at += page.size()) dev.cpu().write(buf + at, page.data(), uint32_t(page.size()));
   return buf;
@@ -37,9 +34,7 @@ const uint8_t* cqe_at(Cq& cq, uint32_t index, uint8_t* buf) {
   return buf;
 }
 
-bool valid(const Cq& cq, const uint8_t* e, uint32_t index) {
-  return get_field(e, cqe::opcode) != cqe::kInvalid && get_field(e, cqe::owner) == ((index >> cq.log_size) & 1);
-}
+bool valid(const Cq& cq, const uint8_t* e, uint32_t index) { return queue_format::cqe_valid(e, index, cq.log_size); }
 
 // The first index from cq.ci whose entry is not yet valid (scans at most the whole CQ).
 uint32_t first_invalid(Cq& cq, uint32_t limit) {
@@ -57,40 +52,17 @@ void write_consumer_index(Cq& cq) {
 
 }  // namespace
 
-Wc parse_cqe(const uint8_t* e) {
-  Wc wc;
-  wc.wr_id = get_field(e, cqe::wr_id);
-  wc.timestamp = get_field(e, cqe::timestamp);
-  wc.opcode = uint8_t(get_field(e, cqe::opcode));
-  wc.qpn = uint32_t(get_field(e, cqe::qpn));
-  wc.wqe_counter = uint16_t(get_field(e, cqe::wqe_counter));
-  if (wc.opcode == cqe::kReqErr || wc.opcode == cqe::kRespErr) {
-    wc.status = uint8_t(get_field(e, cqe::syndrome));
-    wc.vendor_err = uint8_t(get_field(e, cqe::vendor_syndrome));
-    return wc;  // S16: on error only wr_id, status and QPN are defined
-  }
-  wc.byte_len = uint32_t(get_field(e, cqe::byte_cnt));
-  wc.imm_present = get_field(e, cqe::imm_present);
-  wc.imm = uint32_t(get_field(e, cqe::imm));
-  wc.send_opcode = uint8_t(get_field(e, cqe::send_opcode));
-  wc.src_qp = uint32_t(get_field(e, cqe::src_qpn));
-  wc.slid = uint16_t(get_field(e, cqe::slid));
-  wc.sl = uint8_t(get_field(e, cqe::sl));
-  wc.grh = get_field(e, cqe::grh);
-  wc.pkey_index = uint16_t(get_field(e, cqe::pkey_index));
-  wc.se = get_field(e, cqe::se);
-  return wc;
-}
+uint8_t cq_log_size(int min_cqe) { return log2_at_least(uint32_t(std::max(min_cqe, 1))); }
 
 int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const CqModeration& mod,
-              uint32_t create_flags) {
+              uint32_t create_flags, const UserCqMemory* user) {
   *out = nullptr;
   if (!dev.booted()) return fail(dev, ENODEV, "create_cq: the device is not booted");
   if (min_cqe < 1) return fail(dev, EINVAL, fmt::format("create_cq: size {} is below 1", min_cqe));
   if (comp_vector >= dev.num_comp_vectors())
     return fail(dev, EINVAL, fmt::format("create_cq: completion vector {} does not exist ({} vectors)", comp_vector,
                                          dev.num_comp_vectors()));
-  const uint8_t log_size = log2_at_least(uint32_t(min_cqe));
+  const uint8_t log_size = cq_log_size(min_cqe);
   if (log_size > dev.caps().log_max_cq_sz)
     return fail(dev, EINVAL, fmt::format("create_cq: size {} is above the device maximum {}", min_cqe,
                                          1u << dev.caps().log_max_cq_sz));
@@ -99,14 +71,15 @@ int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const Cq
   cq->log_size = log_size;
   cq->cqe = 1u << log_size;
   cq->comp_vector = comp_vector;
-  cq->buf = alloc_cq_buffer(dev, log_size);
-  cq->dbr = dev.memory().allocate(64, 64);
+  cq->user_memory = user != nullptr;
+  cq->buf = user ? user->buf : alloc_cq_buffer(dev, log_size);
+  cq->dbr = user ? user->dbr : dev.memory().allocate(64, 64);
   uint32_t flags = create_flags | (mod.mode == PeriodMode::cqe ? cmd::kCqFlagPeriodModeCqe : 0);
   CommandResult r = dev.exec(cmd::kCreateCq, {log_size, uint32_t(cq->buf >> 32), uint32_t(cq->buf),
                                               uint32_t(cq->dbr >> 32), uint32_t(cq->dbr), dev.eqn_for_vector(comp_vector),
                                               mod.count, mod.period_us, flags});
   if (!r.ok()) {
-    dev.memory().unmap(cq->buf, uint64_t(cqe::kSize) << log_size);
+    if (!user) dev.memory().unmap(cq->buf, uint64_t(cqe::kSize) << log_size);
     delete cq;
     return fail(dev, command_errno(r), "create_cq: " + r.message());
   }
@@ -153,7 +126,7 @@ int destroy_cq(Cq* cq) {
   CommandResult r = dev.exec(cmd::kDestroyCq, {cq->cqn});
   if (!r.ok()) return fail(dev, command_errno(r), "destroy_cq: " + r.message());
   dev.detach(cq);
-  dev.memory().unmap(cq->buf, uint64_t(cqe::kSize) << cq->log_size);
+  if (!cq->user_memory) dev.memory().unmap(cq->buf, uint64_t(cqe::kSize) << cq->log_size);
   delete cq;
   return 0;
 }
@@ -165,7 +138,7 @@ int poll_cq(Cq& cq, int n, Wc* wc, CpuContext ctx) {
   uint8_t e[cqe::kSize];
   int got = 0;
   while (got < n && valid(cq, cqe_at(cq, cq.ci, e), cq.ci)) {
-    wc[got] = parse_cqe(e);
+    wc[got] = queue_format::parse_cqe(e);
     note_completion(*cq.dev, wc[got++]);
     cq.ci = (cq.ci + 1) & kIndexMask;
   }
@@ -188,15 +161,9 @@ int req_notify_cq(Cq& cq, uint32_t flags, CpuContext ctx) {
   const uint32_t cmd = (flags & kNotifySolicited) ? 1 : 0;
   uint8_t rec[dbr::kSize];
   cq.dev->cpu().read(cq.dbr, rec, dbr::kSize);
-  put_field(rec, dbr::arm_sn, cq.arm_sn);
-  put_field(rec, dbr::arm_cmd, cmd);
-  put_field(rec, dbr::arm_ci, seen);
+  queue_format::put_arm_word(rec, seen, cmd, cq.arm_sn);
   cq.dev->cpu().write(cq.dbr, rec, dbr::kSize);
-  uint64_t db = 0;
-  db = with_bits(db, armdb::cqn, cq.cqn);
-  db = with_bits(db, armdb::arm_ci, seen);
-  db = with_bits(db, armdb::arm_cmd, cmd);
-  db = with_bits(db, armdb::arm_sn, cq.arm_sn);
+  const uint64_t db = queue_format::arm_doorbell(cq.cqn, seen, cmd, cq.arm_sn);
   cq.dev->cpu().mmio_write64(Driver::offset_of(reg::cq_arm_db, cq.dev->config().uar), db, ctx);
   return (flags & kReportMissedEvents) && present > 0 ? 1 : 0;
 }

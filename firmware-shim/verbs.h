@@ -8,30 +8,10 @@
 
 #include "firmware-shim/driver.h"
 #include "firmware-shim/host_cpu.h"
+#include "firmware-shim/queue_format.h"
 #include "model/cq/cq_types.h"
 
 namespace vhca {
-
-// A work completion as the verbs return it.
-struct Wc {
-  uint64_t wr_id = 0;
-  uint8_t status = 0;  // 0 success, else the IB completion syndrome (tables.h syndrome::)
-  uint8_t vendor_err = 0;
-  uint8_t opcode = 0;  // CQE opcode
-  uint8_t send_opcode = 0;
-  uint32_t byte_len = 0;
-  bool imm_present = false;
-  uint32_t imm = 0;
-  uint32_t qpn = 0;
-  uint32_t src_qp = 0;
-  uint16_t slid = 0;
-  uint8_t sl = 0;
-  bool grh = false;
-  uint16_t pkey_index = 0;
-  bool se = false;
-  uint16_t wqe_counter = 0;
-  uint64_t timestamp = 0;  // device cycle of the CQE write
-};
 
 struct CqModeration {
   uint16_t count = 0;
@@ -55,6 +35,13 @@ struct Cq {
   uint32_t wq_depth = 0;  // sum of the depths of the SQs and RQs associated with it (S15)
   void* context = nullptr;
   std::function<void(Cq&)> comp_handler;  // S5: called with the CQ when its notification fires
+  bool user_memory = false;  // its buffer and doorbell record are a program's (not freed here)
+};
+
+// A CQ's buffer and doorbell record in memory a verbs program provides (vhca-sim serve: shared
+// with the program), mapped and pre-filled by the caller: the driver neither allocates nor frees it.
+struct UserCqMemory {
+  uint64_t buf = 0, dbr = 0;
 };
 
 struct CqInfo {
@@ -71,7 +58,9 @@ namespace verbs {
 // S1: at least min_cqe entries; the actual size is in (*out)->cqe. -EINVAL if min_cqe is below
 // 1 or above the device maximum, or comp_vector does not exist.
 int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const CqModeration& mod = {},
-              uint32_t create_flags = 0);
+              uint32_t create_flags = 0, const UserCqMemory* user = nullptr);
+// log2 of the entries create_cq gives for `min_cqe` (the rule, for callers that provide the memory).
+uint8_t cq_log_size(int min_cqe);
 int query_cq(Cq& cq, CqInfo& info);                     // S2
 int resize_cq(Cq& cq, int min_cqe);                     // S3: returns the new actual size or -errno
 int destroy_cq(Cq* cq);                                 // S4
@@ -83,9 +72,6 @@ int poll_cq(Cq& cq, int n, Wc* wc, CpuContext ctx = CpuContext::app);
 int req_notify_cq(Cq& cq, uint32_t flags, CpuContext ctx = CpuContext::app);
 int modify_cq(Cq& cq, const CqModeration& mod);         // S12
 int peek_cq(Cq& cq, int n);                             // S13: CQEs available, not consumed
-
-// Parse one CQE (exposed for tools and tests).
-Wc parse_cqe(const uint8_t* cqe);
 
 }  // namespace verbs
 }  // namespace vhca

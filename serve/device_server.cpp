@@ -1,6 +1,7 @@
 #include "serve/device_server.h"
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,16 +13,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "firmware-shim/driver.h"
 #include "firmware-shim/qp_verbs.h"
 #include "model/regs/tables.h"
+#include "serve/client_memory.h"
+#include "serve/run_state.h"
 #include "sim/system.h"
 #include "verbs/protocol.h"
 #include "verbs/unix_socket.h"
+
+#include <infiniband/verbs.h>
 
 namespace vhca {
 namespace {
@@ -96,122 +105,6 @@ Device describe(Node& node, uint32_t index, const SystemConfig& cfg) {
   return d;
 }
 
-// One client connection: bytes received and not yet a whole frame, and, once it opened a
-// device, the objects it made there (released when it goes, as the kernel does for a process).
-struct Client {
-  int fd;
-  std::vector<uint8_t> in;
-  int device = -1;
-  std::map<uint32_t, Pd*> pds;
-};
-
-// What the server serves: the booted devices, and their drivers for the commands.
-struct Served {
-  System& sys;
-  std::vector<Device> devs;
-};
-
-bool reply(int fd, wire::Op op, int32_t status, const void* body, uint32_t len) {
-  const wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, status};
-  return wire::send_all(fd, &h, sizeof h) && (len == 0 || wire::send_all(fd, body, len));
-}
-
-template <typename T>
-bool body_as(const std::vector<uint8_t>& body, T& out) {
-  if (body.size() != sizeof(T)) return false;
-  std::memcpy(&out, body.data(), sizeof(T));
-  return true;
-}
-
-// Answers one request; false: drop the client (a frame that is not this protocol). Commands run
-// the device's driver here, in simulated time (the serving loop is a SystemC thread).
-bool serve_request(Client& c, const wire::Header& h, const std::vector<uint8_t>& body, Served& served) {
-  if (h.magic != wire::kMagic || h.version != wire::kVersion) return false;
-  const int fd = c.fd;
-  const std::vector<Device>& devs = served.devs;
-  const auto op = wire::Op(h.op);
-  auto fail = [&](int err) { return reply(fd, op, err, nullptr, 0); };
-  switch (op) {
-    case wire::Op::hello: {
-      const wire::Hello hello{wire::kVersion, uint32_t(devs.size())};
-      return reply(fd, op, 0, &hello, sizeof hello);
-    }
-    case wire::Op::list_devices: {
-      std::vector<wire::DeviceInfo> all;
-      for (const Device& d : devs) all.push_back(d.info);
-      return reply(fd, op, 0, all.data(), uint32_t(all.size() * sizeof(wire::DeviceInfo)));
-    }
-    case wire::Op::query_device: {
-      wire::DeviceRef r;
-      if (!body_as(body, r)) return fail(EINVAL);
-      if (r.device >= devs.size()) return fail(ENODEV);
-      return reply(fd, op, 0, &devs[r.device].info, sizeof(wire::DeviceInfo));
-    }
-    case wire::Op::query_port: {
-      wire::PortRef r;
-      if (!body_as(body, r)) return fail(EINVAL);
-      if (r.device >= devs.size()) return fail(ENODEV);
-      if (r.port != 1) return fail(EINVAL);
-      return reply(fd, op, 0, &devs[r.device].port, sizeof(wire::PortInfo));
-    }
-    case wire::Op::query_gid: {
-      wire::GidRef r;
-      if (!body_as(body, r)) return fail(EINVAL);
-      if (r.device >= devs.size()) return fail(ENODEV);
-      if (r.port != 1 || r.index != 0) return fail(EINVAL);
-      return reply(fd, op, 0, &devs[r.device].gid, sizeof(wire::Gid));
-    }
-    case wire::Op::open_device: {
-      wire::DeviceRef r;
-      if (!body_as(body, r)) return fail(EINVAL);
-      if (r.device >= devs.size()) return fail(ENODEV);
-      if (c.device >= 0) return fail(EBUSY);  // one device per connection (a context)
-      c.device = int(r.device);
-      return reply(fd, op, 0, nullptr, 0);
-    }
-    case wire::Op::alloc_pd: {
-      if (c.device < 0) return fail(EBADF);
-      Driver& drv = served.sys.node(uint32_t(c.device)).driver;
-      Pd* pd = nullptr;
-      if (const int rc = verbs::alloc_pd(drv, &pd)) return fail(-rc > 0 ? -rc : ENOMEM);
-      c.pds[pd->pdn] = pd;
-      const wire::Handle handle{pd->pdn};
-      return reply(fd, op, 0, &handle, sizeof handle);
-    }
-    case wire::Op::dealloc_pd: {
-      wire::Handle r;
-      if (!body_as(body, r)) return fail(EINVAL);
-      auto it = c.pds.find(r.handle);
-      if (it == c.pds.end()) return fail(EINVAL);  // not this client's PD
-      if (const int rc = verbs::dealloc_pd(it->second)) return fail(-rc > 0 ? -rc : EBUSY);
-      c.pds.erase(it);
-      return reply(fd, op, 0, nullptr, 0);
-    }
-  }
-  return fail(EOPNOTSUPP);
-}
-
-// A client gone: what it made is destroyed.
-void release(Client& c) {
-  for (auto& [pdn, pd] : c.pds) verbs::dealloc_pd(pd);
-  c.pds.clear();
-}
-
-// Takes every whole frame out of the client's buffer; false: drop the client.
-bool serve_buffered(Client& c, Served& served) {
-  constexpr uint32_t kMaxBody = 1 << 20;  // no request is near this: a larger one is not ours
-  for (;;) {
-    if (c.in.size() < sizeof(wire::Header)) return true;
-    wire::Header h;
-    std::memcpy(&h, c.in.data(), sizeof h);
-    if (h.magic != wire::kMagic || h.length > kMaxBody) return false;
-    if (c.in.size() < sizeof h + h.length) return true;
-    std::vector<uint8_t> body(c.in.begin() + sizeof h, c.in.begin() + long(sizeof h + h.length));
-    c.in.erase(c.in.begin(), c.in.begin() + long(sizeof h + h.length));
-    if (!serve_request(c, h, body, served)) return false;
-  }
-}
-
 // Whether `path` may be taken: nothing there, or a socket no server answers on (left by a server
 // that was killed). A file that is not a socket, or a live server's socket, is refused.
 bool path_free(const std::string& path) {
@@ -256,47 +149,695 @@ void remove_socket(const std::string& path, ino_t inode) {
   if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == inode) ::unlink(path.c_str());
 }
 
-void serve_loop(int listener, Served& served) {
-  std::vector<Client> clients;
-  constexpr size_t kFirstClient = 2;  // fds: the stop pipe, the listener, then the clients
-  for (;;) {
-    std::vector<pollfd> fds{{g_stop_pipe[0], POLLIN, 0}, {listener, POLLIN, 0}};
-    for (const Client& c : clients) fds.push_back({c.fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (fds[0].revents) break;  // SIGINT or SIGTERM
-    if (fds[1].revents & POLLIN) {
-      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) clients.push_back(Client{fd, {}, -1, {}});
-    }
-    for (size_t k = kFirstClient; k < fds.size(); ++k) {
-      if (!fds[k].revents) continue;
-      Client& c = clients[k - kFirstClient];
-      uint8_t buf[4096];
-      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
-      bool alive = true;
-      if (n == 0) {
-        alive = false;  // the client closed its end (or exited)
-      } else if (n < 0) {
-        alive = errno == EAGAIN || errno == EINTR;
-      } else {
-        c.in.insert(c.in.end(), buf, buf + n);
-        alive = serve_buffered(c, served);
-      }
-      if (!alive) {
-        ::close(c.fd);
-        c.fd = -1;
-        release(c);
-      }
-    }
-    for (size_t k = clients.size(); k-- > 0;)
-      if (clients[k].fd < 0) clients.erase(clients.begin() + long(k));
+// A request as it arrived: its header, its body, and a file descriptor passed with it (SCM_RIGHTS).
+struct Request {
+  wire::Header h;
+  std::vector<uint8_t> body;
+};
+
+struct MrEntry {
+  Mr* mr;
+  std::unique_ptr<ProcessRegion> memory;
+  uint64_t base;  // where the buffer lies in simulated host memory
+};
+
+struct CqEntry {
+  Cq* cq;
+  std::unique_ptr<SharedRegion> memory;
+  uint64_t base;
+  uint32_t log_size, dbr_offset;
+  uint32_t channel;     // wire::kNoChannel or a channel of the same connection
+  uint32_t events = 0;  // completion events reported through the channel
+};
+
+struct QpEntry {
+  Qp* qp;
+  std::unique_ptr<SharedRegion> memory;
+  uint64_t base;
+};
+
+struct Channel {
+  int fd;                 // the program's end is its ibv_comp_channel's fd
+  uint32_t written = 0;   // events written to it
+  std::unique_ptr<sc_core::sc_event> wrote = std::make_unique<sc_core::sc_event>();
+};
+
+// One client connection. Once it opened a device it is a context: its requests are served in
+// order by its own SystemC thread (the agent), in simulated time, and what it made is destroyed
+// when it goes, as the kernel does for a process.
+struct Session {
+  int fd;
+  pid_t pid = 0;
+  std::vector<uint8_t> in;
+  std::deque<int> passed_fds;  // descriptors that came with its requests, in order
+  int device = -1;
+  std::map<uint32_t, Pd*> pds;
+  std::map<uint32_t, MrEntry> mrs;
+  std::map<uint32_t, CqEntry> cqs;
+  std::map<uint32_t, QpEntry> qps;
+  std::map<uint32_t, Channel> channels;
+  uint32_t next_channel = 1;
+  // The agent.
+  std::deque<Request> queue;
+  sc_core::sc_event work;
+  bool gone = false;      // the connection closed or broke the protocol
+  bool finished = false;  // the agent released what the client left and ended
+  uint32_t awaiting = 0;  // requests a client thread is blocked on (queued or being served)
+  sc_core::sc_event cqe_written;     // a write into one of its CQs' buffers
+  sc_core::sc_time quiet_wait;       // the next empty await's interval (await_change)
+  // The time rule: the thread the last reply woke, and its voluntary switches before the reply.
+  pid_t woken_tid = 0;
+  long woken_switches = -1;
+  // Its report.
+  uint64_t doorbells = 0, refused_doorbells = 0, awaits = 0, events = 0, commands = 0;
+};
+using SessionPtr = std::shared_ptr<Session>;
+
+// What the server serves: the booted devices, their drivers, and the sessions.
+struct Served {
+  System& sys;
+  ServeOptions opts;
+  std::vector<Device> devs;
+  std::vector<SessionPtr> sessions;
+  sc_core::sc_event client_resumes;  // a reply or an event woke a client thread
+};
+
+// Posted requests get no reply: the client goes on without waiting for them.
+bool is_posted(wire::Op op) { return op == wire::Op::doorbell; }
+
+bool reply(Session& s, wire::Op op, int32_t status, const void* body, uint32_t len, int pass_fd = -1) {
+  const wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, status};
+  if (pass_fd >= 0) {
+    std::vector<uint8_t> frame(sizeof h + len);
+    std::memcpy(frame.data(), &h, sizeof h);
+    if (len) std::memcpy(frame.data() + sizeof h, body, len);
+    return wire::send_with_fd(s.fd, frame.data(), frame.size(), pass_fd);
   }
-  for (Client& c : clients) {
-    ::close(c.fd);
-    release(c);
+  return wire::send_all(s.fd, &h, sizeof h) && (len == 0 || wire::send_all(s.fd, body, len));
+}
+
+template <typename T>
+bool body_as(const std::vector<uint8_t>& body, T& out) {
+  if (body.size() != sizeof(T)) return false;
+  std::memcpy(&out, body.data(), sizeof(T));
+  return true;
+}
+
+int errno_of(int rc, int otherwise) { return rc < 0 ? -rc : otherwise; }
+
+uint64_t page_round(uint64_t n) { return (n + HostMemory::kPageSize - 1) / HostMemory::kPageSize * HostMemory::kPageSize; }
+
+// Verbs access flags to the device's (REG_MR and MODIFY_QP bit positions differ from verbs.h's).
+constexpr uint32_t kVerbsOptionalAccess = IBV_ACCESS_OPTIONAL_RANGE;
+bool device_access(uint32_t verbs, bool for_mr, uint32_t& out) {
+  out = 0;
+  if (verbs & IBV_ACCESS_LOCAL_WRITE) out |= for_mr ? kAccessLocalWrite : 0;  // a QP has no local-write right
+  if (verbs & IBV_ACCESS_REMOTE_WRITE) out |= kAccessRemoteWrite;
+  if (verbs & IBV_ACCESS_REMOTE_READ) out |= kAccessRemoteRead;
+  if (verbs & IBV_ACCESS_REMOTE_ATOMIC) out |= kAccessRemoteAtomic;
+  const uint32_t known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                         IBV_ACCESS_REMOTE_ATOMIC | kVerbsOptionalAccess;
+  return (verbs & ~known) == 0;
+}
+
+Node& node_of(Session& s, Served& sv) { return sv.sys.node(uint32_t(s.device)); }
+
+// The objects of this connection that a request names.
+template <typename Map>
+auto* find(Map& m, uint32_t key) {
+  auto it = m.find(key);
+  return it == m.end() ? nullptr : &it->second;
+}
+
+int reg_mr(Session& s, Served& sv, const wire::RegMr& r, wire::MrKeys& keys) {
+  Pd** pd = find(s.pds, r.pd);
+  uint32_t access = 0;
+  if (!pd || r.length == 0 || !device_access(r.access, true, access)) return EINVAL;
+  auto memory = std::make_unique<ProcessRegion>(s.pid, r.addr, r.length);
+  if (!memory->reachable()) return EFAULT;  // not the program's memory
+  Node& n = node_of(s, sv);
+  const uint64_t base = n.memory.attach(r.length, *memory);
+  Mr* mr = nullptr;
+  if (const int rc = verbs::reg_mr(**pd, r.addr, r.length, access, &mr, &base)) {
+    n.memory.detach(base);
+    return errno_of(rc, EINVAL);
+  }
+  keys = {mr->lkey, mr->rkey};
+  s.mrs.emplace(mr->lkey, MrEntry{mr, std::move(memory), base});
+  return 0;
+}
+
+int dereg_mr(Session& s, Served& sv, uint32_t lkey) {
+  MrEntry* e = find(s.mrs, lkey);
+  if (!e) return EINVAL;
+  if (const int rc = verbs::dereg_mr(e->mr)) return errno_of(rc, EINVAL);
+  node_of(s, sv).memory.detach(e->base);
+  s.mrs.erase(lkey);
+  return 0;
+}
+
+// A completion event of a program's CQ: one record (the CQN) on its channel, if it has one.
+void report_event(Session& s, CqEntry& e, Served& sv) {
+  Channel* ch = find(s.channels, e.channel);
+  if (!ch) return;
+  const uint32_t cqn = e.cq->cqn;
+  if (::send(ch->fd, &cqn, sizeof cqn, MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(sizeof cqn)) return;
+  ++e.events;
+  ++ch->written;
+  ++s.events;
+  ch->wrote->notify(sc_core::SC_ZERO_TIME);
+  sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
+}
+
+int create_cq(Session& s, Served& sv, const wire::CreateCq& r, wire::CqCreated& out, int& pass_fd) {
+  if (r.channel != wire::kNoChannel && !find(s.channels, r.channel)) return EINVAL;
+  Node& n = node_of(s, sv);
+  Driver& drv = n.driver;
+  if (r.cqe < 1 || r.cqe > sv.devs[size_t(s.device)].info.max_cqe || r.comp_vector >= drv.num_comp_vectors())
+    return EINVAL;
+  const uint8_t log_size = verbs::cq_log_size(int(r.cqe));
+  const uint64_t bytes = uint64_t(cqe::kSize) << log_size;
+  const uint64_t dbr_offset = page_round(bytes);
+  auto memory = SharedRegion::create("vhca-cq", dbr_offset + HostMemory::kPageSize);
+  if (!memory) return ENOMEM;
+  queue_format::prefill_cqes(memory->data(), bytes);
+  const uint64_t base = n.memory.attach(memory->size(), *memory);
+  const UserCqMemory user{base, base + dbr_offset};
+  Cq* cq = nullptr;
+  if (const int rc = verbs::create_cq(drv, int(r.cqe), r.comp_vector, &cq, {}, 0, &user)) {
+    n.memory.detach(base);
+    return errno_of(rc, EINVAL);
+  }
+  n.memory.watch(base, bytes, s.cqe_written);
+  out = {cq->cqn, log_size, uint32_t(dbr_offset), uint32_t(memory->size())};
+  pass_fd = memory->fd();
+  CqEntry& e = s.cqs.emplace(cq->cqn, CqEntry{cq, std::move(memory), base, log_size, uint32_t(dbr_offset), r.channel})
+                   .first->second;
+  Session* self = &s;
+  verbs::set_comp_handler(*cq, [self, &e, &sv](Cq&) { report_event(*self, e, sv); });
+  return 0;
+}
+
+int destroy_cq(Session& s, Served& sv, uint32_t cqn, wire::Count& events) {
+  CqEntry* e = find(s.cqs, cqn);
+  if (!e) return EINVAL;
+  const uint32_t reported = e->events;
+  if (const int rc = verbs::destroy_cq(e->cq)) return errno_of(rc, EBUSY);  // S4: a QP still uses it
+  node_of(s, sv).memory.unwatch(e->base, s.cqe_written);
+  node_of(s, sv).memory.detach(e->base);
+  s.cqs.erase(cqn);
+  events.count = reported;
+  return 0;
+}
+
+int create_qp(Session& s, Served& sv, const wire::CreateQp& r, wire::QpCreated& out, int& pass_fd) {
+  Pd** pd = find(s.pds, r.pd);
+  CqEntry* scq = find(s.cqs, r.send_cq);
+  CqEntry* rcq = find(s.cqs, r.recv_cq);
+  if (!pd || !scq || !rcq) return EINVAL;
+  if (r.type == IBV_QPT_UC) return EOPNOTSUPP;  // not in the model yet
+  if (r.type != IBV_QPT_RC && r.type != IBV_QPT_UD) return EINVAL;
+  if (r.max_send_sge > sqwqe::kMaxSge || r.max_recv_sge > rqwqe::kMaxSge || r.max_inline_data > sqwqe::kMaxInline)
+    return EINVAL;
+  if (r.max_send_wr < 1 || r.max_send_wr > 32768 || r.max_recv_wr < 1 || r.max_recv_wr > 32768) return EINVAL;
+  const uint8_t log_sq = verbs::wq_log_size(r.max_send_wr), log_rq = verbs::wq_log_size(r.max_recv_wr);
+  const uint64_t rq_offset = page_round(uint64_t(sqwqe::kSize) << log_sq);
+  const uint64_t dbr_offset = rq_offset + page_round(uint64_t(rqwqe::kSize) << log_rq);
+  auto memory = SharedRegion::create("vhca-qp", dbr_offset + HostMemory::kPageSize);
+  if (!memory) return ENOMEM;
+  Node& n = node_of(s, sv);
+  const uint64_t base = n.memory.attach(memory->size(), *memory);
+  QpInitAttr attr;
+  attr.type = r.type == IBV_QPT_RC ? QpType::rc : QpType::ud;
+  attr.send_cq = scq->cq;
+  attr.recv_cq = rcq->cq;
+  attr.max_send_wr = r.max_send_wr;
+  attr.max_recv_wr = r.max_recv_wr;
+  attr.sq_sig_all = r.sq_sig_all != 0;
+  attr.user_sq = base;
+  attr.user_rq = base + rq_offset;
+  attr.user_dbr = base + dbr_offset;
+  Qp* qp = nullptr;
+  if (const int rc = verbs::create_qp(**pd, attr, &qp)) {
+    n.memory.detach(base);
+    return errno_of(rc, EINVAL);
+  }
+  out = {qp->qpn, qp->sq_depth, qp->rq_depth, 0, uint32_t(rq_offset), uint32_t(dbr_offset), uint32_t(memory->size()),
+         sqwqe::kMaxSge, rqwqe::kMaxSge, sqwqe::kMaxInline};
+  pass_fd = memory->fd();
+  s.qps.emplace(qp->qpn, QpEntry{qp, std::move(memory), base});
+  return 0;
+}
+
+// ibv_modify_qp's attributes, as far as the mask gives them, to MODIFY_QP's. The device refuses
+// an attribute its transition does not take (IB: an invalid attribute mask is an error).
+int modify_qp(Session& s, const wire::ModifyQp& r) {
+  QpEntry* e = find(s.qps, r.qpn);
+  if (!e) return EINVAL;
+  QpAttr a;
+  a.cur_state = (r.mask & IBV_QP_CUR_STATE) ? QpState(r.cur_state) : e->qp->state;
+  a.new_state = (r.mask & IBV_QP_STATE) ? QpState(r.state) : a.cur_state;
+  if (uint32_t(a.cur_state) > 6 || uint32_t(a.new_state) > 6) return EINVAL;
+  if ((r.mask & IBV_QP_PORT) && r.port_num != 1) return EINVAL;
+  if ((r.mask & IBV_QP_AV) && r.port_num > 1) return EINVAL;
+  if (r.mask & IBV_QP_PKEY_INDEX) a.pkey_index = uint16_t(r.pkey_index);
+  if (r.mask & IBV_QP_QKEY) a.qkey = r.qkey;
+  if ((r.mask & IBV_QP_ACCESS_FLAGS) && !device_access(r.access, false, a.access)) return EINVAL;
+  if (r.mask & IBV_QP_DEST_QPN) a.dest_qpn = r.dest_qpn;
+  if (r.mask & IBV_QP_RQ_PSN) a.rq_psn = r.rq_psn;
+  if (r.mask & IBV_QP_SQ_PSN) a.sq_psn = r.sq_psn;
+  if (r.mask & IBV_QP_PATH_MTU) a.path_mtu = uint8_t(r.path_mtu);
+  if (r.mask & IBV_QP_MIN_RNR_TIMER) a.min_rnr_timer = uint8_t(r.min_rnr_timer);
+  if (r.mask & IBV_QP_TIMEOUT) a.timeout = uint8_t(r.timeout);
+  if (r.mask & IBV_QP_RETRY_CNT) a.retry_cnt = uint8_t(r.retry_cnt);
+  if (r.mask & IBV_QP_RNR_RETRY) a.rnr_retry = uint8_t(r.rnr_retry);
+  if (r.mask & IBV_QP_MAX_QP_RD_ATOMIC) a.max_rd_atomic = uint8_t(r.max_rd_atomic);
+  if (r.mask & IBV_QP_MAX_DEST_RD_ATOMIC) a.max_dest_rd_atomic = uint8_t(r.max_dest_rd_atomic);
+  if (const int rc = verbs::modify_qp(*e->qp, a)) return errno_of(rc, EINVAL);
+  return 0;
+}
+
+int query_qp(Session& s, uint32_t qpn, wire::QpState& out) {
+  QpEntry* e = find(s.qps, qpn);
+  if (!e) return EINVAL;
+  QpAttr a;
+  if (const int rc = verbs::query_qp(*e->qp, a)) return errno_of(rc, EINVAL);
+  out = {uint32_t(a.cur_state), a.dest_qpn, a.sq_psn, a.rq_psn, a.path_mtu, a.access, a.qkey};
+  return 0;
+}
+
+int destroy_qp(Session& s, Served& sv, uint32_t qpn) {
+  QpEntry* e = find(s.qps, qpn);
+  if (!e) return EINVAL;
+  if (const int rc = verbs::destroy_qp(e->qp)) return errno_of(rc, EBUSY);
+  node_of(s, sv).memory.detach(e->base);
+  s.qps.erase(qpn);
+  return 0;
+}
+
+// A doorbell the program rang: its CPU cost, then the MMIO write, at the simulated instant it
+// comes in order with the program's other requests. One for an object that is not this
+// connection's is dropped and counted (a device ignores another process's UAR page).
+void ring(Session& s, Served& sv, const wire::Doorbell& d) {
+  Driver& drv = node_of(s, sv).driver;
+  HostCpu& cpu = drv.cpu();
+  const auto kind = wire::DoorbellKind(d.kind);
+  const uint32_t object = uint32_t(bits_of(d.value, kind == wire::DoorbellKind::cq_arm ? armdb::cqn : wqdb::qpn));
+  const bool ours = kind == wire::DoorbellKind::cq_arm ? s.cqs.count(object) > 0
+                    : kind == wire::DoorbellKind::send || kind == wire::DoorbellKind::recv ? s.qps.count(object) > 0
+                                                                                             : false;
+  if (!ours) {
+    ++s.refused_doorbells;
+    std::fprintf(stderr, "vhca-sim serve: pid %d: doorbell kind %u for object %#x that is not its own: dropped\n",
+                 int(s.pid), d.kind, object);
+    return;
+  }
+  ++s.doorbells;
+  if (d.wrs) cpu.charge(CpuContext::app, cpu.config().post_wr_cost * double(d.wrs));
+  const char* reg = kind == wire::DoorbellKind::send ? reg::sq_db : kind == wire::DoorbellKind::recv ? reg::rq_db : reg::cq_arm_db;
+  cpu.mmio_write64(Driver::offset_of(reg, drv.config().uar), d.value);
+}
+
+// Whether a CQE waits at the consumer index the program last wrote to one of its CQs' records.
+bool cqe_waiting(Session& s) {
+  for (auto& [cqn, e] : s.cqs) {
+    uint8_t* mem = e.memory->data();
+    const uint32_t ci = uint32_t(get_field(mem + e.dbr_offset, dbr::consumer_index));
+    const uint8_t* entry = mem + uint64_t(ci & ((1u << e.log_size) - 1)) * cqe::kSize;
+    if (queue_format::cqe_valid(entry, ci, uint8_t(e.log_size))) return true;
+  }
+  return false;
+}
+
+// The program's thread found its CQs empty: it costs the CQEs it polled since the last await and
+// an empty poll; the reply comes when a CQE is written to any of its CQs (at once, to the cycle),
+// or after the poll interval. The interval doubles while nothing is written, up to
+// poll_interval_max, so that a program spinning through a long quiet stretch (a retransmission
+// timeout) costs a few round trips, not one per microsecond; it costs no accuracy, since every
+// CQE the program could find ends the wait when it is written.
+void await_change(Session& s, Served& sv, const wire::Await& a) {
+  HostCpu& cpu = node_of(s, sv).driver.cpu();
+  ++s.awaits;
+  cpu.charge(CpuContext::app, cpu.config().cqe_cost * double(a.cqes) + cpu.config().empty_poll_cost);
+  if (s.quiet_wait == sc_core::SC_ZERO_TIME) s.quiet_wait = sv.opts.poll_interval;
+  if (cqe_waiting(s)) {
+    s.quiet_wait = sv.opts.poll_interval;
+    return;
+  }
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
+  sc_core::wait(s.quiet_wait, s.cqe_written);
+  const bool changed = sc_core::sc_time_stamp() - start < s.quiet_wait;
+  s.quiet_wait = changed ? sv.opts.poll_interval : std::min(s.quiet_wait * 2.0, sv.opts.poll_interval_max);
+}
+
+int await_event(Session& s, const wire::AwaitEvent& a) {
+  Channel* ch = find(s.channels, a.channel);
+  if (!ch) return EINVAL;
+  while (ch->written <= a.seen && !s.gone) sc_core::wait(*ch->wrote);
+  return 0;
+}
+
+// Answers one request; false: drop the client (a frame that is not this protocol).
+bool serve_request(Session& s, const Request& req, Served& sv) {
+  const wire::Header& h = req.h;
+  const std::vector<uint8_t>& body = req.body;
+  const std::vector<Device>& devs = sv.devs;
+  const auto op = wire::Op(h.op);
+  auto fail = [&](int err) { return reply(s, op, err, nullptr, 0); };
+  auto answer = [&](int err, const auto& out) { return err ? fail(err) : reply(s, op, 0, &out, sizeof out); };
+  if (h.op > uint16_t(wire::Op::last)) return fail(EOPNOTSUPP);  // before EBADF: the op itself is unknown
+  const bool needs_device = h.op >= uint16_t(wire::Op::alloc_pd);
+  if (needs_device && s.device < 0) return is_posted(op) ? true : fail(EBADF);
+  switch (op) {
+    case wire::Op::hello: {
+      const wire::Hello hello{wire::kVersion, uint32_t(devs.size())};
+      return reply(s, op, 0, &hello, sizeof hello);
+    }
+    case wire::Op::list_devices: {
+      std::vector<wire::DeviceInfo> all;
+      for (const Device& d : devs) all.push_back(d.info);
+      return reply(s, op, 0, all.data(), uint32_t(all.size() * sizeof(wire::DeviceInfo)));
+    }
+    case wire::Op::query_device: {
+      wire::DeviceRef r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (r.device >= devs.size()) return fail(ENODEV);
+      return reply(s, op, 0, &devs[r.device].info, sizeof(wire::DeviceInfo));
+    }
+    case wire::Op::query_port: {
+      wire::PortRef r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (r.device >= devs.size()) return fail(ENODEV);
+      if (r.port != 1) return fail(EINVAL);
+      return reply(s, op, 0, &devs[r.device].port, sizeof(wire::PortInfo));
+    }
+    case wire::Op::query_gid: {
+      wire::GidRef r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (r.device >= devs.size()) return fail(ENODEV);
+      if (r.port != 1 || r.index != 0) return fail(EINVAL);
+      return reply(s, op, 0, &devs[r.device].gid, sizeof(wire::Gid));
+    }
+    case wire::Op::open_device: {
+      wire::DeviceRef r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (r.device >= devs.size()) return fail(ENODEV);
+      if (s.device >= 0) return fail(EBUSY);  // one device per connection (a context)
+      s.device = int(r.device);
+      return reply(s, op, 0, nullptr, 0);
+    }
+    case wire::Op::alloc_pd: {
+      Pd* pd = nullptr;
+      if (const int rc = verbs::alloc_pd(node_of(s, sv).driver, &pd)) return fail(errno_of(rc, ENOMEM));
+      s.pds[pd->pdn] = pd;
+      return answer(0, wire::Handle{pd->pdn});
+    }
+    case wire::Op::dealloc_pd: {
+      wire::Handle r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      Pd** pd = find(s.pds, r.handle);
+      if (!pd) return fail(EINVAL);  // not this client's PD
+      if (const int rc = verbs::dealloc_pd(*pd)) return fail(errno_of(rc, EBUSY));
+      s.pds.erase(r.handle);
+      return reply(s, op, 0, nullptr, 0);
+    }
+    case wire::Op::reg_mr: {
+      wire::RegMr r;
+      wire::MrKeys keys{};
+      if (!body_as(body, r)) return fail(EINVAL);
+      return answer(reg_mr(s, sv, r, keys), keys);
+    }
+    case wire::Op::dereg_mr: {
+      wire::Handle r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      return fail(dereg_mr(s, sv, r.handle));
+    }
+    case wire::Op::create_comp_channel: {
+      if (s.passed_fds.empty()) return fail(EINVAL);
+      const int fd = s.passed_fds.front();
+      s.passed_fds.pop_front();
+      const uint32_t id = s.next_channel++;
+      s.channels.emplace(id, Channel{fd});
+      return answer(0, wire::Handle{id});
+    }
+    case wire::Op::destroy_comp_channel: {
+      wire::Handle r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      Channel* ch = find(s.channels, r.handle);
+      if (!ch) return fail(EINVAL);
+      for (const auto& [cqn, e] : s.cqs)
+        if (e.channel == r.handle) return fail(EBUSY);
+      ::close(ch->fd);
+      s.channels.erase(r.handle);
+      return reply(s, op, 0, nullptr, 0);
+    }
+    case wire::Op::create_cq: {
+      wire::CreateCq r;
+      wire::CqCreated out{};
+      int pass_fd = -1;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (const int rc = create_cq(s, sv, r, out, pass_fd)) return fail(rc);
+      return reply(s, op, 0, &out, sizeof out, pass_fd);
+    }
+    case wire::Op::destroy_cq: {
+      wire::Handle r;
+      wire::Count events{};
+      if (!body_as(body, r)) return fail(EINVAL);
+      return answer(destroy_cq(s, sv, r.handle, events), events);
+    }
+    case wire::Op::create_qp: {
+      wire::CreateQp r;
+      wire::QpCreated out{};
+      int pass_fd = -1;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (const int rc = create_qp(s, sv, r, out, pass_fd)) return fail(rc);
+      return reply(s, op, 0, &out, sizeof out, pass_fd);
+    }
+    case wire::Op::modify_qp: {
+      wire::ModifyQp r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      return fail(modify_qp(s, r));
+    }
+    case wire::Op::query_qp: {
+      wire::Handle r;
+      wire::QpState out{};
+      if (!body_as(body, r)) return fail(EINVAL);
+      return answer(query_qp(s, r.handle, out), out);
+    }
+    case wire::Op::destroy_qp: {
+      wire::Handle r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      return fail(destroy_qp(s, sv, r.handle));
+    }
+    case wire::Op::doorbell: {
+      wire::Doorbell d;
+      if (!body_as(body, d)) return false;  // posted: nothing to answer; a malformed one ends the client
+      ring(s, sv, d);
+      return true;
+    }
+    case wire::Op::await: {
+      wire::Await a;
+      if (!body_as(body, a)) return fail(EINVAL);
+      await_change(s, sv, a);
+      return reply(s, op, 0, nullptr, 0);
+    }
+    case wire::Op::await_event: {
+      wire::AwaitEvent a;
+      if (!body_as(body, a)) return fail(EINVAL);
+      return fail(await_event(s, a));
+    }
+  }
+  return fail(EOPNOTSUPP);
+}
+
+// What a client left open when it went (what the report says was released).
+struct Left {
+  size_t qps = 0, cqs = 0, mrs = 0, pds = 0;
+  uint64_t absorbed = 0;  // bytes the device wrote into its MRs after it exited
+};
+
+// What a client left is destroyed, QPs first (they hold CQs and PDs), as the kernel does.
+Left release(Session& s, Served& sv) {
+  Left left{s.qps.size(), s.cqs.size(), s.mrs.size(), s.pds.size()};
+  for (auto& [qpn, e] : s.qps) {
+    verbs::destroy_qp(e.qp);
+    node_of(s, sv).memory.detach(e.base);
+  }
+  s.qps.clear();
+  for (auto& [cqn, e] : s.cqs) {
+    verbs::destroy_cq(e.cq);
+    node_of(s, sv).memory.unwatch(e.base, s.cqe_written);
+    node_of(s, sv).memory.detach(e.base);
+  }
+  s.cqs.clear();
+  for (auto& [lkey, e] : s.mrs) {
+    verbs::dereg_mr(e.mr);
+    left.absorbed += e.memory->absorbed();
+    node_of(s, sv).memory.detach(e.base);
+  }
+  s.mrs.clear();
+  for (auto& [pdn, pd] : s.pds) verbs::dealloc_pd(pd);
+  s.pds.clear();
+  for (auto& [id, ch] : s.channels) ::close(ch.fd);
+  s.channels.clear();
+  for (int fd : s.passed_fds) ::close(fd);
+  s.passed_fds.clear();
+  return left;
+}
+
+void print_report(const Session& s, const Left& left, const Served& sv) {
+  if (sv.opts.quiet || s.device < 0) return;
+  std::printf("vhca-sim serve: client pid %d on %s left at %.3f us: %llu doorbells (%llu refused), %llu awaits, "
+              "%llu completion events; released %zu QPs, %zu CQs, %zu MRs, %zu PDs it left open%s\n",
+              int(s.pid), sv.devs[size_t(s.device)].info.name, sc_core::sc_time_stamp().to_seconds() * 1e6,
+              (unsigned long long)s.doorbells, (unsigned long long)s.refused_doorbells, (unsigned long long)s.awaits,
+              (unsigned long long)s.events, left.qps, left.cqs, left.mrs, left.pds,
+              left.absorbed ? fmt::format(" ({} bytes written into its MRs after it exited)", left.absorbed).c_str() : "");
+  std::fflush(stdout);
+}
+
+// The agent of one connection: its requests in order, in simulated time. Before a reply wakes the
+// client's thread, the thread's voluntary switches are noted (the time rule, run_state.h).
+void agent(SessionPtr s, Served& sv) {
+  while (!s->gone) {
+    if (s->queue.empty()) {
+      sc_core::wait(s->work);
+      continue;
+    }
+    Request req = std::move(s->queue.front());
+    s->queue.pop_front();
+    const bool posted = is_posted(wire::Op(req.h.op));
+    if (!posted) {
+      s->woken_tid = pid_t(req.h.status);
+      s->woken_switches = s->woken_tid > 0 ? run_state::voluntary_switches(s->pid, s->woken_tid) : -1;
+    }
+    const bool ok = serve_request(*s, req, sv);
+    if (!posted) {
+      --s->awaiting;
+      sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
+    }
+    if (!ok) s->gone = true;
+  }
+  const Left left = release(*s, sv);
+  print_report(*s, left, sv);
+  s->finished = true;
+  sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
+}
+
+// Takes every whole frame out of the client's buffer into its agent's queue; false: drop the
+// client (a frame that is not this protocol). A connection without a device is answered at once
+// (discovery and queries take no simulated time).
+bool take_frames(const SessionPtr& s, Served& sv) {
+  constexpr uint32_t kMaxBody = 1 << 20;  // no request is near this: a larger one is not ours
+  for (;;) {
+    if (s->in.size() < sizeof(wire::Header)) return true;
+    wire::Header h;
+    std::memcpy(&h, s->in.data(), sizeof h);
+    if (h.magic != wire::kMagic || h.version != wire::kVersion || h.length > kMaxBody) return false;
+    if (s->in.size() < sizeof h + h.length) return true;
+    Request req{h, std::vector<uint8_t>(s->in.begin() + sizeof h, s->in.begin() + long(sizeof h + h.length))};
+    s->in.erase(s->in.begin(), s->in.begin() + long(sizeof h + h.length));
+    if (!is_posted(wire::Op(h.op))) ++s->awaiting;
+    s->queue.push_back(std::move(req));
+    s->work.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+// The time rule: simulated time may run only while no client thread runs its own code. A client
+// is off the CPU while one of its threads waits on a request, or while the kernel says none of
+// its threads runs and the thread the last reply woke has gone to sleep again since.
+bool off_cpu(const Session& s) {
+  if (s.gone || s.awaiting > 0) return true;
+  if (s.pid <= 0) return true;
+  if (s.woken_tid > 0 && s.woken_switches >= 0 && run_state::voluntary_switches(s.pid, s.woken_tid) == s.woken_switches)
+    return false;  // still on its way back from our reply
+  return !run_state::any_thread_running(s.pid);
+}
+
+pid_t peer_pid(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+}
+
+// Accepts and reads what the sockets have, waiting up to `timeout_ms` (-1: until something comes)
+// for the first of it; false once SIGINT or SIGTERM came.
+bool take_input(int listener, Served& sv, int timeout_ms) {
+  std::vector<pollfd> fds{{g_stop_pipe[0], POLLIN, 0}, {listener, POLLIN, 0}};
+  std::vector<SessionPtr> polled;
+  for (const SessionPtr& s : sv.sessions)
+    if (!s->gone) {
+      fds.push_back({s->fd, POLLIN, 0});
+      polled.push_back(s);
+    }
+  if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return errno == EINTR;
+  if (fds[0].revents) return false;
+  if (fds[1].revents & POLLIN) {
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      auto s = std::make_shared<Session>();
+      s->fd = fd;
+      s->pid = peer_pid(fd);
+      sv.sessions.push_back(s);
+      sc_core::sc_spawn([s, &sv] { agent(s, sv); }, sc_core::sc_gen_unique_name("client"));
+    }
+  }
+  for (size_t k = 0; k < polled.size(); ++k) {
+    if (!fds[k + 2].revents) continue;
+    Session& s = *polled[k];
+    uint8_t buf[4096];
+    const ssize_t n = wire::recv_some_with_fds(s.fd, buf, sizeof buf, s.passed_fds);
+    bool alive;
+    if (n == 0) {
+      alive = false;  // the client closed its end (or exited)
+    } else if (n < 0) {
+      alive = errno == EAGAIN || errno == EINTR;
+    } else {
+      s.in.insert(s.in.end(), buf, buf + n);
+      alive = take_frames(polled[k], sv);
+    }
+    if (!alive) {
+      s.gone = true;
+      s.work.notify(sc_core::SC_ZERO_TIME);  // its agent releases what it left
+    }
+  }
+  return true;
+}
+
+// Closes the connections whose agents have ended.
+void reap(Served& sv) {
+  for (size_t k = sv.sessions.size(); k-- > 0;) {
+    if (!sv.sessions[k]->finished) continue;
+    ::close(sv.sessions[k]->fd);
+    sv.sessions.erase(sv.sessions.begin() + long(k));
+  }
+}
+
+// The serving loop, a SystemC thread that holds simulated time: while a client thread runs its
+// own code it blocks in poll() (no simulated time passes); when every client is off the CPU it
+// lets the simulation run to its next activity, or until a reply wakes a client.
+void serve_loop(int listener, Served& sv) {
+  for (;;) {
+    if (!take_input(listener, sv, 0)) break;
+    reap(sv);
+    bool all_off = true;
+    for (const SessionPtr& s : sv.sessions) all_off = all_off && off_cpu(*s);
+    if (all_off && sc_core::sc_pending_activity()) {
+      sc_core::wait(sc_core::sc_time_to_pending_activity(), sv.client_resumes);
+      continue;
+    }
+    // Frozen: wait for a request, re-reading the clients' states every millisecond while one runs.
+    if (!take_input(listener, sv, all_off ? -1 : 1)) break;
+  }
+  for (const SessionPtr& s : sv.sessions) {
+    s->gone = true;
+    s->work.notify(sc_core::SC_ZERO_TIME);
+  }
+  // Let the agents release what their clients left (commands in simulated time).
+  while (!sv.sessions.empty()) {
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+    if (sc_core::sc_pending_activity()) sc_core::wait(sc_core::sc_time_to_pending_activity(), sv.client_resumes);
+    reap(sv);
   }
 }
 
@@ -309,7 +850,7 @@ int run_device_server(const ServeOptions& o) {
   cfg.hosts = 2;
   cfg.wall_clock_watch = false;  // the loop waits for clients in poll(): wall time passes with no simulated time
   System sys(cfg);
-  Served served{sys, {}};
+  Served served{sys, o, {}, {}, {}};
   int rc = 0;
   // The serving loop is a SystemC thread: between requests it waits for clients, and a command
   // runs the device's driver in simulated time (the clients' time rule: docs/verbs-programs.md).

@@ -3,17 +3,25 @@
 // vhca's driver stays the driver, as a kernel driver serves uverbs), and answers the library's
 // requests over a Unix socket (verbs/protocol.h, docs/verbs-protocol.md).
 //
-// This first stage serves device discovery and the device, port and GID queries (ibv_devices,
-// ibv_devinfo); objects, the data path and simulated time for clients come next (issue
-// "Unmodified verbs programs").
+// Each connection that opens a device is served by its own SystemC thread in simulated time; the
+// serving loop holds simulated time while any client thread runs its own code (the time rule,
+// docs/verbs-programs.md).
 #pragma once
 #include <string>
+
+#include <systemc>
 
 namespace vhca {
 
 struct ServeOptions {
   std::string socket_path;  // empty: VHCA_SOCKET, else wire::kDefaultSocket
   bool quiet = false;
+  // The longest an empty poll of a program's CQs lasts in simulated time when nothing it can see
+  // changes (assumption: long against a poll, short against a message's latency).
+  sc_core::sc_time poll_interval{1, sc_core::SC_US};
+  // The most it grows to while nothing the program can see changes (assumption: a thousandth of
+  // RC's default retransmission timeout at timeout=14, 67 ms).
+  sc_core::sc_time poll_interval_max{64, sc_core::SC_US};
 };
 
 // Serves until SIGINT or SIGTERM; returns the process exit code (0, or 1 if the socket could not

@@ -64,6 +64,85 @@ TEST_CASE("host memory keeps mapped ranges and gives a page storage only when it
   });
 }
 
+namespace {
+// An external backing as a test sees it: a vector, and a switch that makes it unreachable (as a
+// verbs program that exited or unmapped its buffer).
+struct VectorMemory : ExternalMemory {
+  std::vector<uint8_t> bytes;
+  bool reachable = true;
+  explicit VectorMemory(size_t n) : bytes(n) {}
+  bool read(uint64_t off, void* dst, uint64_t len) override {
+    if (!reachable) return false;
+    std::memcpy(dst, bytes.data() + off, len);
+    return true;
+  }
+  bool write(uint64_t off, const void* src, uint64_t len) override {
+    if (!reachable) return false;
+    std::memcpy(bytes.data() + off, src, len);
+    return true;
+  }
+};
+}  // namespace
+
+TEST_CASE("host memory: an attached range lives in its backing, an access must lie wholly in it, an unreachable backing is an address error, detach leaves a hole") {
+  sys().run([] {
+    HostMemory& m = sys().memory;
+    VectorMemory ext(5000);
+    const uint64_t a = m.attach(5000, ext);
+    CHECK(a % HostMemory::kPageSize == 0);
+    const uint64_t after = m.allocate(4096);
+    CHECK(after >= a + 8192);  // allocations go around it
+    const uint8_t in[4] = {1, 2, 3, 4};
+    REQUIRE(m.write(a + 4998 - 2, in, 4));
+    CHECK(ext.bytes[4996] == 1);
+    CHECK(ext.bytes[4999] == 4);
+    uint8_t got[4] = {};
+    REQUIRE(m.read(a + 4996, got, 4));
+    CHECK(std::equal(in, in + 4, got));
+    CHECK_FALSE(m.write(a + 4998, in, 4));  // past its end: refused, the backing untouched
+    CHECK_FALSE(m.read(a - 2, got, 4));     // begins before it
+    // Through the TLM socket, as the HCA's DMA reaches it; a watch on the range fires.
+    sc_core::sc_event written;
+    bool fired = false;
+    m.watch(a, 5000, written);
+    sc_core::sc_spawn([&] {
+      sc_core::wait(written);
+      fired = true;
+    });
+    tlm::tlm_generic_payload tx;
+    uint8_t data[8] = {9, 8, 7, 6, 5, 4, 3, 2};
+    tx.set_command(tlm::TLM_WRITE_COMMAND);
+    tx.set_address(a + 100);
+    tx.set_data_ptr(data);
+    tx.set_data_length(8);
+    tx.set_streaming_width(8);
+    sc_core::sc_time d;
+    sys().cpu.mem->b_transport(tx, d);
+    CHECK(tx.get_response_status() == tlm::TLM_OK_RESPONSE);
+    CHECK(ext.bytes[107] == 2);
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+    CHECK(fired);
+    m.unwatch(a, written);
+    // No DMI into it: every access goes through the backing.
+    tlm::tlm_dmi dmi;
+    tx.set_address(a);
+    CHECK_FALSE(sys().cpu.mem->get_direct_mem_ptr(tx, dmi));
+    // An unreachable backing answers like unmapped memory.
+    ext.reachable = false;
+    uint64_t errors = log::error_count();
+    tx.set_address(a + 100);
+    tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sys().cpu.mem->b_transport(tx, d);
+    CHECK(tx.get_response_status() == tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    CHECK(log::error_count() == errors + 1);
+    ext.reachable = true;
+    m.detach(a);
+    CHECK_FALSE(m.read(a, got, 4));
+    m.unmap(after, 4096);
+  });
+}
+
 // Link timing, docs/timing.md: a write queued on cycle c leaves the DMA engine on cycle c+1, is
 // serialized on the upstream direction ((64 + 24) B / 31.5 GB/s = 2794 ps) and lands 200 ns later.
 TEST_CASE("a 64-byte DMA write lands exactly one serialization time plus the link latency after issue") {

@@ -1,6 +1,6 @@
 // The drop-in libibverbs' helpers and refusals, called as a verbs program calls them (linked
 // against the library, through verbs.h's prototypes): names of enum values and rate conversions
-// as rdma-core gives them, the one-entry P_Key table, and an unsupported verb failing with its
+// as rdma-core gives them, the one-entry P_Key table, a NULL object refused with EINVAL, and an unsupported verb failing with its
 // own error convention and EOPNOTSUPP.
 #include <cerrno>
 #include <cstdio>
@@ -39,14 +39,23 @@ int main() {
   errno = 0;
   check(ibv_query_pkey(nullptr, 1, 1, &pkey) == -1 && errno == EINVAL, "P_Key 1 does not exist");
   check(ibv_get_pkey_index(nullptr, 1, __be16(0xFFFF)) == 0, "the default P_Key's index");
+  // Implemented verbs refuse a NULL object with EINVAL in their own error convention (the real
+  // library would crash).
+  errno = 0;
+  check(ibv_create_comp_channel(nullptr) == nullptr && errno == EINVAL, "ibv_create_comp_channel refuses NULL");
+  check(ibv_destroy_qp(nullptr) == EINVAL, "ibv_destroy_qp refuses NULL with its errno");
+  errno = 0;
+  check(ibv_reg_mr(nullptr, nullptr, 0, 0) == nullptr && errno == EINVAL, "ibv_reg_mr refuses NULL");
+  errno = 0;
+  check(ibv_get_cq_event(nullptr, nullptr, nullptr) == -1 && errno == EINVAL, "ibv_get_cq_event refuses NULL with -1");
+  errno = 0;
+  check(ibv_create_cq(nullptr, 1, nullptr, nullptr, 0) == nullptr && errno == EINVAL, "ibv_create_cq refuses NULL");
   // Unsupported verbs: the verb's own error convention, errno EOPNOTSUPP.
   errno = 0;
-  check(ibv_create_comp_channel(nullptr) == nullptr && errno == EOPNOTSUPP, "ibv_create_comp_channel refused with NULL");
-  check(ibv_destroy_qp(nullptr) == EOPNOTSUPP, "ibv_destroy_qp refused with its errno");
+  check(ibv_create_srq(nullptr, nullptr) == nullptr && errno == EOPNOTSUPP, "ibv_create_srq refused");
+  check(ibv_resize_cq(nullptr, 1) == EOPNOTSUPP, "ibv_resize_cq refused with its errno");
   errno = 0;
-  check(ibv_reg_mr(nullptr, nullptr, 0, 0) == nullptr && errno == EOPNOTSUPP, "ibv_reg_mr refused");
-  errno = 0;
-  check(ibv_get_cq_event(nullptr, nullptr, nullptr) == -1 && errno == EOPNOTSUPP, "ibv_get_cq_event refused with -1");
+  check(ibv_get_async_event(nullptr, nullptr) == -1 && errno == EOPNOTSUPP, "ibv_get_async_event refused with -1");
   if (failures) return 1;
   std::printf("helpers and refusals as rdma-core's conventions\n");
   return 0;

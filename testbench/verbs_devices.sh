@@ -10,19 +10,8 @@ lib=$2
 for tool in ibv_devices ibv_devinfo; do
   command -v $tool >/dev/null || { echo "FAIL: $tool not found: install ibverbs-utils (tools/bootstrap.sh does)"; exit 1; }
 done
-dir=$(mktemp -d)
-sock=$dir/vhca.sock
-"$sim" serve --socket "$sock" >"$dir/serve.out" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-i=0
-while [ ! -S "$sock" ]; do
-  i=$((i + 1))
-  [ $i -le 300 ] || { echo "FAIL: the server did not open $sock"; cat "$dir/serve.out"; exit 1; }
-  sleep 0.1
-done
-fail() { echo "FAIL: $1"; echo "--- output:"; cat "$2"; exit 1; }
-export VHCA_SOCKET="$sock" LD_LIBRARY_PATH="$lib"
+. "$(dirname "$0")/verbs_common.sh"
+start_server "$sim" "$lib"
 
 ibv_devices >"$dir/devices.txt" 2>&1 || fail "ibv_devices exited with an error" "$dir/devices.txt"
 grep -Eq '^ +vhca0 +.5648434100000001$' "$dir/devices.txt" || fail "ibv_devices does not list vhca0" "$dir/devices.txt"
@@ -41,8 +30,8 @@ grep -q "vhca7' wasn't found" "$dir/none.txt" || fail "no error for vhca7" "$dir
 
 # Every public name@version of Debian's libibverbs is exported (the binaries bind them all at
 # load), and a program that goes past discovery stops at its first unsupported verb with its own
-# error and the library's message, exit 1: no loader error, no crash. ibv_alloc_pd is served (the
-# server's driver runs ALLOC_PD), so they stop at ibv_reg_mr.
+# error, exit 1: no loader error, no crash. RC and UD run (verbs_pingpong.sh); UC QPs are not in
+# the model yet (ibv_create_qp says EOPNOTSUPP) and shared receive queues are not served yet.
 system_lib=$(ls /usr/lib/*/libibverbs.so.1 /usr/lib/libibverbs.so.1 2>/dev/null | head -1)
 [ -n "$system_lib" ] || fail "Debian's libibverbs.so.1 not found (package libibverbs1, which ibverbs-utils needs)" /dev/null
 command -v objdump >/dev/null || fail "objdump not found (package binutils)" /dev/null
@@ -53,21 +42,22 @@ command -v objdump >/dev/null || fail "objdump not found (package binutils)" /de
   cmp -s "$dir/want.txt" "$dir/have.txt" || { diff "$dir/want.txt" "$dir/have.txt" >"$dir/sym.diff" || true; fail "exported versions differ from $system_lib" "$dir/sym.diff"; }
   echo "all $(wc -l <"$dir/want.txt") public verbs exported under Debian's versions"
 }
-for prog in ibv_rc_pingpong ibv_ud_pingpong ibv_uc_pingpong ibv_srq_pingpong; do
+expect_stop() {  # PROGRAM MESSAGE...: the program exits 1 with each message in its output
+  prog=$1
+  shift
   command -v $prog >/dev/null || fail "$prog not found: install ibverbs-utils" /dev/null
   rc=0
   $prog -d vhca0 >"$dir/$prog.txt" 2>&1 || rc=$?
   [ $rc -eq 1 ] || fail "$prog exited with $rc, not 1" "$dir/$prog.txt"
-  grep -q "vhca libibverbs: ibv_reg_mr is not supported yet" "$dir/$prog.txt" || fail "$prog: no message from the library" "$dir/$prog.txt"
-  grep -q "Couldn't register MR" "$dir/$prog.txt" || fail "$prog did not stop at ibv_reg_mr" "$dir/$prog.txt"
-done
-echo "ibv_{rc,ud,uc,srq}_pingpong load, open vhca0, allocate a PD and stop at ibv_reg_mr with exit 1"
+  for want in "$@"; do grep -q "$want" "$dir/$prog.txt" || fail "$prog: no '$want'" "$dir/$prog.txt"; done
+}
+expect_stop ibv_uc_pingpong "Couldn't create QP"
+expect_stop ibv_srq_pingpong "vhca libibverbs: ibv_create_srq is not supported yet" "Couldn't create SRQ"
+echo "ibv_uc_pingpong stops at ibv_create_qp, ibv_srq_pingpong at ibv_create_srq, each with exit 1"
 
 # Without a server the library finds no device (the checks above would fail on this output).
 VHCA_SOCKET="$dir/nobody.sock" ibv_devices >"$dir/empty.txt"
 if grep -q vhca "$dir/empty.txt"; then fail "devices listed without a server" "$dir/empty.txt"; fi
 
-kill -TERM $pid
-wait $pid || fail "the server exited with an error on SIGTERM" "$dir/serve.out"
-[ ! -e "$sock" ] || fail "the server left its socket behind" "$dir/serve.out"
+stop_server
 echo "server stopped on SIGTERM and removed its socket"

@@ -94,8 +94,42 @@ bool HostMemory::mapped(uint64_t addr, uint64_t len) const {
   return it->first <= first && last < it->second;  // ranges are merged: one holds the whole span
 }
 
+uint64_t HostMemory::attach(uint64_t len, ExternalMemory& backing) {
+  const uint64_t addr = (next_alloc_ + kPageSize - 1) / kPageSize * kPageSize;
+  next_alloc_ = addr + (std::max<uint64_t>(len, 1) + kPageSize - 1) / kPageSize * kPageSize;
+  externals_[addr] = External{len, &backing};
+  return addr;
+}
+
+void HostMemory::detach(uint64_t addr) { externals_.erase(addr); }
+
+void HostMemory::unwatch(uint64_t addr, const sc_core::sc_event& written) {
+  watches_.erase(std::remove_if(watches_.begin(), watches_.end(),
+                                [&](const Watch& w) { return w.addr == addr && w.written == &written; }),
+                 watches_.end());
+}
+
+const std::pair<const uint64_t, HostMemory::External>* HostMemory::external_at(uint64_t addr, uint64_t len,
+                                                                             bool* straddles) const {
+  *straddles = false;
+  if (externals_.empty()) return nullptr;
+  const uint64_t last = addr + std::max<uint64_t>(len, 1) - 1;
+  auto it = externals_.upper_bound(last);
+  if (it == externals_.begin()) return nullptr;
+  --it;
+  const uint64_t end = it->first + it->second.len;  // one past the range
+  if (end <= addr) return nullptr;
+  if (addr < it->first || last >= end || last < addr) {
+    *straddles = true;
+    return nullptr;
+  }
+  return &*it;
+}
+
 bool HostMemory::read(uint64_t addr, void* dst, uint64_t len) const {
-  if (!mapped(addr, len)) return false;
+  bool straddles = false;
+  if (const auto* ext = external_at(addr, len, &straddles)) return ext->second.backing->read(addr - ext->first, dst, len);
+  if (straddles || !mapped(addr, len)) return false;
   auto* out = static_cast<uint8_t*>(dst);
   while (len) {
     uint64_t off = addr % kPageSize, n = std::min(len, kPageSize - off);
@@ -109,7 +143,9 @@ bool HostMemory::read(uint64_t addr, void* dst, uint64_t len) const {
 }
 
 bool HostMemory::write(uint64_t addr, const void* src, uint64_t len) {
-  if (!mapped(addr, len)) return false;
+  bool straddles = false;
+  if (const auto* ext = external_at(addr, len, &straddles)) return ext->second.backing->write(addr - ext->first, src, len);
+  if (straddles || !mapped(addr, len)) return false;
   auto* in = static_cast<const uint8_t*>(src);
   while (len) {
     uint64_t off = addr % kPageSize, n = std::min(len, kPageSize - off);
@@ -128,8 +164,8 @@ bool HostMemory::execute(tlm::tlm_generic_payload& tx) {
                          : write(tx.get_address(), tx.get_data_ptr(), tx.get_data_length());
   tx.set_response_status(ok ? tlm::TLM_OK_RESPONSE : tlm::TLM_ADDRESS_ERROR_RESPONSE);
   if (!ok)
-    log::error("host memory: {} of {} bytes at {:#x} touches unmapped memory", tx.is_read() ? "read" : "write",
-               tx.get_data_length(), tx.get_address());
+    log::error("{}: {} of {} bytes at {:#x} touches unmapped memory (or a program's it cannot reach)", name(),
+               tx.is_read() ? "read" : "write", tx.get_data_length(), tx.get_address());
   if (ok && tx.is_write())
     for (const Watch& w : watches_)
       if (tx.get_address() < w.addr + w.len && w.addr < tx.get_address() + tx.get_data_length())
@@ -149,6 +185,8 @@ unsigned HostMemory::transport_dbg(tlm::tlm_generic_payload& tx) {
 
 bool HostMemory::get_direct_mem_ptr(tlm::tlm_generic_payload& tx, tlm::tlm_dmi& dmi) {
   uint64_t base = tx.get_address() / kPageSize * kPageSize;
+  bool straddles = false;
+  if (external_at(base, kPageSize, &straddles) || straddles) return false;  // not memory of this process's
   if (!mapped(base, 1)) return false;
   Page* page = &backed_page(base);
   dmi.allow_read_write();

@@ -15,6 +15,17 @@
 
 namespace vhca {
 
+// Memory the simulated host reaches outside its own pages: a verbs program's buffers (reached with
+// process_vm_readv/writev) or memory the server shares with it (a memfd both map). Offsets are
+// from the start of the range it backs; false: the bytes could not be reached (the program is
+// gone, or unmapped them), which the device sees as an address error, as for unmapped memory.
+class ExternalMemory {
+ public:
+  virtual ~ExternalMemory() = default;
+  virtual bool read(uint64_t offset, void* dst, uint64_t len) = 0;
+  virtual bool write(uint64_t offset, const void* src, uint64_t len) = 0;
+};
+
 struct HostMemoryConfig {
   uint64_t alloc_base = 0x1'0000'0000ull;  // where allocate() starts handing out memory
 };
@@ -35,6 +46,12 @@ class HostMemory : public sc_core::sc_module {
   void map(uint64_t addr, uint64_t len);
   void unmap(uint64_t addr, uint64_t len);
   bool mapped(uint64_t addr, uint64_t len) const;
+  // Gives `len` bytes of address space whose contents live in `backing` (held by the caller until
+  // detach): an access must lie wholly inside one such range. Returns the range's address.
+  uint64_t attach(uint64_t len, ExternalMemory& backing);
+  void detach(uint64_t addr);
+  // Forgets the watch of [addr, ...) on `written` (its range or its event is about to go).
+  void unwatch(uint64_t addr, const sc_core::sc_event& written);
   uint64_t pages_mapped() const;
   uint64_t pages_backed() const { return pages_.size(); }  // mapped pages written so far
 
@@ -53,6 +70,13 @@ class HostMemory : public sc_core::sc_module {
     sc_core::sc_event* written;
   };
   std::vector<Watch> watches_;
+  struct External {
+    uint64_t len;
+    ExternalMemory* backing;
+  };
+  // The external range holding [addr, addr+len), or null; *straddles: it touches one only in part.
+  const std::pair<const uint64_t, External>* external_at(uint64_t addr, uint64_t len, bool* straddles) const;
+  std::map<uint64_t, External> externals_;  // start -> range, disjoint
   Page* page_of(uint64_t addr) const;    // the page's storage, or null (unwritten: zeros)
   Page& backed_page(uint64_t addr);      // the page's storage, made on first use (mapped pages only)
 

@@ -23,6 +23,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "verbs/client.h"
 #include "verbs/protocol.h"
 #include "verbs/unix_socket.h"
 
@@ -31,9 +32,60 @@
 #undef ibv_get_device_list
 #undef ibv_free_device_list
 
+namespace vhca::client {
+
+int call(int fd, wire::Op op, const void* body, uint32_t len, std::vector<uint8_t>& out, int* passed) {
+  wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, int32_t(::gettid())};
+  if (passed) *passed = -1;
+  if (!wire::send_all(fd, &h, sizeof h) || (len && !wire::send_all(fd, body, len))) return EIO;
+  wire::Header r;
+  constexpr uint32_t kMaxReply = 1 << 20;  // no reply is near this: a larger one is not the server's
+  std::vector<int> fds;
+  uint8_t* at = reinterpret_cast<uint8_t*>(&r);
+  for (size_t got = 0; got < sizeof r;) {  // the header, and any descriptor that came with it
+    const ssize_t n = wire::recv_some_with_fds(fd, at + got, sizeof r - got, fds);
+    if (n <= 0) return EIO;
+    got += size_t(n);
+  }
+  if (passed && !fds.empty()) *passed = fds.front();
+  for (size_t i = passed ? 1 : 0; i < fds.size(); ++i) ::close(fds[i]);
+  if (r.magic != wire::kMagic || r.op != uint16_t(op) || r.length > kMaxReply) return EIO;
+  out.resize(r.length);
+  if (r.length && !wire::recv_all(fd, out.data(), r.length)) return EIO;
+  return r.status;
+}
+
+int context_call(ibv_context* c, wire::Op op, const void* body, uint32_t len, std::vector<uint8_t>& out, int* passed) {
+  pthread_mutex_lock(&c->mutex);
+  const int rc = call(context_of(c)->fd, op, body, len, out, passed);
+  pthread_mutex_unlock(&c->mutex);
+  return rc;
+}
+
+int context_call(ibv_context* c, wire::Op op, const void* body, uint32_t len) {
+  std::vector<uint8_t> reply;
+  int rc = context_call(c, op, body, len, reply);
+  if (rc == 0 && !reply.empty()) rc = EIO;
+  return rc;
+}
+
+int context_post(ibv_context* c, wire::Op op, const void* body, uint32_t len) {
+  wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, int32_t(::gettid())};
+  pthread_mutex_lock(&c->mutex);
+  const int fd = context_of(c)->fd;
+  const bool ok = wire::send_all(fd, &h, sizeof h) && (len == 0 || wire::send_all(fd, body, len));
+  pthread_mutex_unlock(&c->mutex);
+  return ok ? 0 : EIO;
+}
+
+}  // namespace vhca::client
+
 namespace {
 
 namespace wire = vhca::wire;
+namespace client = vhca::client;
+using client::call;
+using client::context_call;
 
 std::string socket_path() {
   const char* env = std::getenv("VHCA_SOCKET");
@@ -42,19 +94,6 @@ std::string socket_path() {
 
 // One connection to the server; -1 (errno set) if there is none.
 int connect_server() { return wire::connect_unix(socket_path()); }
-
-// One request and its reply; returns 0 or an errno (EIO if the server broke the protocol).
-int call(int fd, wire::Op op, const void* body, uint32_t len, std::vector<uint8_t>& out) {
-  wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, 0};
-  if (!wire::send_all(fd, &h, sizeof h) || (len && !wire::send_all(fd, body, len))) return EIO;
-  wire::Header r;
-  constexpr uint32_t kMaxReply = 1 << 20;  // no reply is near this: a larger one is not the server's
-  if (!wire::recv_all(fd, &r, sizeof r) || r.magic != wire::kMagic || r.op != uint16_t(op) || r.length > kMaxReply)
-    return EIO;
-  out.resize(r.length);
-  if (r.length && !wire::recv_all(fd, out.data(), r.length)) return EIO;
-  return r.status;
-}
 
 template <typename T>
 int call_for(int fd, wire::Op op, const void* body, uint32_t len, T& out) {
@@ -73,33 +112,7 @@ struct Device {
   uint64_t guid;
 };
 
-struct Context {
-  ibv_context ctx;
-  int fd;  // this context's connection to the server
-  uint32_t index;
-};
-
-Context* context_of(ibv_context* c) { return reinterpret_cast<Context*>(c); }
-uint32_t device_index(ibv_context* c) { return context_of(c)->index; }
-
-// A request on a context's connection, one thread at a time (threads may share a context).
-template <typename T>
-int context_call(ibv_context* c, wire::Op op, const void* body, uint32_t len, T& out) {
-  pthread_mutex_lock(&c->mutex);
-  const int rc = call_for(context_of(c)->fd, op, body, len, out);
-  pthread_mutex_unlock(&c->mutex);
-  return rc;
-}
-
-// The same for a request whose reply has no body.
-int context_call(ibv_context* c, wire::Op op, const void* body, uint32_t len) {
-  std::vector<uint8_t> reply;
-  pthread_mutex_lock(&c->mutex);
-  int rc = call(context_of(c)->fd, op, body, len, reply);
-  pthread_mutex_unlock(&c->mutex);
-  if (rc == 0 && !reply.empty()) rc = EIO;
-  return rc;
-}
+uint32_t device_index(ibv_context* c) { return client::context_of(c)->index; }
 
 }  // namespace
 
@@ -160,7 +173,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
     errno = EIO;
     return nullptr;
   }
-  auto* c = new (std::nothrow) Context{};
+  auto* c = new (std::nothrow) client::Context{};
   if (!c) {
     ::close(fd);
     errno = ENOMEM;
@@ -173,13 +186,16 @@ ibv_context* ibv_open_device(ibv_device* device) {
   c->ctx.async_fd = -1;
   c->ctx.num_comp_vectors = 1;
   pthread_mutex_init(&c->ctx.mutex, nullptr);
+  pthread_mutex_init(&c->objects_lock, nullptr);
   c->ctx.abi_compat = nullptr;  // not extended: inline extended verbs take their legacy paths
+  client::install_data_path(&c->ctx);
   wire::DeviceInfo info;
   const wire::DeviceRef ref{c->index};
   std::vector<uint8_t> none;
   if (const int rc = call(fd, wire::Op::open_device, &ref, sizeof ref, none)) {  // this connection is the context
     ::close(fd);
     pthread_mutex_destroy(&c->ctx.mutex);
+    pthread_mutex_destroy(&c->objects_lock);
     delete c;
     errno = rc;
     return nullptr;
@@ -189,9 +205,10 @@ ibv_context* ibv_open_device(ibv_device* device) {
 }
 
 int ibv_close_device(ibv_context* context) {
-  Context* c = context_of(context);
+  client::Context* c = client::context_of(context);
   ::close(c->fd);
   pthread_mutex_destroy(&c->ctx.mutex);
+  pthread_mutex_destroy(&c->objects_lock);
   delete c;
   return 0;
 }

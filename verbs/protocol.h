@@ -11,7 +11,7 @@
 namespace vhca::wire {
 
 constexpr uint32_t kMagic = 0x41434856;  // "VHCA"
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 // The socket the library uses when VHCA_SOCKET is not set.
 constexpr const char* kDefaultSocket = "/tmp/vhca.sock";
 
@@ -26,6 +26,98 @@ enum class Op : uint16_t {
   open_device = 6,   // body: DeviceRef; reply: none
   alloc_pd = 7,      // body: none; reply: Handle
   dealloc_pd = 8,    // body: Handle; reply: none
+  // Version 3: memory regions, CQs, QPs, completion channels and the data path.
+  reg_mr = 9,                // body: RegMr; reply: MrKeys
+  dereg_mr = 10,             // body: Handle (the lkey); reply: none
+  create_comp_channel = 11,  // body: none, with a socket's fd (SCM_RIGHTS); reply: Handle
+  destroy_comp_channel = 12, // body: Handle; reply: none
+  create_cq = 13,            // body: CreateCq; reply: CqCreated, with the CQ memory's fd
+  destroy_cq = 14,           // body: Handle (the CQN); reply: Count (completion events reported)
+  create_qp = 15,            // body: CreateQp; reply: QpCreated, with the QP memory's fd
+  modify_qp = 16,            // body: ModifyQp; reply: none
+  query_qp = 17,             // body: Handle (the QPN); reply: QpState
+  destroy_qp = 18,           // body: Handle; reply: none
+  // Posted: no reply (an MMIO write). A doorbell for an object that is not the connection's is
+  // dropped and counted (the server's report), as a device ignores another process's UAR.
+  doorbell = 19,             // body: Doorbell
+  // The calling thread found its CQs empty: the reply comes at the instant a CQE is written to one
+  // of the connection's CQs, or after the poll interval (1 us, doubling while nothing is written,
+  // up to 64 us). Simulated time runs only while no client thread runs its own code.
+  await = 20,                // body: Await; reply: none
+  await_event = 21,          // body: AwaitEvent; reply: none
+  last = await_event,        // (not an op) the highest this version knows: above it, EOPNOTSUPP
+};
+
+// Objects a client made are named by their number on the device: PDN, lkey, CQN, QPN.
+struct RegMr {
+  uint32_t pd;
+  uint32_t access;  // IBV_ACCESS_* bits (the server maps them)
+  uint64_t addr;    // the program's virtual address: the MR's IOVA
+  uint64_t length;
+};
+
+struct MrKeys {
+  uint32_t lkey, rkey;
+};
+
+struct CreateCq {
+  uint32_t cqe;          // at least this many entries
+  uint32_t comp_vector;
+  uint32_t channel;      // a completion channel's handle, or kNoChannel
+};
+constexpr uint32_t kNoChannel = ~0u;
+
+// The CQ's memory, shared with the server (a memfd, passed with the reply): 2^log_size CQEs at
+// offset 0, the doorbell record at dbr_offset.
+struct CqCreated {
+  uint32_t cqn, log_size, dbr_offset, map_length;
+};
+
+struct CreateQp {
+  uint32_t pd, type;     // type: IBV_QPT_*
+  uint32_t send_cq, recv_cq;
+  uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
+  uint32_t sq_sig_all;
+};
+
+// The QP's memory (a memfd, passed with the reply): the SQ ring, the RQ ring, the doorbell record.
+struct QpCreated {
+  uint32_t qpn, sq_depth, rq_depth, sq_offset, rq_offset, dbr_offset, map_length;
+  uint32_t max_send_sge, max_recv_sge, max_inline_data;
+};
+
+// ibv_modify_qp's attributes as the program gave them, with its IBV_QP_* mask.
+struct ModifyQp {
+  uint32_t qpn, mask;
+  uint32_t cur_state, state;  // IBV_QPS_*
+  uint32_t pkey_index, qkey, access, dest_qpn, rq_psn, sq_psn, path_mtu, min_rnr_timer, timeout, retry_cnt,
+      rnr_retry, max_rd_atomic, max_dest_rd_atomic, port_num, dlid;
+};
+
+struct QpState {
+  uint32_t state;  // IBV_QPS_*
+  uint32_t dest_qpn, sq_psn, rq_psn, path_mtu, access, qkey;
+};
+
+struct Count {
+  uint32_t count;
+};
+
+enum class DoorbellKind : uint32_t { send = 0, recv = 1, cq_arm = 2 };
+struct Doorbell {
+  uint32_t kind;     // DoorbellKind
+  uint32_t wrs;      // work requests built for it (CPU cost: post_wr_cost each)
+  uint64_t value;    // the 64-bit doorbell (formats.md: WQ and arm doorbells)
+};
+
+struct Await {
+  uint32_t cqes;     // CQEs the thread polled since its last await (CPU cost: cqe_cost each)
+};
+
+// ibv_get_cq_event found no event on the channel: the reply comes once the server has written
+// more than `seen` events to it (the library counts what it read).
+struct AwaitEvent {
+  uint32_t channel, seen;
 };
 
 struct Header {
@@ -33,7 +125,7 @@ struct Header {
   uint16_t version;
   uint16_t op;
   uint32_t length;  // of the body that follows
-  int32_t status;   // replies: 0 or an errno; requests: 0
+  int32_t status;   // replies: 0 or an errno; requests: the calling thread's id (gettid), for the time rule
 };
 
 struct Hello {

@@ -61,4 +61,48 @@ inline bool recv_all(int fd, void* data, size_t len) {
   return transfer_all(static_cast<uint8_t*>(data), len, [fd](uint8_t* p, size_t n) { return ::recv(fd, p, n, 0); });
 }
 
+// Sends `len` bytes (at least 1) with a file descriptor attached (SCM_RIGHTS) to the first byte.
+inline bool send_with_fd(int fd, const void* data, size_t len, int passed) {
+  iovec iov{const_cast<void*>(data), len};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &passed, sizeof(int));
+  ssize_t n;
+  do n = ::sendmsg(fd, &msg, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;
+  return size_t(n) == len || send_all(fd, static_cast<const uint8_t*>(data) + n, len - size_t(n));
+}
+
+// One recv() that also takes any file descriptors attached (appended to `fds`, close-on-exec).
+template <typename FdList>
+ssize_t recv_some_with_fds(int fd, void* data, size_t len, FdList& fds) {
+  iovec iov{data, len};
+  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+  for (cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr; c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int passed;
+      std::memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      fds.push_back(passed);
+    }
+  }
+  return n;
+}
+
 }  // namespace vhca::wire

@@ -18,7 +18,7 @@ void refuse(const char* verb) {
   static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(m);
   if (said.insert(verb).second)
-    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (so far: discovery, queries and protection domains; docs/verbs-programs.md)\n",
+    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (so far: discovery, queries, PDs, MRs, CQs, completion channels, RC and UD QPs, AHs; docs/verbs-programs.md)\n",
                  verb);
   errno = EOPNOTSUPP;
 }
@@ -48,45 +48,31 @@ void refuse(const char* verb) {
   void name() { refuse(#name); }
 
 extern "C" {
-VHCA_NULL(ibv_reg_mr)
 VHCA_NULL(ibv_reg_mr_iova)
 VHCA_NULL(ibv_reg_mr_iova2)
 VHCA_NULL(ibv_reg_dmabuf_mr)
-VHCA_NULL(ibv_create_cq)
-VHCA_NULL(ibv_create_qp)
 VHCA_NULL(ibv_create_srq)
-VHCA_NULL(ibv_create_ah)
 VHCA_NULL(ibv_create_ah_from_wc)
-VHCA_NULL(ibv_create_comp_channel)
 VHCA_NULL(ibv_qp_to_qp_ex)
 VHCA_NULL(ibv_import_device)
 VHCA_NULL(ibv_import_pd)
 VHCA_NULL(ibv_import_mr)
 VHCA_NULL(ibv_import_dm)
-VHCA_ERRNO(ibv_dereg_mr)
 VHCA_ERRNO(ibv_rereg_mr)
-VHCA_ERRNO(ibv_destroy_cq)
 VHCA_ERRNO(ibv_resize_cq)
-VHCA_ERRNO(ibv_destroy_qp)
-VHCA_ERRNO(ibv_modify_qp)
-VHCA_ERRNO(ibv_query_qp)
 VHCA_ERRNO(ibv_query_qp_data_in_order)
 VHCA_ERRNO(ibv_destroy_srq)
 VHCA_ERRNO(ibv_modify_srq)
 VHCA_ERRNO(ibv_query_srq)
-VHCA_ERRNO(ibv_destroy_ah)
 VHCA_ERRNO(ibv_init_ah_from_wc)
-VHCA_ERRNO(ibv_destroy_comp_channel)
 VHCA_ERRNO(ibv_attach_mcast)
 VHCA_ERRNO(ibv_detach_mcast)
 VHCA_ERRNO(ibv_query_ece)
 VHCA_ERRNO(ibv_set_ece)
 VHCA_ERRNO(ibv_resolve_eth_l2_from_gid)
 VHCA_ERRNO(_ibv_query_gid_ex)
-VHCA_MINUS1(ibv_get_cq_event)
 VHCA_MINUS1(ibv_get_async_event)
 VHCA_MINUS1(_ibv_query_gid_table)
-VHCA_VOID(ibv_ack_cq_events)
 VHCA_VOID(ibv_ack_async_event)
 VHCA_VOID(ibv_unimport_pd)
 VHCA_VOID(ibv_unimport_mr)

@@ -373,14 +373,18 @@ CommandUnit::Result CommandUnit::reg_mr(const In& in, Out& out) {
   if (length == 0) return fail(kBadParam, 4, kOutOfRange);
   if (start + length - 1 < start) return fail(kBadParam, 4, kOutOfRange);
   const uint32_t all = kAccessLocalWrite | kAccessRemoteRead | kAccessRemoteWrite | kAccessRemoteAtomic;
-  if (in[5] & ~all) return fail(kBadParam, 5, kReservedSet);
+  if (in[5] & ~(all | kRegMrTranslated)) return fail(kBadParam, 5, kReservedSet);
+  const bool translated = in[5] & kRegMrTranslated;
+  if (!translated && (in[6] || in[7])) return fail(kBadParam, 6, kReservedSet);
+  const uint64_t pa = translated ? uint64_t(in[6]) << 32 | in[7] : start;
+  if (pa + length - 1 < pa) return fail(kBadParam, 7, kOutOfRange);
   // IB: remote write or remote atomic access requires local write.
   if ((in[5] & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(in[5] & kAccessLocalWrite))
     return fail(kBadParam, 5, kOutOfRange);
   for (uint32_t i = 0; i < qp_.mrs.size(); ++i) {
     if (qp_.mrs[i].valid) continue;
     const uint32_t key = i << 8 | ++qp_.mr_variant;
-    qp_.mrs[i] = MrContext{true, in[0], start, length, in[5], key};
+    qp_.mrs[i] = MrContext{true, in[0], start, length, pa, in[5] & all, key};
     out[0] = out[1] = key;
     return {};
   }

@@ -16,6 +16,8 @@ const char* qp_type_name(QpType t);
 // MR access flags (REG_MR in[5], RC QP access in MODIFY_QP).
 constexpr uint32_t kAccessLocalWrite = 1u << 0, kAccessRemoteRead = 1u << 1, kAccessRemoteWrite = 1u << 2,
                    kAccessRemoteAtomic = 1u << 3;
+// REG_MR in[5] bit 31: the region lies in host memory at in[6..7], not at its start address.
+constexpr uint32_t kRegMrTranslated = 1u << 31;
 
 // A scatter/gather entry of a work request, as the driver writes it into a WQE and the device
 // decodes it (format: sge:: in model/regs/tables.h).
@@ -42,7 +44,11 @@ struct QpContext {
 struct MrContext {
   bool valid = false;
   uint32_t pdn = 0;
-  uint64_t start = 0, length = 0;
+  uint64_t start = 0, length = 0;  // the range the keys check: virtual addresses (IOVA)
+  // Where the region lies in host memory (the device's translation, an MTT of one contiguous
+  // range): start unless REG_MR gave another place (a verbs program's buffer, whose virtual
+  // address is its own and not the simulated host's).
+  uint64_t pa = 0;
   uint32_t access = 0;
   uint32_t key = 0;  // lkey == rkey: index << 8 | variant byte
 };

@@ -136,7 +136,7 @@ void Requester::start_wqe(const QpContext& q, SendState& s, SendWqe& w) {
     w.status = syndrome::kLocalLength;  // a UD message is one packet
   } else if (!w.is_inline) {
     const uint32_t access = w.is_read_or_atomic() ? kAccessLocalWrite : 0;
-    if (!sges_allowed(tables_, q.pdn, w.sges, access)) w.status = syndrome::kLocalProtection;
+    if (!check_and_translate(tables_, q.pdn, w.sges, access)) w.status = syndrome::kLocalProtection;
   }
 }
 

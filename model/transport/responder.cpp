@@ -231,7 +231,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
     if (p.op == IbOp::read_request) {
       if (mr_allows(tables_, q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteRead)) {
         const uint32_t npkts = std::max<uint32_t>(1, (p.dma_len + mtu - 1) / mtu);
-        owe_response(ResponseJob{qpn, s.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
+        owe_response(ResponseJob{qpn, s.gen, false, p.psn, npkts, 0, mr_host_address(tables_, p.rkey, p.va), p.dma_len, 0});
       }
     } else if (p.op == IbOp::cmp_swap || p.op == IbOp::fetch_add) {
       if (p.psn == s.last_atomic_psn) owe_response(ResponseJob{qpn, s.gen, true, p.psn, 1, 0, 0, 0, s.last_atomic_orig});
@@ -255,9 +255,13 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
         responder_error(qpn, rq_.front(qpn).decode_error, kNakRemoteOp, p.psn);
         return Step::done;
       }
-      if (!sges_allowed(tables_, q.pdn, rq_.front(qpn).sges, kAccessLocalWrite)) {
-        responder_error(qpn, syndrome::kLocalProtection, kNakRemoteOp, p.psn);
-        return Step::done;
+      // Checked (and its addresses translated) once, however often the message's first packet comes.
+      if (RecvWqe& w = rq_.front(qpn); !w.translated) {
+        if (!check_and_translate(tables_, q.pdn, w.sges, kAccessLocalWrite)) {
+          responder_error(qpn, syndrome::kLocalProtection, kNakRemoteOp, p.psn);
+          return Step::done;
+        }
+        w.translated = true;
       }
       s.in_send = true;
       s.recv_offset = 0;
@@ -295,7 +299,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
         queue_nak(qpn, AckKind::nak, kNakRemoteAccess, p.psn);
         return Step::done;
       }
-      s.write_va = p.va;
+      s.write_va = mr_host_address(tables_, p.rkey, p.va);
       s.write_left = p.dma_len;
       s.write_total = p.dma_len;
       s.in_write = true;
@@ -342,7 +346,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
       const uint32_t npkts = std::max<uint32_t>(1, (p.dma_len + mtu - 1) / mtu);
       s.epsn = psn_add(s.epsn, npkts);  // a READ takes one PSN per response packet
       ++s.msn;
-      owe_response(ResponseJob{qpn, s.gen, false, p.psn, npkts, 0, p.va, p.dma_len, 0});
+      owe_response(ResponseJob{qpn, s.gen, false, p.psn, npkts, 0, mr_host_address(tables_, p.rkey, p.va), p.dma_len, 0});
       return Step::done;
     }
     case IbOp::cmp_swap:
@@ -368,8 +372,9 @@ Responder::Step Responder::handle_atomic(uint32_t qpn, QpContext& q, RecvState& 
     queue_nak(qpn, AckKind::nak, kNakRemoteAccess, p.psn);
     return Step::done;
   }
+  const uint64_t target = mr_host_address(tables_, p.rkey, p.va);
   if (!awaited_.atomic_read.has_value()) {
-    dma_.read(p.va, awaited_.atomic_value, 8, true, [this, resume](bool ok) {
+    dma_.read(target, awaited_.atomic_value, 8, true, [this, resume](bool ok) {
       awaited_.atomic_read = ok;
       resume();
     });
@@ -384,7 +389,7 @@ Responder::Step Responder::handle_atomic(uint32_t qpn, QpContext& q, RecvState& 
   for (int b = 7; b >= 0; --b) orig = orig << 8 | buf[b];
   const uint64_t next = p.op == IbOp::fetch_add ? orig + p.compare_add : (orig == p.compare_add ? p.swap : orig);
   for (int b = 0; b < 8; ++b) buf[b] = uint8_t(next >> (8 * b));
-  if (next != orig || p.op == IbOp::fetch_add) outbox_.write(p.va, buf, 8);
+  if (next != orig || p.op == IbOp::fetch_add) outbox_.write(target, buf, 8);
   s.last_atomic_psn = p.psn;
   s.last_atomic_orig = orig;
   s.epsn = psn_add(s.epsn, 1);
@@ -420,7 +425,7 @@ Responder::Step Responder::receive_ud(IbPacket& p, const Resume& resume) {
   CompletionRecord r = completion(q, qpn, w);
   const uint32_t grh_bytes = p.grh ? 40 : 0;
   const uint32_t total = grh_bytes + uint32_t(p.payload.size());
-  if (w.decode_error || total > w.capacity || !sges_allowed(tables_, q.pdn, w.sges, kAccessLocalWrite)) {
+  if (w.decode_error || total > w.capacity || !check_and_translate(tables_, q.pdn, w.sges, kAccessLocalWrite)) {
     r.syndrome = w.decode_error ? w.decode_error : total > w.capacity ? syndrome::kLocalLength : syndrome::kLocalProtection;
     outbox_.complete(r);
     return Step::done;

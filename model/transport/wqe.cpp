@@ -93,4 +93,18 @@ bool sges_allowed(const QpTables& tables, uint32_t pdn, const std::vector<Sge>& 
   return true;
 }
 
+uint64_t mr_host_address(const QpTables& tables, uint32_t key, uint64_t addr) {
+  const uint32_t index = key >> 8;
+  if (index >= tables.mrs.size() || !tables.mrs[index].valid || tables.mrs[index].key != key) return addr;
+  const MrContext& m = tables.mrs[index];
+  return m.pa + (addr - m.start);
+}
+
+bool check_and_translate(const QpTables& tables, uint32_t pdn, std::vector<Sge>& sges, uint32_t access) {
+  if (!sges_allowed(tables, pdn, sges, access)) return false;
+  for (Sge& s : sges)
+    if (s.length) s.addr = mr_host_address(tables, s.lkey, s.addr);
+  return true;
+}
+
 }  // namespace vhca

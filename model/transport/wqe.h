@@ -41,6 +41,7 @@ struct RecvWqe {
   std::vector<Sge> sges;
   uint32_t capacity = 0;
   uint8_t decode_error = 0;
+  bool translated = false;  // its SGEs checked against their MRs and now host-memory addresses
 };
 
 SendWqe decode_send_wqe(const uint8_t* bytes, uint16_t index, QpType type);
@@ -49,6 +50,12 @@ RecvWqe decode_recv_wqe(const uint8_t* bytes, uint16_t index);
 // MR checks: the key names a valid MR of the QP's PD that covers [addr, addr+len) with `access`.
 bool mr_allows(const QpTables& tables, uint32_t pdn, uint32_t key, uint64_t addr, uint64_t len, uint32_t access);
 bool sges_allowed(const QpTables& tables, uint32_t pdn, const std::vector<Sge>& sges, uint32_t access);
+// Where `addr` of the MR `key` names lies in host memory (the MR's translation; call after
+// mr_allows said yes). A zero-length access names no MR: its address stays as it is.
+uint64_t mr_host_address(const QpTables& tables, uint32_t key, uint64_t addr);
+// sges_allowed, and if every entry passes, each address rewritten to where it lies in host
+// memory, for the DMA that follows.
+bool check_and_translate(const QpTables& tables, uint32_t pdn, std::vector<Sge>& sges, uint32_t access);
 
 // Calls visit(address, bytes, position in the data) for each piece of [offset, offset+len) of
 // the buffer an SGE list describes.
