@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "model/common/bytes.h"
+#include "model/common/percentile.h"
 
 namespace vhca {
 
@@ -40,13 +41,6 @@ std::string check_vcd_signals(const TrafficOptions& o) {
              "host0.msix1.messages, host0.cpu.irq1; see docs/scenarios.md)";
   }
   return "";
-}
-
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  const size_t i = size_t(std::ceil(p * double(v.size()))) - 1;
-  std::nth_element(v.begin(), v.begin() + long(i), v.end());
-  return v[i];
 }
 
 void Probes::Samples::add(const sc_core::sc_time& posted, const sc_core::sc_time& visible) {

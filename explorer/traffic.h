@@ -196,9 +196,6 @@ void for_each_vcd_signal(const TrafficOptions& o, const std::function<void(const
 // "" if every pattern of o.vcd_signals chooses at least one signal; else an error naming the first that does not.
 std::string check_vcd_signals(const TrafficOptions& o);
 
-// The p-quantile (0 < p <= 1, nearest rank) of `v`, which it partly reorders; 0 if empty.
-double percentile(std::vector<double>& v, double p);
-
 // Runs the scenario in this process (SystemC elaborates once).
 TrafficResult run_traffic(const TrafficOptions& o);
 void print_summary(const TrafficOptions& o, const TrafficResult& r);

@@ -25,6 +25,7 @@
 #include "firmware-shim/qp_verbs.h"
 #include "model/regs/tables.h"
 #include "serve/client_memory.h"
+#include "serve/completion_ledger.h"
 #include "serve/run_state.h"
 #include "sim/system.h"
 #include "verbs/protocol.h"
@@ -168,12 +169,15 @@ struct CqEntry {
   uint32_t log_size, dbr_offset;
   uint32_t channel;     // wire::kNoChannel or a channel of the same connection
   uint32_t events = 0;  // completion events reported through the channel
+  uint32_t landed = 0;  // CQEs the ledger has seen land (its own index, whatever the program polled)
 };
 
 struct QpEntry {
   Qp* qp;
   std::unique_ptr<SharedRegion> memory;
   uint64_t base;
+  uint32_t sq_offset, dbr_offset;
+  uint16_t sq_pi = 0;  // the send producer index of its last doorbell
 };
 
 struct Channel {
@@ -210,6 +214,7 @@ struct Session {
   long woken_switches = -1;
   // Its report.
   uint64_t doorbells = 0, refused_doorbells = 0, awaits = 0, events = 0, commands = 0;
+  ClientLedger ledger;
 };
 using SessionPtr = std::shared_ptr<Session>;
 
@@ -220,6 +225,8 @@ struct Served {
   std::vector<Device> devs;
   std::vector<SessionPtr> sessions;
   sc_core::sc_event client_resumes;  // a reply or an event woke a client thread
+  CompletionLedger ledger;
+  std::vector<std::string> reports;  // JSON of the clients that left, in order
 };
 
 // Posted requests get no reply: the client goes on without waiting for them.
@@ -385,13 +392,21 @@ int create_qp(Session& s, Served& sv, const wire::CreateQp& r, wire::QpCreated& 
   out = {qp->qpn, qp->sq_depth, qp->rq_depth, 0, uint32_t(rq_offset), uint32_t(dbr_offset), uint32_t(memory->size()),
          sqwqe::kMaxSge, rqwqe::kMaxSge, sqwqe::kMaxInline};
   pass_fd = memory->fd();
-  s.qps.emplace(qp->qpn, QpEntry{qp, std::move(memory), base});
+  s.qps.emplace(qp->qpn, QpEntry{qp, std::move(memory), base, 0, uint32_t(dbr_offset)});
+  sv.ledger.qp_created(s.device, qp->qpn, attr.type == QpType::rc, &s.ledger);
   return 0;
 }
 
 // ibv_modify_qp's attributes, as far as the mask gives them, to MODIFY_QP's. The device refuses
 // an attribute its transition does not take (IB: an invalid attribute mask is an error).
-int modify_qp(Session& s, const wire::ModifyQp& r) {
+// The device whose port has `lid`, or -1.
+int device_with_lid(const Served& sv, uint32_t lid) {
+  for (size_t d = 0; d < sv.devs.size(); ++d)
+    if (sv.devs[d].port.lid == lid) return int(d);
+  return -1;
+}
+
+int modify_qp(Session& s, Served& sv, const wire::ModifyQp& r) {
   QpEntry* e = find(s.qps, r.qpn);
   if (!e) return EINVAL;
   QpAttr a;
@@ -414,6 +429,8 @@ int modify_qp(Session& s, const wire::ModifyQp& r) {
   if (r.mask & IBV_QP_MAX_QP_RD_ATOMIC) a.max_rd_atomic = uint8_t(r.max_rd_atomic);
   if (r.mask & IBV_QP_MAX_DEST_RD_ATOMIC) a.max_dest_rd_atomic = uint8_t(r.max_dest_rd_atomic);
   if (const int rc = verbs::modify_qp(*e->qp, a)) return errno_of(rc, EINVAL);
+  if ((r.mask & IBV_QP_DEST_QPN) && (r.mask & IBV_QP_AV))
+    sv.ledger.qp_connected(s.device, r.qpn, device_with_lid(sv, r.dlid), r.dest_qpn);
   return 0;
 }
 
@@ -426,13 +443,51 @@ int query_qp(Session& s, uint32_t qpn, wire::QpState& out) {
   return 0;
 }
 
+// The ledger's view of a QP that goes: what it leaves outstanding (the receive producer index is
+// in its doorbell record).
+void forget_qp(Session& s, Served& sv, uint32_t qpn, QpEntry& e) {
+  const auto rq_pi = uint16_t(get_field(e.memory->data() + e.dbr_offset, qpdbr::rq_pi));
+  sv.ledger.qp_destroyed(s.device, qpn, rq_pi);
+}
+
 int destroy_qp(Session& s, Served& sv, uint32_t qpn) {
   QpEntry* e = find(s.qps, qpn);
   if (!e) return EINVAL;
   if (const int rc = verbs::destroy_qp(e->qp)) return errno_of(rc, EBUSY);
+  forget_qp(s, sv, qpn, *e);
   node_of(s, sv).memory.detach(e->base);
   s.qps.erase(qpn);
   return 0;
+}
+
+double now_us() { return sc_core::sc_time_stamp().to_seconds() * 1e6; }
+
+// The send WQEs a doorbell posts, from the QP's last doorbell up to `pi`, with their opcodes as
+// the program wrote them into its ring.
+void note_posts(Session& s, Served& sv, QpEntry& e, uint16_t pi) {
+  std::vector<uint8_t> opcodes;
+  const uint32_t depth = e.qp->sq_depth;
+  for (uint16_t i = e.sq_pi; i != pi && opcodes.size() < depth; ++i) {
+    const uint8_t* wqe = e.memory->data() + e.sq_offset + uint64_t(i & (depth - 1)) * sqwqe::kSize;
+    opcodes.push_back(uint8_t(get_field(wqe, sqwqe::opcode)));
+  }
+  sv.ledger.sends_posted(s.device, e.qp->qpn, e.sq_pi, opcodes, now_us());
+  e.sq_pi = pi;
+}
+
+// The CQEs that landed on the client's CQs since the ledger last looked, at the instant they land
+// (the write into the CQ's buffer wakes it), before the program could consume them and the device
+// reuse their slots.
+void note_landed(Session& s, Served& sv) {
+  for (auto& [cqn, e] : s.cqs) {
+    const uint8_t* mem = e.memory->data();
+    for (;;) {
+      const uint8_t* entry = mem + uint64_t(e.landed & ((1u << e.log_size) - 1)) * cqe::kSize;
+      if (!queue_format::cqe_valid(entry, e.landed, uint8_t(e.log_size))) break;
+      sv.ledger.completed(s.device, queue_format::parse_cqe(entry), now_us());
+      e.landed = (e.landed + 1) & 0xFFFFFF;
+    }
+  }
 }
 
 // A doorbell the program rang: its CPU cost, then the MMIO write, at the simulated instant it
@@ -453,6 +508,7 @@ void ring(Session& s, Served& sv, const wire::Doorbell& d) {
     return;
   }
   ++s.doorbells;
+  if (kind == wire::DoorbellKind::send) note_posts(s, sv, s.qps.at(object), uint16_t(bits_of(d.value, wqdb::pi)));
   if (d.wrs) cpu.charge(CpuContext::app, cpu.config().post_wr_cost * double(d.wrs));
   const char* reg = kind == wire::DoorbellKind::send ? reg::sq_db : kind == wire::DoorbellKind::recv ? reg::rq_db : reg::cq_arm_db;
   cpu.mmio_write64(Driver::offset_of(reg, drv.config().uar), d.value);
@@ -616,7 +672,7 @@ bool serve_request(Session& s, const Request& req, Served& sv) {
     case wire::Op::modify_qp: {
       wire::ModifyQp r;
       if (!body_as(body, r)) return fail(EINVAL);
-      return fail(modify_qp(s, r));
+      return fail(modify_qp(s, sv, r));
     }
     case wire::Op::query_qp: {
       wire::Handle r;
@@ -659,8 +715,10 @@ struct Left {
 // What a client left is destroyed, QPs first (they hold CQs and PDs), as the kernel does.
 Left release(Session& s, Served& sv) {
   Left left{s.qps.size(), s.cqs.size(), s.mrs.size(), s.pds.size()};
+  note_landed(s, sv);
   for (auto& [qpn, e] : s.qps) {
     verbs::destroy_qp(e.qp);
+    forget_qp(s, sv, qpn, e);
     node_of(s, sv).memory.detach(e.base);
   }
   s.qps.clear();
@@ -685,6 +743,22 @@ Left release(Session& s, Served& sv) {
   return left;
 }
 
+// Adds the client to the JSON report and writes the file again, so that it is whole whenever a
+// client has left.
+void record_report(const Session& s, Served& sv) {
+  if (s.device < 0 || sv.opts.json_path.empty()) return;
+  sv.reports.push_back(client_json(int(s.pid), sv.devs[size_t(s.device)].info.name, now_us(), s.ledger));
+  std::string out = "[\n";
+  for (size_t i = 0; i < sv.reports.size(); ++i) out += (i ? ",\n  " : "  ") + sv.reports[i];
+  out += "\n]\n";
+  if (FILE* f = std::fopen(sv.opts.json_path.c_str(), "w")) {
+    std::fwrite(out.data(), 1, out.size(), f);
+    std::fclose(f);
+  } else {
+    std::fprintf(stderr, "vhca-sim serve: cannot write %s: %s\n", sv.opts.json_path.c_str(), std::strerror(errno));
+  }
+}
+
 void print_report(const Session& s, const Left& left, const Served& sv) {
   if (sv.opts.quiet || s.device < 0) return;
   std::printf("vhca-sim serve: client pid %d on %s left at %.3f us: %llu doorbells (%llu refused), %llu awaits, "
@@ -693,6 +767,7 @@ void print_report(const Session& s, const Left& left, const Served& sv) {
               (unsigned long long)s.doorbells, (unsigned long long)s.refused_doorbells, (unsigned long long)s.awaits,
               (unsigned long long)s.events, left.qps, left.cqs, left.mrs, left.pds,
               left.absorbed ? fmt::format(" ({} bytes written into its MRs after it exited)", left.absorbed).c_str() : "");
+  std::printf("vhca-sim serve: client pid %d: %s\n", int(s.pid), client_summary(s.ledger).c_str());
   std::fflush(stdout);
 }
 
@@ -720,8 +795,18 @@ void agent(SessionPtr s, Served& sv) {
   }
   const Left left = release(*s, sv);
   print_report(*s, left, sv);
+  record_report(*s, sv);
+  s->cqe_written.notify(sc_core::SC_ZERO_TIME);  // its ledger watch ends
   s->finished = true;
   sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
+}
+
+// The ledger's watch over a client's CQs: woken by every write into their buffers, until it goes.
+void watch_landings(SessionPtr s, Served& sv) {
+  while (!s->finished) {
+    sc_core::wait(s->cqe_written);
+    if (!s->gone) note_landed(*s, sv);
+  }
 }
 
 // Takes every whole frame out of the client's buffer into its agent's queue; false: drop the
@@ -780,6 +865,7 @@ bool take_input(int listener, Served& sv, int timeout_ms) {
       s->pid = peer_pid(fd);
       sv.sessions.push_back(s);
       sc_core::sc_spawn([s, &sv] { agent(s, sv); }, sc_core::sc_gen_unique_name("client"));
+      sc_core::sc_spawn([s, &sv] { watch_landings(s, sv); }, sc_core::sc_gen_unique_name("ledger"));
     }
   }
   for (size_t k = 0; k < polled.size(); ++k) {
@@ -850,7 +936,7 @@ int run_device_server(const ServeOptions& o) {
   cfg.hosts = 2;
   cfg.wall_clock_watch = false;  // the loop waits for clients in poll(): wall time passes with no simulated time
   System sys(cfg);
-  Served served{sys, o, {}, {}, {}};
+  Served served{sys, o, {}, {}, {}, {}, {}};
   int rc = 0;
   // The serving loop is a SystemC thread: between requests it waits for clients, and a command
   // runs the device's driver in simulated time (the clients' time rule: docs/verbs-programs.md).

@@ -1,12 +1,15 @@
 # Shared by the verbs program tests (sourced): a `vhca-sim serve` of their own on a fresh socket,
 # failure reports, and a pingpong pair (the server side on vhca0, the client on vhca1).
-#   . verbs_common.sh; start_server VHCA_SIM LIBDIR
+#   . verbs_common.sh; start_server VHCA_SIM LIBDIR [SERVER OPTIONS...]
 # sets $dir (a temporary folder, removed on exit), $sock, $pid (the server), and exports
 # VHCA_SOCKET and LD_LIBRARY_PATH for the programs.
 start_server() {
-  dir=$(mktemp -d)
+  dir=${dir:-$(mktemp -d)}  # a caller may make it first, to name files in it for the server
   sock=$dir/vhca.sock
-  "$1" serve --socket "$sock" >"$dir/serve.out" 2>&1 &
+  server_sim=$1
+  server_lib=$2
+  shift 2
+  "$server_sim" serve --socket "$sock" "$@" >"$dir/serve.out" 2>&1 &
   pid=$!
   trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
   i=0
@@ -15,7 +18,7 @@ start_server() {
     [ $i -le 300 ] || { echo "FAIL: the server did not open $sock"; cat "$dir/serve.out"; exit 1; }
     sleep 0.1
   done
-  export VHCA_SOCKET="$sock" LD_LIBRARY_PATH="$2"
+  export VHCA_SOCKET="$sock" LD_LIBRARY_PATH="$server_lib"
 }
 
 # fail MESSAGE: prints it and every output the test kept, and exits 1.

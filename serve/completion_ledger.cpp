@@ -1,0 +1,138 @@
+#include "serve/completion_ledger.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "model/common/percentile.h"
+#include "model/regs/codes.h"
+
+namespace vhca {
+
+LatencySamples::Summary LatencySamples::summary() const {
+  Summary s;
+  s.count = us.size();
+  if (us.empty()) return s;
+  std::vector<double> v = us;
+  s.min = *std::min_element(v.begin(), v.end());
+  s.max = *std::max_element(v.begin(), v.end());
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  s.p50 = percentile(v, 0.5);
+  s.p99 = percentile(v, 0.99);
+  return s;
+}
+
+void CompletionLedger::qp_created(int device, uint32_t qpn, bool rc, ClientLedger* client) {
+  QpBook& q = qps_[{device, qpn}];
+  q = QpBook{};
+  q.rc = rc;
+  q.client = client;
+}
+
+void CompletionLedger::qp_connected(int device, uint32_t qpn, int peer_device, uint32_t peer_qpn) {
+  auto it = qps_.find({device, qpn});
+  if (it != qps_.end()) it->second.peer = {peer_device, peer_qpn};
+}
+
+void CompletionLedger::qp_destroyed(int device, uint32_t qpn, uint16_t rq_pi) {
+  auto it = qps_.find({device, qpn});
+  if (it == qps_.end()) return;
+  QpBook& q = it->second;
+  q.client->sends_outstanding += q.send_posted_us.size();
+  q.client->recvs_outstanding += uint16_t(rq_pi - q.next_recv);
+  qps_.erase(it);
+}
+
+namespace {
+// Whether a WQE of this opcode consumes a receive WQE at the peer (and so makes a RECV CQE there).
+bool consumes_receive(uint8_t opcode) {
+  return opcode == sqwqe::kSend || opcode == sqwqe::kSendImm || opcode == sqwqe::kRdmaWriteImm;
+}
+}  // namespace
+
+void CompletionLedger::sends_posted(int device, uint32_t qpn, uint16_t first, const std::vector<uint8_t>& opcodes,
+                                    double t_us) {
+  auto it = qps_.find({device, qpn});
+  if (it == qps_.end()) return;
+  QpBook& q = it->second;
+  for (uint8_t op : opcodes) {
+    q.send_posted_us.push_back(t_us);
+    if (q.rc && consumes_receive(op)) q.message_posted_us.push_back(t_us);
+  }
+  q.client->sends_posted += opcodes.size();
+}
+
+void CompletionLedger::completed(int device, const Wc& wc, double t_us) {
+  auto it = qps_.find({device, wc.qpn});
+  if (it == qps_.end()) return;  // a QP the ledger does not know (made before it, or gone)
+  QpBook& q = it->second;
+  if (wc.status) ++q.client->error_cqes;
+  if (queue_format::is_send_completion(wc))
+    send_completed(q, wc, t_us);
+  else
+    recv_completed(q, wc, t_us);
+}
+
+// A send CQE names the last WQE it covers; the unsignaled ones before it complete with it.
+void CompletionLedger::send_completed(QpBook& q, const Wc& wc, double t_us) {
+  const size_t covers = size_t(uint16_t(wc.wqe_counter - q.next_send)) + 1;
+  if (covers > q.send_posted_us.size()) {
+    ++q.client->unexpected;
+    return;
+  }
+  const double posted = q.send_posted_us[covers - 1];
+  q.send_posted_us.erase(q.send_posted_us.begin(), q.send_posted_us.begin() + long(covers));
+  q.next_send = uint16_t(wc.wqe_counter + 1);
+  q.client->sends_completed += covers;
+  if (!wc.status) q.client->completion.us.push_back(t_us - posted);
+}
+
+// Receive WQEs are consumed in order: a CQE names the next one, or it is unexpected.
+void CompletionLedger::recv_completed(QpBook& q, const Wc& wc, double t_us) {
+  if (wc.wqe_counter != q.next_recv) {
+    ++q.client->unexpected;
+    return;
+  }
+  ++q.next_recv;
+  ++q.client->recvs_completed;
+  if (wc.status || !q.rc) return;
+  auto peer = qps_.find(q.peer);
+  if (peer == qps_.end() || peer->second.message_posted_us.empty()) return;
+  q.client->message.us.push_back(t_us - peer->second.message_posted_us.front());
+  peer->second.message_posted_us.pop_front();
+}
+
+namespace {
+std::string summary_json(const LatencySamples& l) {
+  const LatencySamples::Summary s = l.summary();
+  std::string out = fmt::format(
+      "{{\"count\": {}, \"min\": {:.4f}, \"p50\": {:.4f}, \"p99\": {:.4f}, \"max\": {:.4f}, \"mean\": {:.4f}, \"samples\": [",
+      s.count, s.min, s.p50, s.p99, s.max, s.mean);
+  for (size_t i = 0; i < l.us.size(); ++i) out += fmt::format("{}{:.4f}", i ? ", " : "", l.us[i]);
+  return out + "]}";
+}
+}  // namespace
+
+std::string client_json(int pid, const char* device, double left_at_us, const ClientLedger& c) {
+  return fmt::format(
+      "{{\"pid\": {}, \"device\": \"{}\", \"left_at_us\": {:.4f}, \"sends_posted\": {}, \"sends_completed\": {}, "
+      "\"sends_outstanding\": {}, \"recvs_completed\": {}, \"recvs_outstanding\": {}, \"error_cqes\": {}, "
+      "\"unexpected_completions\": {},\n   \"completion_latency_us\": {},\n   \"message_latency_us\": {}}}",
+      pid, device, left_at_us, c.sends_posted, c.sends_completed, c.sends_outstanding, c.recvs_completed,
+      c.recvs_outstanding, c.error_cqes, c.unexpected, summary_json(c.completion), summary_json(c.message));
+}
+
+std::string client_summary(const ClientLedger& c) {
+  std::string out = fmt::format("send WQEs {} posted, {} completed, {} outstanding; receives {} completed; {} error CQEs, "
+                                "{} unexpected completions",
+                                c.sends_posted, c.sends_completed, c.sends_outstanding, c.recvs_completed, c.error_cqes,
+                                c.unexpected);
+  const auto latency = [](const char* what, const LatencySamples& l) {
+    const LatencySamples::Summary s = l.summary();
+    return s.count ? fmt::format("; {} p50 {:.3f} us, p99 {:.3f} us (of {})", what, s.p50, s.p99, s.count) : std::string();
+  };
+  return out + latency("post-to-CQE latency", c.completion) + latency("one-way message latency", c.message);
+}
+
+}  // namespace vhca
