@@ -201,6 +201,7 @@ struct Session {
   std::map<uint32_t, QpEntry> qps;
   std::map<uint32_t, Channel> channels;
   uint32_t next_channel = 1;
+  int async_fd = -1;  // the program's async event channel (ibv_context.async_fd's other end)
   // The agent.
   std::deque<Request> queue;
   sc_core::sc_event work;
@@ -213,7 +214,7 @@ struct Session {
   pid_t woken_tid = 0;
   long woken_switches = -1;
   // Its report.
-  uint64_t doorbells = 0, refused_doorbells = 0, awaits = 0, events = 0, commands = 0;
+  uint64_t doorbells = 0, refused_doorbells = 0, awaits = 0, events = 0, commands = 0, async_events = 0;
   ClientLedger ledger;
 };
 using SessionPtr = std::shared_ptr<Session>;
@@ -636,6 +637,13 @@ bool serve_request(Session& s, const Request& req, Served& sv) {
       s.channels.emplace(id, Channel{fd});
       return answer(0, wire::Handle{id});
     }
+    case wire::Op::open_async: {
+      if (s.passed_fds.empty()) return fail(EINVAL);
+      if (s.async_fd >= 0) ::close(s.async_fd);
+      s.async_fd = s.passed_fds.front();
+      s.passed_fds.pop_front();
+      return reply(s, op, 0, nullptr, 0);
+    }
     case wire::Op::destroy_comp_channel: {
       wire::Handle r;
       if (!body_as(body, r)) return fail(EINVAL);
@@ -740,6 +748,8 @@ Left release(Session& s, Served& sv) {
   s.channels.clear();
   for (int fd : s.passed_fds) ::close(fd);
   s.passed_fds.clear();
+  if (s.async_fd >= 0) ::close(s.async_fd);
+  s.async_fd = -1;
   return left;
 }
 
@@ -762,10 +772,10 @@ void record_report(const Session& s, Served& sv) {
 void print_report(const Session& s, const Left& left, const Served& sv) {
   if (sv.opts.quiet || s.device < 0) return;
   std::printf("vhca-sim serve: client pid %d on %s left at %.3f us: %llu doorbells (%llu refused), %llu awaits, "
-              "%llu completion events; released %zu QPs, %zu CQs, %zu MRs, %zu PDs it left open%s\n",
+              "%llu completion events, %llu async events; released %zu QPs, %zu CQs, %zu MRs, %zu PDs it left open%s\n",
               int(s.pid), sv.devs[size_t(s.device)].info.name, sc_core::sc_time_stamp().to_seconds() * 1e6,
               (unsigned long long)s.doorbells, (unsigned long long)s.refused_doorbells, (unsigned long long)s.awaits,
-              (unsigned long long)s.events, left.qps, left.cqs, left.mrs, left.pds,
+              (unsigned long long)s.events, (unsigned long long)s.async_events, left.qps, left.cqs, left.mrs, left.pds,
               left.absorbed ? fmt::format(" ({} bytes written into its MRs after it exited)", left.absorbed).c_str() : "");
   std::printf("vhca-sim serve: client pid %d: %s\n", int(s.pid), client_summary(s.ledger).c_str());
   std::fflush(stdout);
@@ -799,6 +809,31 @@ void agent(SessionPtr s, Served& sv) {
   s->cqe_written.notify(sc_core::SC_ZERO_TIME);  // its ledger watch ends
   s->finished = true;
   sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
+}
+
+// An async event of device `device` for the client that owns its object: one record on the
+// client's async channel (what ibv_get_async_event reads). Device-wide events (a DMA error, an EQ
+// overrun) belong to no client: the driver handles them.
+void deliver_async(Served& sv, int device, const AsyncEvent& ev) {
+  wire::AsyncRecord rec{};
+  bool cq_event = false;
+  if (ev.type == eqe::kCqError) {
+    rec = {IBV_EVENT_CQ_ERR, ev.cqn};
+    cq_event = true;
+  } else if (ev.type == eqe::kQpFatal) {
+    rec = {IBV_EVENT_QP_FATAL, uint32_t(ev.data)};
+  } else if (ev.type == eqe::kSqDrained) {
+    rec = {IBV_EVENT_SQ_DRAINED, uint32_t(ev.data)};
+  } else {
+    return;
+  }
+  for (const SessionPtr& s : sv.sessions) {
+    if (s->device != device || s->gone || s->async_fd < 0) continue;
+    if (cq_event ? !s->cqs.count(rec.object) : !s->qps.count(rec.object)) continue;
+    if (::send(s->async_fd, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT) == ssize_t(sizeof rec)) ++s->async_events;
+    sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
 }
 
 // The ledger's watch over a client's CQs: woken by every write into their buffers, until it goes.
@@ -950,6 +985,7 @@ int run_device_server(const ServeOptions& o) {
             return;
           }
           served.devs.push_back(describe(sys.node(h), h, sys.cfg));
+          sys.node(h).driver.async_handler = [&served, h](const AsyncEvent& ev) { deliver_async(served, int(h), ev); };
         }
         ino_t inode = 0;
         const int listener = listen_on(path, inode);

@@ -55,7 +55,9 @@ int main() {
   check(ibv_create_srq(nullptr, nullptr) == nullptr && errno == EOPNOTSUPP, "ibv_create_srq refused");
   check(ibv_resize_cq(nullptr, 1) == EOPNOTSUPP, "ibv_resize_cq refused with its errno");
   errno = 0;
-  check(ibv_get_async_event(nullptr, nullptr) == -1 && errno == EOPNOTSUPP, "ibv_get_async_event refused with -1");
+  check(_ibv_query_gid_table(nullptr, nullptr, 0, 0, 0) == -1 && errno == EOPNOTSUPP, "_ibv_query_gid_table refused with -1");
+  errno = 0;
+  check(ibv_get_async_event(nullptr, nullptr) == -1 && errno == EINVAL, "ibv_get_async_event refuses NULL with -1");
   if (failures) return 1;
   std::printf("helpers and refusals as rdma-core's conventions\n");
   return 0;

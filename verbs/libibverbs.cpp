@@ -34,10 +34,11 @@
 
 namespace vhca::client {
 
-int call(int fd, wire::Op op, const void* body, uint32_t len, std::vector<uint8_t>& out, int* passed) {
+int call(int fd, wire::Op op, const void* body, uint32_t len, std::vector<uint8_t>& out, int* passed, int pass) {
   wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, int32_t(::gettid())};
   if (passed) *passed = -1;
-  if (!wire::send_all(fd, &h, sizeof h) || (len && !wire::send_all(fd, body, len))) return EIO;
+  const bool header_sent = pass >= 0 ? wire::send_with_fd(fd, &h, sizeof h, pass) : wire::send_all(fd, &h, sizeof h);
+  if (!header_sent || (len && !wire::send_all(fd, body, len))) return EIO;
   wire::Header r;
   constexpr uint32_t kMaxReply = 1 << 20;  // no reply is near this: a larger one is not the server's
   std::vector<int> fds;
@@ -55,9 +56,10 @@ int call(int fd, wire::Op op, const void* body, uint32_t len, std::vector<uint8_
   return r.status;
 }
 
-int context_call(ibv_context* c, wire::Op op, const void* body, uint32_t len, std::vector<uint8_t>& out, int* passed) {
+int context_call(ibv_context* c, wire::Op op, const void* body, uint32_t len, std::vector<uint8_t>& out, int* passed,
+                 int pass) {
   pthread_mutex_lock(&c->mutex);
-  const int rc = call(context_of(c)->fd, op, body, len, out, passed);
+  const int rc = call(context_of(c)->fd, op, body, len, out, passed, pass);
   pthread_mutex_unlock(&c->mutex);
   return rc;
 }
@@ -201,12 +203,22 @@ ibv_context* ibv_open_device(ibv_device* device) {
     return nullptr;
   }
   if (call_for(fd, wire::Op::query_device, &ref, sizeof ref, info) == 0) c->ctx.num_comp_vectors = int(info.num_comp_vectors);
+  // The async event channel: a real descriptor programs may poll() (ibv_get_async_event reads it).
+  std::vector<uint8_t> reply;
+  c->ctx.async_fd = client::open_event_socket(&c->ctx, wire::Op::open_async, reply);
+  if (c->ctx.async_fd < 0) {
+    const int err = errno;
+    ibv_close_device(&c->ctx);
+    errno = err;
+    return nullptr;
+  }
   return &c->ctx;
 }
 
 int ibv_close_device(ibv_context* context) {
   client::Context* c = client::context_of(context);
   ::close(c->fd);
+  if (context->async_fd >= 0) ::close(context->async_fd);
   pthread_mutex_destroy(&c->ctx.mutex);
   pthread_mutex_destroy(&c->objects_lock);
   delete c;

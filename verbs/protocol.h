@@ -11,7 +11,7 @@
 namespace vhca::wire {
 
 constexpr uint32_t kMagic = 0x41434856;  // "VHCA"
-constexpr uint16_t kVersion = 3;
+constexpr uint16_t kVersion = 4;
 // The socket the library uses when VHCA_SOCKET is not set.
 constexpr const char* kDefaultSocket = "/tmp/vhca.sock";
 
@@ -45,7 +45,9 @@ enum class Op : uint16_t {
   // up to 64 us). Simulated time runs only while no client thread runs its own code.
   await = 20,                // body: Await; reply: none
   await_event = 21,          // body: AwaitEvent; reply: none
-  last = await_event,        // (not an op) the highest this version knows: above it, EOPNOTSUPP
+  // Version 4: the context's async event channel (ibv_context.async_fd).
+  open_async = 22,           // body: none, with a socket's fd (SCM_RIGHTS); reply: none
+  last = open_async,         // (not an op) the highest this version knows: above it, EOPNOTSUPP
 };
 
 // Objects a client made are named by their number on the device: PDN, lkey, CQN, QPN.
@@ -118,6 +120,12 @@ struct Await {
 // more than `seen` events to it (the library counts what it read).
 struct AwaitEvent {
   uint32_t channel, seen;
+};
+
+// One async event, as the server writes it to the context's async channel.
+struct AsyncRecord {
+  uint32_t event_type;  // enum ibv_event_type
+  uint32_t object;      // the CQN (CQ events), QPN (QP events) or port number (port events)
 };
 
 struct Header {

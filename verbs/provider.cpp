@@ -336,6 +336,20 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 
 }  // namespace
 
+int open_event_socket(ibv_context* c, wire::Op op, std::vector<uint8_t>& reply) {
+  int ends[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) return -1;
+  // The server's end goes with the request; the program keeps the other.
+  const int rc = context_call(c, op, nullptr, 0, reply, nullptr, ends[1]);
+  ::close(ends[1]);
+  if (rc) {
+    ::close(ends[0]);
+    errno = rc;
+    return -1;
+  }
+  return ends[0];
+}
+
 void install_data_path(ibv_context* c) {
   c->ops.poll_cq = poll_cq;
   c->ops.req_notify_cq = req_notify_cq;
@@ -373,33 +387,17 @@ int ibv_dereg_mr(ibv_mr* mr) {
 
 ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
   if (!context) return client::fail_null<ibv_comp_channel>(EINVAL);
-  int ends[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) return nullptr;
-  // The server's end goes with the request; the program keeps the other as the channel's fd.
-  wire::Header h{wire::kMagic, wire::kVersion, uint16_t(wire::Op::create_comp_channel), 0, int32_t(::gettid())};
-  pthread_mutex_lock(&context->mutex);
-  const int fd = client::context_of(context)->fd;
-  bool sent = vhca::wire::send_with_fd(fd, &h, sizeof h, ends[1]);
-  ::close(ends[1]);
   std::vector<uint8_t> reply;
-  wire::Header r{};
-  sent = sent && vhca::wire::recv_all(fd, &r, sizeof r) && r.op == h.op;
-  reply.resize(sent ? r.length : 0);
-  sent = sent && (r.length == 0 || vhca::wire::recv_all(fd, reply.data(), r.length));
-  pthread_mutex_unlock(&context->mutex);
-  if (!sent || r.status || reply.size() != sizeof(wire::Handle)) {
-    ::close(ends[0]);
-    errno = !sent ? EIO : r.status ? r.status : EIO;
-    return nullptr;
-  }
-  auto* ch = new (std::nothrow) client::Channel{};
+  const int fd = client::open_event_socket(context, wire::Op::create_comp_channel, reply);
+  if (fd < 0) return nullptr;
+  auto* ch = reply.size() == sizeof(wire::Handle) ? new (std::nothrow) client::Channel{} : nullptr;
   if (!ch) {
-    ::close(ends[0]);
-    return client::fail_null<ibv_comp_channel>(ENOMEM);
+    ::close(fd);
+    return client::fail_null<ibv_comp_channel>(reply.size() == sizeof(wire::Handle) ? ENOMEM : EIO);
   }
   std::memcpy(&ch->handle, reply.data(), sizeof ch->handle);
   ch->ch.context = context;
-  ch->ch.fd = ends[0];
+  ch->ch.fd = fd;
   ch->ch.refcnt = 0;
   return &ch->ch;
 }
@@ -516,6 +514,60 @@ void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   cq->comp_events_completed += nevents;
   pthread_cond_signal(&cq->cond);
   pthread_mutex_unlock(&cq->mutex);
+}
+
+// The next async event: a record the server wrote to the context's async channel, naming the CQ
+// or QP by its number. A blocking read waits outside the library (the time rule sees the thread
+// asleep and lets simulated time run); a non-blocking channel says EAGAIN, as the real library.
+int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
+  if (!context || !event) {
+    errno = EINVAL;
+    return -1;
+  }
+  wire::AsyncRecord rec{};
+  for (size_t got = 0; got < sizeof rec;) {
+    const ssize_t n = ::read(context->async_fd, reinterpret_cast<uint8_t*>(&rec) + got, sizeof rec - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;  // EAGAIN on a non-blocking channel
+    if (n == 0) {
+      errno = EIO;  // the server went away
+      return -1;
+    }
+    got += size_t(n);
+  }
+  std::memset(event, 0, sizeof *event);
+  event->event_type = ibv_event_type(rec.event_type);
+  client::Context* c = client::context_of(context);
+  pthread_mutex_lock(&c->objects_lock);
+  if (rec.event_type == IBV_EVENT_CQ_ERR) {
+    auto it = c->cqs.find(rec.object);
+    event->element.cq = it == c->cqs.end() ? nullptr : &it->second->cq;
+  } else if (rec.event_type == IBV_EVENT_PORT_ACTIVE || rec.event_type == IBV_EVENT_PORT_ERR) {
+    event->element.port_num = int(rec.object);
+  } else {
+    auto it = c->qps.find(rec.object);
+    event->element.qp = it == c->qps.end() ? nullptr : &it->second->qp;
+  }
+  pthread_mutex_unlock(&c->objects_lock);
+  return 0;
+}
+
+// Counted on the object, as rdma-core does (its destroy waits for them; here destroy does not).
+void ibv_ack_async_event(ibv_async_event* event) {
+  if (!event) return;
+  if (event->event_type == IBV_EVENT_CQ_ERR && event->element.cq) {
+    ibv_cq* cq = event->element.cq;
+    pthread_mutex_lock(&cq->mutex);
+    ++cq->async_events_completed;
+    pthread_cond_signal(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+  } else if (event->event_type != IBV_EVENT_PORT_ACTIVE && event->event_type != IBV_EVENT_PORT_ERR && event->element.qp) {
+    ibv_qp* qp = event->element.qp;
+    pthread_mutex_lock(&qp->mutex);
+    ++qp->events_completed;
+    pthread_cond_signal(&qp->cond);
+    pthread_mutex_unlock(&qp->mutex);
+  }
 }
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {

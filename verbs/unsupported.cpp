@@ -18,7 +18,7 @@ void refuse(const char* verb) {
   static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(m);
   if (said.insert(verb).second)
-    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (so far: discovery, queries, PDs, MRs, CQs, completion channels, RC and UD QPs, AHs; docs/verbs-programs.md)\n",
+    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (so far: discovery, queries, PDs, MRs, CQs, completion channels, RC and UD QPs, AHs, async events; docs/verbs-programs.md)\n",
                  verb);
   errno = EOPNOTSUPP;
 }
@@ -71,9 +71,7 @@ VHCA_ERRNO(ibv_query_ece)
 VHCA_ERRNO(ibv_set_ece)
 VHCA_ERRNO(ibv_resolve_eth_l2_from_gid)
 VHCA_ERRNO(_ibv_query_gid_ex)
-VHCA_MINUS1(ibv_get_async_event)
 VHCA_MINUS1(_ibv_query_gid_table)
-VHCA_VOID(ibv_ack_async_event)
 VHCA_VOID(ibv_unimport_pd)
 VHCA_VOID(ibv_unimport_mr)
 VHCA_VOID(ibv_unimport_dm)
