@@ -1,7 +1,8 @@
 // A verbs program (verbs.h only, linked against the drop-in library) that overruns a CQ and reads
 // the async events the device raises: IBV_EVENT_CQ_ERR naming its CQ, then IBV_EVENT_QP_FATAL
 // naming the QP that used it (its CQ overflowed, model/transport), both from the context's
-// async_fd. Run by verbs_async_events.sh against `vhca-sim serve`; exit 0 if every check holds.
+// async_fd; then shows that another context cannot free its objects. Run by
+// verbs_async_events.sh against `vhca-sim serve`; exit 0 if every check holds.
 //
 // The two sides: an RC QP on vhca0 whose send CQ holds 2 CQEs, connected to one on vhca1 with
 // room for everything; 8 signaled SENDs, none polled, overflow the sender's CQ.
@@ -138,6 +139,25 @@ int main() {
   fcntl(b.ctx->async_fd, F_SETFL, fcntl(b.ctx->async_fd, F_GETFL) | O_NONBLOCK);
   errno = 0;
   check(ibv_get_async_event(b.ctx, &ev) == -1 && errno == EAGAIN, "the peer's context has no event");
+  // Objects belong to their connection: another context of the same process on the same device
+  // (its own connection to the server) can neither free nor destroy them, whatever handle it names.
+  ibv_context* other = open_named("vhca0");
+  check(other != nullptr, "a second context on vhca0");
+  if (other) {
+    ibv_mr mr = *a.mr;
+    mr.context = other;
+    check(ibv_dereg_mr(&mr) == EINVAL, "another context cannot deregister the MR (EINVAL)");
+    ibv_cq cq = *a.cq;
+    cq.context = other;
+    check(ibv_destroy_cq(&cq) == EINVAL, "nor destroy the CQ");
+    ibv_qp qp = *a.qp;
+    qp.context = other;
+    check(ibv_destroy_qp(&qp) == EINVAL, "nor destroy the QP");
+    ibv_pd pd = *a.pd;
+    pd.context = other;
+    check(ibv_dealloc_pd(&pd) == EINVAL, "nor free the PD");
+    ibv_close_device(other);
+  }
   ibv_close_device(b.ctx);
   ibv_close_device(a.ctx);
   return failures ? 1 : 0;
