@@ -56,6 +56,9 @@ void CompletionLedger::sends_posted(int device, uint32_t qpn, uint16_t first, co
   auto it = qps_.find({device, qpn});
   if (it == qps_.end()) return;
   QpBook& q = it->second;
+  if (opcodes.empty()) return;
+  if (q.last_post_us >= 0) q.client->post_interval.us.push_back(t_us - q.last_post_us);
+  q.last_post_us = t_us;
   for (uint8_t op : opcodes) {
     q.send_posted_us.push_back(t_us);
     if (q.rc && consumes_receive(op)) q.message_posted_us.push_back(t_us);
@@ -118,9 +121,11 @@ std::string client_json(int pid, const char* device, double left_at_us, const Cl
   return fmt::format(
       "{{\"pid\": {}, \"device\": \"{}\", \"left_at_us\": {:.4f}, \"sends_posted\": {}, \"sends_completed\": {}, "
       "\"sends_outstanding\": {}, \"recvs_completed\": {}, \"recvs_outstanding\": {}, \"error_cqes\": {}, "
-      "\"unexpected_completions\": {},\n   \"completion_latency_us\": {},\n   \"message_latency_us\": {}}}",
+      "\"unexpected_completions\": {},\n   \"completion_latency_us\": {},\n   \"message_latency_us\": {},\n"
+      "   \"post_interval_us\": {}}}",
       pid, device, left_at_us, c.sends_posted, c.sends_completed, c.sends_outstanding, c.recvs_completed,
-      c.recvs_outstanding, c.error_cqes, c.unexpected, summary_json(c.completion), summary_json(c.message));
+      c.recvs_outstanding, c.error_cqes, c.unexpected, summary_json(c.completion), summary_json(c.message),
+      summary_json(c.post_interval));
 }
 
 std::string client_summary(const ClientLedger& c) {
@@ -132,7 +137,8 @@ std::string client_summary(const ClientLedger& c) {
     const LatencySamples::Summary s = l.summary();
     return s.count ? fmt::format("; {} p50 {:.3f} us, p99 {:.3f} us (of {})", what, s.p50, s.p99, s.count) : std::string();
   };
-  return out + latency("post-to-CQE latency", c.completion) + latency("one-way message latency", c.message);
+  return out + latency("post-to-CQE latency", c.completion) + latency("one-way message latency", c.message) +
+         latency("post-to-post interval", c.post_interval);
 }
 
 }  // namespace vhca

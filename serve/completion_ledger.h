@@ -37,6 +37,7 @@ struct ClientLedger {
   uint64_t sends_outstanding = 0, recvs_outstanding = 0;  // when the client left
   LatencySamples completion;     // a signaled send WQE's post to its CQE landing
   LatencySamples message;        // RC: the peer's post of a SEND / WRITE with immediate to this RECV CQE
+  LatencySamples post_interval;  // between one send doorbell of a QP and its next (a latency test's round trip)
 };
 
 class CompletionLedger {
@@ -61,6 +62,7 @@ class CompletionLedger {
     std::deque<double> send_posted_us;      // outstanding send WQEs' post times, oldest first
     std::deque<double> message_posted_us;   // this QP's messages that consume a receive at the peer
     uint16_t next_recv = 0;                 // index of the next receive WQE a CQE will consume
+    double last_post_us = -1;               // its last send doorbell
   };
   void send_completed(QpBook& q, const Wc& wc, double t_us);
   void recv_completed(QpBook& q, const Wc& wc, double t_us);

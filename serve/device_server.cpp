@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -209,10 +210,14 @@ struct Session {
   bool finished = false;  // the agent released what the client left and ended
   uint32_t awaiting = 0;  // requests a client thread is blocked on (queued or being served)
   sc_core::sc_event cqe_written;     // a write into one of its CQs' buffers
+  sc_core::sc_event mr_written;      // a DMA write into one of its MRs
   sc_core::sc_time quiet_wait;       // the next empty await's interval (await_change)
   // The time rule: the thread the last reply woke, and its voluntary switches before the reply.
   pid_t woken_tid = 0;
   long woken_switches = -1;
+  // The last wall-clock instant it had a reason to run: a request came from it, a reply or an event
+  // woke it, or the device wrote into memory it can see (the spin rule, off_cpu).
+  std::chrono::steady_clock::time_point last_wake = std::chrono::steady_clock::now();
   // Its report.
   uint64_t doorbells = 0, refused_doorbells = 0, awaits = 0, events = 0, commands = 0, async_events = 0;
   ClientLedger ledger;
@@ -286,10 +291,11 @@ int reg_mr(Session& s, Served& sv, const wire::RegMr& r, wire::MrKeys& keys) {
   Node& n = node_of(s, sv);
   const uint64_t base = n.memory.attach(r.length, *memory);
   Mr* mr = nullptr;
-  if (const int rc = verbs::reg_mr(**pd, r.addr, r.length, access, &mr, &base)) {
+  if (const int rc = verbs::reg_mr(**pd, r.iova, r.length, access, &mr, &base)) {
     n.memory.detach(base);
     return errno_of(rc, EINVAL);
   }
+  n.memory.watch(base, r.length, s.mr_written);
   keys = {mr->lkey, mr->rkey};
   s.mrs.emplace(mr->lkey, MrEntry{mr, std::move(memory), base});
   return 0;
@@ -299,6 +305,7 @@ int dereg_mr(Session& s, Served& sv, uint32_t lkey) {
   MrEntry* e = find(s.mrs, lkey);
   if (!e) return EINVAL;
   if (const int rc = verbs::dereg_mr(e->mr)) return errno_of(rc, EINVAL);
+  node_of(s, sv).memory.unwatch(e->base, s.mr_written);
   node_of(s, sv).memory.detach(e->base);
   s.mrs.erase(lkey);
   return 0;
@@ -313,6 +320,7 @@ void report_event(Session& s, CqEntry& e, Served& sv) {
   ++e.events;
   ++ch->written;
   ++s.events;
+  s.last_wake = std::chrono::steady_clock::now();
   ch->wrote->notify(sc_core::SC_ZERO_TIME);
   sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
 }
@@ -738,6 +746,7 @@ Left release(Session& s, Served& sv) {
   s.cqs.clear();
   for (auto& [lkey, e] : s.mrs) {
     verbs::dereg_mr(e.mr);
+    node_of(s, sv).memory.unwatch(e.base, s.mr_written);
     left.absorbed += e.memory->absorbed();
     node_of(s, sv).memory.detach(e.base);
   }
@@ -799,6 +808,7 @@ void agent(SessionPtr s, Served& sv) {
     const bool ok = serve_request(*s, req, sv);
     if (!posted) {
       --s->awaiting;
+      s->last_wake = std::chrono::steady_clock::now();
       sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
     }
     if (!ok) s->gone = true;
@@ -836,11 +846,19 @@ void deliver_async(Served& sv, int device, const AsyncEvent& ev) {
   }
 }
 
-// The ledger's watch over a client's CQs: woken by every write into their buffers, until it goes.
+// The watch over a client's memory: woken by every write into its CQ buffers (the ledger notes the
+// CQEs that landed) or its MRs, until it goes. A program that is not blocked in a verb can see the
+// write at once (it may be spinning on it): it gets the CPU again, and simulated time holds (the
+// spin rule, off_cpu).
 void watch_landings(SessionPtr s, Served& sv) {
   while (!s->finished) {
-    sc_core::wait(s->cqe_written);
-    if (!s->gone) note_landed(*s, sv);
+    sc_core::wait(s->cqe_written | s->mr_written);
+    if (s->gone) continue;
+    note_landed(*s, sv);
+    if (s->awaiting == 0) {
+      s->last_wake = std::chrono::steady_clock::now();
+      sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
+    }
   }
 }
 
@@ -858,6 +876,7 @@ bool take_frames(const SessionPtr& s, Served& sv) {
     Request req{h, std::vector<uint8_t>(s->in.begin() + sizeof h, s->in.begin() + long(sizeof h + h.length))};
     s->in.erase(s->in.begin(), s->in.begin() + long(sizeof h + h.length));
     if (!is_posted(wire::Op(h.op))) ++s->awaiting;
+    s->last_wake = std::chrono::steady_clock::now();
     s->queue.push_back(std::move(req));
     s->work.notify(sc_core::SC_ZERO_TIME);
   }
@@ -866,9 +885,16 @@ bool take_frames(const SessionPtr& s, Served& sv) {
 // The time rule: simulated time may run only while no client thread runs its own code. A client
 // is off the CPU while one of its threads waits on a request, or while the kernel says none of
 // its threads runs and the thread the last reply woke has gone to sleep again since.
-bool off_cpu(const Session& s) {
+//
+// The spin rule: a client that has run for spin_grace of wall time with nothing new to react to
+// (no request from it, no reply, event or device write into its memory since) is taken to be
+// spinning on memory the device will write (perftest's ib_write_lat polls its buffer's last byte)
+// or computing on its own: it no longer holds simulated time. When the device writes into its
+// memory it holds time again until its next request or another spin_grace.
+bool off_cpu(const Session& s, const Served& sv) {
   if (s.gone || s.awaiting > 0) return true;
   if (s.pid <= 0) return true;
+  if (std::chrono::steady_clock::now() - s.last_wake > sv.opts.spin_grace) return true;
   if (s.woken_tid > 0 && s.woken_switches >= 0 && run_state::voluntary_switches(s.pid, s.woken_tid) == s.woken_switches)
     return false;  // still on its way back from our reply
   return !run_state::any_thread_running(s.pid);
@@ -880,9 +906,9 @@ pid_t peer_pid(int fd) {
   return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
 }
 
-// Accepts and reads what the sockets have, waiting up to `timeout_ms` (-1: until something comes)
+// Accepts and reads what the sockets have, waiting up to `timeout_us` (-1: until something comes)
 // for the first of it; false once SIGINT or SIGTERM came.
-bool take_input(int listener, Served& sv, int timeout_ms) {
+bool take_input(int listener, Served& sv, long timeout_us) {
   std::vector<pollfd> fds{{g_stop_pipe[0], POLLIN, 0}, {listener, POLLIN, 0}};
   std::vector<SessionPtr> polled;
   for (const SessionPtr& s : sv.sessions)
@@ -890,7 +916,8 @@ bool take_input(int listener, Served& sv, int timeout_ms) {
       fds.push_back({s->fd, POLLIN, 0});
       polled.push_back(s);
     }
-  if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return errno == EINTR;
+  const timespec limit{timeout_us / 1000000, (timeout_us % 1000000) * 1000};
+  if (::ppoll(fds.data(), fds.size(), timeout_us < 0 ? nullptr : &limit, nullptr) < 0) return errno == EINTR;
   if (fds[0].revents) return false;
   if (fds[1].revents & POLLIN) {
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -942,13 +969,13 @@ void serve_loop(int listener, Served& sv) {
     if (!take_input(listener, sv, 0)) break;
     reap(sv);
     bool all_off = true;
-    for (const SessionPtr& s : sv.sessions) all_off = all_off && off_cpu(*s);
+    for (const SessionPtr& s : sv.sessions) all_off = all_off && off_cpu(*s, sv);
     if (all_off && sc_core::sc_pending_activity()) {
       sc_core::wait(sc_core::sc_time_to_pending_activity(), sv.client_resumes);
       continue;
     }
-    // Frozen: wait for a request, re-reading the clients' states every millisecond while one runs.
-    if (!take_input(listener, sv, all_off ? -1 : 1)) break;
+    // Frozen: wait for a request, re-reading the clients' states every 100 us while one runs.
+    if (!take_input(listener, sv, all_off ? -1 : 100)) break;
   }
   for (const SessionPtr& s : sv.sessions) {
     s->gone = true;

@@ -7,6 +7,7 @@
 // serving loop holds simulated time while any client thread runs its own code (the time rule,
 // docs/verbs-programs.md).
 #pragma once
+#include <chrono>
 #include <string>
 
 #include <systemc>
@@ -23,6 +24,11 @@ struct ServeOptions {
   // The most it grows to while nothing the program can see changes (assumption: a thousandth of
   // RC's default retransmission timeout at timeout=14, 67 ms).
   sc_core::sc_time poll_interval_max{64, sc_core::SC_US};
+  // How long a client may run its own code (wall clock) with nothing new to react to before it
+  // stops holding simulated time (the spin rule, docs/verbs-programs.md). Assumption: far longer
+  // than a program's work between two verbs (microseconds), short enough that a program spinning
+  // on its memory costs about this much wall time per message.
+  std::chrono::microseconds spin_grace{1000};
 };
 
 // Serves until SIGINT or SIGTERM; returns the process exit code (0, or 1 if the socket could not

@@ -29,7 +29,7 @@ Wc recv_cqe(uint32_t qpn, uint16_t counter) {
 }
 }  // namespace
 
-TEST_CASE("completion ledger: a signaled CQE covers the unsignaled WQEs before it, latencies from post to CQE and from the peer's post to the RECV CQE") {
+TEST_CASE("completion ledger: a signaled CQE covers the unsignaled WQEs before it, latencies from post to CQE, from the peer's post to the RECV CQE, and between posts") {
   CompletionLedger l;
   ClientLedger a, b;
   l.qp_created(0, 0x10, true, &a);
@@ -47,6 +47,8 @@ TEST_CASE("completion ledger: a signaled CQE covers the unsignaled WQEs before i
   // Only WQEs 2 and 4 were signaled: CQE 2 covers 0-2, CQE 4 covers 3-4.
   l.completed(0, send_cqe(0x10, 2), 5.0);
   l.completed(0, send_cqe(0x10, 4), 7.0);
+  REQUIRE(a.post_interval.us.size() == 1);  // two doorbells, one interval
+  CHECK(a.post_interval.us[0] == Approx(1.0));
   CHECK(a.sends_posted == 5);
   CHECK(a.sends_completed == 5);
   CHECK(a.unexpected == 0);
@@ -110,4 +112,6 @@ TEST_CASE("completion ledger: a client's report names its counters and latencies
   CHECK(words.find("send WQEs 2 posted, 1 completed, 1 outstanding") != std::string::npos);
   CHECK(words.find("post-to-CQE latency p50 1.250 us") != std::string::npos);
   CHECK(words.find("one-way") == std::string::npos);  // UD: no message latency
+  CHECK(words.find("post-to-post interval p50 0.500 us") != std::string::npos);
+  CHECK(json.find("\"post_interval_us\": {\"count\": 1,") != std::string::npos);
 }

@@ -325,6 +325,22 @@ int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int inde
   return 0;
 }
 
+// The GID entry behind verbs.h's ibv_query_gid_ex: an InfiniBand GID, no net device. Returns 0 or
+// an errno value, as the real library.
+int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry* entry,
+                      uint32_t flags, size_t entry_size) {
+  if (!context || !entry || flags || entry_size < sizeof *entry) return EINVAL;
+  union ibv_gid gid;
+  if (ibv_query_gid(context, uint8_t(port_num), int(gid_index), &gid) != 0) return errno;
+  std::memset(entry, 0, sizeof *entry);
+  entry->gid = gid;
+  entry->gid_index = gid_index;
+  entry->port_num = port_num;
+  entry->gid_type = IBV_GID_TYPE_IB;
+  entry->ndev_ifindex = 0;
+  return 0;
+}
+
 // Reads a sysfs attribute, as the real library does: vhca's devices have none (no kernel
 // device), so for them it finds nothing.
 int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {

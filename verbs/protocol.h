@@ -11,7 +11,7 @@
 namespace vhca::wire {
 
 constexpr uint32_t kMagic = 0x41434856;  // "VHCA"
-constexpr uint16_t kVersion = 4;
+constexpr uint16_t kVersion = 5;
 // The socket the library uses when VHCA_SOCKET is not set.
 constexpr const char* kDefaultSocket = "/tmp/vhca.sock";
 
@@ -54,8 +54,9 @@ enum class Op : uint16_t {
 struct RegMr {
   uint32_t pd;
   uint32_t access;  // IBV_ACCESS_* bits (the server maps them)
-  uint64_t addr;    // the program's virtual address: the MR's IOVA
+  uint64_t addr;    // the program's virtual address of the buffer
   uint64_t length;
+  uint64_t iova;    // the address work requests name it by (ibv_reg_mr: addr; ibv_reg_mr_iova2: the program's)
 };
 
 struct MrKeys {

@@ -364,17 +364,27 @@ namespace wire = vhca::wire;
 using client::context_call;
 
 #undef ibv_reg_mr
+#undef ibv_reg_mr_iova
 
 extern "C" {
 
-ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+// The buffer at addr, named by work requests as iova (ibv_reg_mr: its own address).
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
   if (!pd) return client::fail_null<ibv_mr>(EINVAL);
-  const wire::RegMr r{pd->handle, uint32_t(access), reinterpret_cast<uint64_t>(addr), length};
+  const wire::RegMr r{pd->handle, access, reinterpret_cast<uint64_t>(addr), length, iova};
   wire::MrKeys keys;
   if (const int rc = context_call(pd->context, wire::Op::reg_mr, &r, sizeof r, keys)) return client::fail_null<ibv_mr>(rc);
   auto* mr = new (std::nothrow) ibv_mr{pd->context, pd, addr, length, keys.lkey, keys.lkey, keys.rkey};
   if (!mr) errno = ENOMEM;
   return mr;
+}
+
+ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
+  return ibv_reg_mr_iova2(pd, addr, length, iova, unsigned(access));
+}
+
+ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<uint64_t>(addr), unsigned(access));
 }
 
 int ibv_dereg_mr(ibv_mr* mr) {

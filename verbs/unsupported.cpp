@@ -48,8 +48,6 @@ void refuse(const char* verb) {
   void name() { refuse(#name); }
 
 extern "C" {
-VHCA_NULL(ibv_reg_mr_iova)
-VHCA_NULL(ibv_reg_mr_iova2)
 VHCA_NULL(ibv_reg_dmabuf_mr)
 VHCA_NULL(ibv_create_srq)
 VHCA_NULL(ibv_create_ah_from_wc)
@@ -70,7 +68,6 @@ VHCA_ERRNO(ibv_detach_mcast)
 VHCA_ERRNO(ibv_query_ece)
 VHCA_ERRNO(ibv_set_ece)
 VHCA_ERRNO(ibv_resolve_eth_l2_from_gid)
-VHCA_ERRNO(_ibv_query_gid_ex)
 VHCA_MINUS1(_ibv_query_gid_table)
 VHCA_VOID(ibv_unimport_pd)
 VHCA_VOID(ibv_unimport_mr)

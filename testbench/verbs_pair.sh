@@ -1,0 +1,83 @@
+#!/bin/sh
+# A pair of unmodified verbs programs against `vhca-sim serve`: the server side on vhca0, the
+# client on vhca1 (over loopback TCP for their own address exchange), their work requests and
+# completions carried by the modelled HCAs. Debian's ibv_*_pingpong load the drop-in libibverbs;
+# perftest's ib_* load the preload variant (LD_PRELOAD), which leaves Debian's libibverbs for the
+# libraries perftest also loads. Both programs must exit 0 having done every iteration, and the
+# server's report for each side must show what the program's loop implies: doorbells and
+# completion events, every send WQE completed exactly once, the receives consumed, nothing left
+# to release, and the simulated latencies (report line and JSON). A run that stalled, lost or
+# duplicated a completion, or bypassed the device fails.
+#   verbs_pair.sh VHCA_SIM LIBDIR PROGRAM ITERS EXPECT [ARGS...]
+# EXPECT: comma-separated checks on each side's report, KEY=VALUE with KEY one of doorbells,
+# events, sends0, recvs0, sends1, recvs1 (sendsN / recvsN: side N's send WQEs / receives), and
+# "oneway" (the one-way message latency must be reported), oneway_p50=US (its p50 within 1 ns of US).
+set -eu
+sim=$1
+lib=$2
+prog=$3
+iters=$4
+expect=$5
+shift 5
+command -v $prog >/dev/null || { echo "FAIL: $prog not found: install ibverbs-utils and perftest (tools/bootstrap.sh does)"; exit 1; }
+. "$(dirname "$0")/verbs_common.sh"
+dir=$(mktemp -d)
+start_server "$sim" "$lib" --json "$dir/clients.json"
+want() {  # want KEY: the expected value, or empty
+  echo ",$expect," | sed -n "s/.*,$1=\([^,]*\),.*/\1/p"
+}
+# perftest runs with Debian's libibverbs on its library path (not the drop-in), vhca's preloaded.
+case $prog in
+  ib_*) run="env -u LD_LIBRARY_PATH LD_PRELOAD=$lib/libvhca-verbs-preload.so.1"; done_row="^ *[0-9]+ +$iters +" ;;
+  *) run="env"; done_row="^$iters iters in" ;;
+esac
+
+$run timeout 300 $prog -d vhca0 -p $port -n $iters "$@" >"$dir/side0.out" 2>&1 &
+side0=$!
+wait_listening $side0
+rc1=0
+$run timeout 300 $prog -d vhca1 -p $port -n $iters "$@" 127.0.0.1 >"$dir/side1.out" 2>&1 || rc1=$?
+rc0=0
+wait $side0 || rc0=$?
+[ $rc0 -eq 0 ] || fail "$prog on vhca0 exited with $rc0"
+[ $rc1 -eq 0 ] || fail "$prog on vhca1 exited with $rc1"
+for side in 0 1; do
+  grep -Eq "$done_row" "$dir/side$side.out" || fail "side $side did not report $iters iterations"
+done
+
+# Both clients' reports (printed as each connection closes).
+wait_reports 2
+side=0
+for dev in vhca0 vhca1; do
+  line=$(grep "on $dev left at" "$dir/serve.out") || fail "no report for $dev"
+  doorbells=$(echo "$line" | sed -n 's/.*: \([0-9]*\) doorbells (0 refused).*/\1/p')
+  events=$(echo "$line" | sed -n 's/.* \([0-9]*\) completion events.*/\1/p')
+  [ -n "$doorbells" ] || fail "$dev: refused doorbells or no doorbell count"
+  w=$(want doorbells); [ -z "$w" ] || [ "$doorbells" = "$w" ] || fail "$dev rang $doorbells doorbells, not $w"
+  w=$(want events); [ -z "$w" ] || [ "$events" = "$w" ] || fail "$dev had $events completion events, not $w"
+  echo "$line" | grep -q "released 0 QPs, 0 CQs, 0 MRs, 0 PDs" || fail "$dev left objects for the server to release"
+  client=$(echo "$line" | sed -n 's/.*client pid \([0-9]*\) on.*/\1/p')
+  ledger=$(grep "client pid $client: send WQEs" "$dir/serve.out") || fail "$dev: no ledger line"
+  sends=$(want sends$side)
+  recvs=$(want recvs$side)
+  echo "$ledger" | grep -q "send WQEs $sends posted, $sends completed, 0 outstanding; receives $recvs completed; 0 error CQEs, 0 unexpected completions" ||
+    fail "$dev: not $sends send WQEs completed exactly once and $recvs receives"
+  if [ "$sends" -gt 0 ]; then
+    echo "$ledger" | grep -q "post-to-CQE latency p50 [0-9.]* us, p99 [0-9.]* us" || fail "$dev: no completion latency"
+  fi
+  if [ -n "$(echo ",$expect," | grep ',oneway,')" ]; then
+    echo "$ledger" | grep -q "one-way message latency p50 [0-9.]* us" || fail "$dev: no message latency"
+  fi
+  w=$(want oneway_p50)
+  if [ -n "$w" ]; then
+    got=$(echo "$ledger" | sed -n 's/.*one-way message latency p50 \([0-9.]*\) us.*/\1/p')
+    awk -v g="${got:-0}" -v w="$w" 'BEGIN { d = g - w; exit !(d <= 0.001 && d >= -0.001) }' ||
+      fail "$dev: one-way latency p50 $got us, the model's scenario gives $w us"
+    echo "$dev: one-way p50 $got us, the model's scenario $w us"
+  fi
+  grep -q "\"pid\": $client, \"device\": \"$dev\".*\"sends_completed\": $sends," "$dir/clients.json" || fail "$dev: not in the JSON report"
+  side=$((side + 1))
+done
+echo "$prog $*: $iters iterations, both sides exit 0"
+grep "client pid" "$dir/serve.out"
+stop_server
