@@ -257,9 +257,9 @@ void note_completion(Driver& dev, const Wc& wc) {
   else
     ++qp->rq_ci;
   if (wc.status == 0) return;
-  // An error CQE tells the driver what the device did: an RC QP is in ERR; a datagram QP whose
-  // send failed is in SQE (its receive queue goes on).
-  if (qp->type == QpType::rc)
+  // An error CQE tells the driver what the device did: an RC QP is in ERR, and so is a UC QP whose
+  // receive failed; a UC or datagram QP whose send failed is in SQE (its receive queue goes on).
+  if (qp->type == QpType::rc || (qp->type == QpType::uc && !is_send))
     qp->state = QpState::err;
   else if (is_send && qp->state != QpState::err)
     qp->state = QpState::sqe;

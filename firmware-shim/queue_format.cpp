@@ -66,13 +66,12 @@ void put_sges(uint8_t* at, const std::vector<Sge>& sges) {
 }  // namespace
 
 std::string send_wr_problem(QpType type, const SendWr& wr) {
-  const bool rc = type == QpType::rc;
   const bool read_or_atomic =
       wr.opcode == sqwqe::kRdmaRead || wr.opcode == sqwqe::kAtomicCs || wr.opcode == sqwqe::kAtomicFa;
   if (!is_known_send_opcode(wr.opcode)) return fmt::format("opcode {:#x} is not a send opcode", wr.opcode);
-  if (!rc && wr.opcode != sqwqe::kSend && wr.opcode != sqwqe::kSendImm)
-    return fmt::format("opcode {:#x} is not allowed on a {} QP (only SEND and SEND with immediate)", wr.opcode,
-                       qp_type_name(type));
+  if (!send_opcode_allowed(type, wr.opcode))
+    return fmt::format("opcode {:#x} is not allowed on a {} QP ({})", wr.opcode, qp_type_name(type),
+                       type == QpType::uc ? "SENDs and RDMA WRITEs only" : "only SEND and SEND with immediate");
   uint64_t total = 0;
   for (const Sge& s : wr.sg_list) total += s.length;
   if (total > 0x80000000ull) return fmt::format("message of {} bytes exceeds 2 GiB", total);
@@ -86,7 +85,7 @@ std::string send_wr_problem(QpType type, const SendWr& wr) {
     if (total != 8) return fmt::format("an atomic needs one 8-byte local buffer, not {} bytes", total);
     if (wr.remote_addr % 8) return fmt::format("atomic remote address {:#x} is not 8-byte aligned", wr.remote_addr);
   }
-  if (!rc && wr.remote_qpn > 0xFFFFFF) return fmt::format("remote QPN {:#x} exceeds 24 bits", wr.remote_qpn);
+  if (!is_connected(type) && wr.remote_qpn > 0xFFFFFF) return fmt::format("remote QPN {:#x} exceeds 24 bits", wr.remote_qpn);
   return "";
 }
 

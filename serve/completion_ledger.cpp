@@ -23,10 +23,10 @@ LatencySamples::Summary LatencySamples::summary() const {
   return s;
 }
 
-void CompletionLedger::qp_created(int device, uint32_t qpn, bool rc, ClientLedger* client) {
+void CompletionLedger::qp_created(int device, uint32_t qpn, bool connected, ClientLedger* client) {
   QpBook& q = qps_[{device, qpn}];
   q = QpBook{};
-  q.rc = rc;
+  q.connected = connected;
   q.client = client;
 }
 
@@ -61,7 +61,7 @@ void CompletionLedger::sends_posted(int device, uint32_t qpn, uint16_t first, co
   q.last_post_us = t_us;
   for (uint8_t op : opcodes) {
     q.send_posted_us.push_back(t_us);
-    if (q.rc && consumes_receive(op)) q.message_posted_us.push_back(t_us);
+    if (q.connected && consumes_receive(op)) q.message_posted_us.push_back(t_us);
   }
   q.client->sends_posted += opcodes.size();
 }
@@ -99,7 +99,7 @@ void CompletionLedger::recv_completed(QpBook& q, const Wc& wc, double t_us) {
   }
   ++q.next_recv;
   ++q.client->recvs_completed;
-  if (wc.status || !q.rc) return;
+  if (wc.status || !q.connected) return;
   auto peer = qps_.find(q.peer);
   if (peer == qps_.end() || peer->second.message_posted_us.empty()) return;
   q.client->message.us.push_back(t_us - peer->second.message_posted_us.front());

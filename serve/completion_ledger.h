@@ -1,7 +1,7 @@
 // What the device server knows of its clients' work requests, to confirm that each completed
 // exactly once and to measure simulated latencies: a WQE's post (the program's doorbell, in
 // simulated time) to its CQE landing in host memory, and for RC, a message's post at the sender to
-// the RECV CQE it produced at the receiver (what ib_send_lat calls the one-way latency).
+// the RECV CQE it produced at the receiver (RC and UC; what ib_send_lat calls the one-way latency).
 //
 // SystemC-free: the server feeds it times in microseconds. Server-wide, since a message latency
 // pairs one client's post with another client's completion.
@@ -36,15 +36,15 @@ struct ClientLedger {
   uint64_t unexpected = 0;       // CQEs for a WQE not outstanding: one never posted, or completed twice
   uint64_t sends_outstanding = 0, recvs_outstanding = 0;  // when the client left
   LatencySamples completion;     // a signaled send WQE's post to its CQE landing
-  LatencySamples message;        // RC: the peer's post of a SEND / WRITE with immediate to this RECV CQE
+  LatencySamples message;        // RC, UC: the peer's post of a SEND / WRITE with immediate to this RECV CQE
   LatencySamples post_interval;  // between one send doorbell of a QP and its next (a latency test's round trip)
 };
 
 class CompletionLedger {
  public:
   // The QP is known from its creation; `client` receives what its completions show.
-  void qp_created(int device, uint32_t qpn, bool rc, ClientLedger* client);
-  // RC: the QP sends to `peer_qpn` on `peer_device` (MODIFY_QP to RTR).
+  void qp_created(int device, uint32_t qpn, bool connected, ClientLedger* client);
+  // RC, UC: the QP sends to `peer_qpn` on `peer_device` (MODIFY_QP to RTR).
   void qp_connected(int device, uint32_t qpn, int peer_device, uint32_t peer_qpn);
   // Counts what the QP leaves outstanding (`rq_pi`: the receive producer index in its record).
   void qp_destroyed(int device, uint32_t qpn, uint16_t rq_pi);
@@ -55,7 +55,7 @@ class CompletionLedger {
 
  private:
   struct QpBook {
-    bool rc = false;
+    bool connected = false;  // RC or UC: its messages pair with its peer's RECV CQEs in order
     ClientLedger* client = nullptr;
     std::pair<int, uint32_t> peer{-1, 0};
     uint16_t next_send = 0;                 // index of the oldest send WQE not completed

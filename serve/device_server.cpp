@@ -371,8 +371,7 @@ int create_qp(Session& s, Served& sv, const wire::CreateQp& r, wire::QpCreated& 
   CqEntry* scq = find(s.cqs, r.send_cq);
   CqEntry* rcq = find(s.cqs, r.recv_cq);
   if (!pd || !scq || !rcq) return EINVAL;
-  if (r.type == IBV_QPT_UC) return EOPNOTSUPP;  // not in the model yet
-  if (r.type != IBV_QPT_RC && r.type != IBV_QPT_UD) return EINVAL;
+  if (r.type != IBV_QPT_RC && r.type != IBV_QPT_UC && r.type != IBV_QPT_UD) return EINVAL;
   if (r.max_send_sge > sqwqe::kMaxSge || r.max_recv_sge > rqwqe::kMaxSge || r.max_inline_data > sqwqe::kMaxInline)
     return EINVAL;
   if (r.max_send_wr < 1 || r.max_send_wr > 32768 || r.max_recv_wr < 1 || r.max_recv_wr > 32768) return EINVAL;
@@ -384,7 +383,7 @@ int create_qp(Session& s, Served& sv, const wire::CreateQp& r, wire::QpCreated& 
   Node& n = node_of(s, sv);
   const uint64_t base = n.memory.attach(memory->size(), *memory);
   QpInitAttr attr;
-  attr.type = r.type == IBV_QPT_RC ? QpType::rc : QpType::ud;
+  attr.type = r.type == IBV_QPT_RC ? QpType::rc : r.type == IBV_QPT_UC ? QpType::uc : QpType::ud;
   attr.send_cq = scq->cq;
   attr.recv_cq = rcq->cq;
   attr.max_send_wr = r.max_send_wr;
@@ -402,7 +401,7 @@ int create_qp(Session& s, Served& sv, const wire::CreateQp& r, wire::QpCreated& 
          sqwqe::kMaxSge, rqwqe::kMaxSge, sqwqe::kMaxInline};
   pass_fd = memory->fd();
   s.qps.emplace(qp->qpn, QpEntry{qp, std::move(memory), base, 0, uint32_t(dbr_offset)});
-  sv.ledger.qp_created(s.device, qp->qpn, attr.type == QpType::rc, &s.ledger);
+  sv.ledger.qp_created(s.device, qp->qpn, is_connected(attr.type), &s.ledger);
   return 0;
 }
 

@@ -64,13 +64,15 @@ struct RcParams {
   uint8_t max_rd_atomic = 4;
 };
 
-// RESET -> INIT -> RTR -> RTS for one side of an RC connection to `remote_qpn`.
+// RESET -> INIT -> RTR -> RTS for one side of an RC or UC connection to `remote_qpn` (UC takes no
+// RNR timer, no timeout or retries and no READ/atomic depth, and remote write access only).
 inline void rc_to_rts(Qp& qp, uint32_t remote_qpn, const RcParams& p, uint32_t sq_psn = 0, uint32_t rq_psn = 0) {
   Driver& dev = *qp.pd->dev;
+  const bool rc = qp.type == QpType::rc;
   QpAttr a;
   a.cur_state = QpState::reset;
   a.new_state = QpState::init;
-  a.access = p.access;
+  a.access = p.access & remote_access_allowed(qp.type);
   check(dev, verbs::modify_qp(qp, a), "modify_qp to INIT");
   a = QpAttr{};
   a.cur_state = QpState::init;
@@ -78,21 +80,25 @@ inline void rc_to_rts(Qp& qp, uint32_t remote_qpn, const RcParams& p, uint32_t s
   a.dest_qpn = remote_qpn;
   a.rq_psn = rq_psn;
   a.path_mtu = p.path_mtu;
-  a.min_rnr_timer = p.min_rnr_timer;
-  a.max_dest_rd_atomic = p.max_rd_atomic;
+  if (rc) {
+    a.min_rnr_timer = p.min_rnr_timer;
+    a.max_dest_rd_atomic = p.max_rd_atomic;
+  }
   check(dev, verbs::modify_qp(qp, a), "modify_qp to RTR");
   a = QpAttr{};
   a.cur_state = QpState::rtr;
   a.new_state = QpState::rts;
   a.sq_psn = sq_psn;
-  a.timeout = p.timeout;
-  a.retry_cnt = p.retry_cnt;
-  a.rnr_retry = p.rnr_retry;
-  a.max_rd_atomic = p.max_rd_atomic;
+  if (rc) {
+    a.timeout = p.timeout;
+    a.retry_cnt = p.retry_cnt;
+    a.rnr_retry = p.rnr_retry;
+    a.max_rd_atomic = p.max_rd_atomic;
+  }
   check(dev, verbs::modify_qp(qp, a), "modify_qp to RTS");
 }
 
-// Connects two RC QPs (on two HCAs, or on one for a loopback) to each other.
+// Connects two RC (or two UC) QPs (on two HCAs, or on one for a loopback) to each other.
 inline void connect_rc(Qp& a, Qp& b, const RcParams& p = {}) {
   rc_to_rts(a, b.qpn, p, 0x100, 0x200);
   rc_to_rts(b, a.qpn, p, 0x200, 0x100);

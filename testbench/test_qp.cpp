@@ -148,6 +148,46 @@ TEST_CASE("QP state machine: RESET -> INIT -> RTR -> RTS with the attributes of 
   });
 }
 
+TEST_CASE("UC QP: RC's connection attributes without the ACK-related ones, remote write access only, SQE -> RTS after a send error") {
+  sys().run([] {
+    boot();
+    Pd* pd = make_pd();
+    Cq* cq = make_cq(64);
+    Qp* qp = make_qp(*pd, cq, cq, QpType::uc);
+    QpAttr a;
+    a.new_state = QpState::init;
+    a.access = kAccessRemoteWrite | kAccessRemoteRead;  // UC cannot be read from
+    CHECK(verbs::modify_qp(*qp, a) == -EINVAL);
+    CHECK(sys().driver.last_error() == "modify_qp: BAD_PARAM: MODIFY_QP in[5] access: out of range");
+    a.access = kAccessRemoteWrite;
+    REQUIRE(verbs::modify_qp(*qp, a) == 0);
+    a = QpAttr{};
+    a.cur_state = QpState::init;
+    a.new_state = QpState::rtr;
+    a.dest_qpn = 0x77;
+    a.path_mtu = 3;
+    a.min_rnr_timer = 12;  // no RNR on UC
+    CHECK(verbs::modify_qp(*qp, a) == -EINVAL);
+    CHECK(sys().driver.last_error() ==
+          "modify_qp: BAD_PARAM: MODIFY_QP in[9] min_rnr_timer: reserved bits or unused field not zero");
+    a.min_rnr_timer = 0;
+    REQUIRE(verbs::modify_qp(*qp, a) == 0);
+    a = QpAttr{};
+    a.cur_state = QpState::rtr;
+    a.new_state = QpState::rts;
+    a.sq_psn = 9;
+    a.timeout = 14;  // no ACK, so no ACK timeout
+    CHECK(verbs::modify_qp(*qp, a) == -EINVAL);
+    a.timeout = 0;
+    REQUIRE(verbs::modify_qp(*qp, a) == 0);
+    CHECK(qp_transition_allowed(QpType::uc, QpState::sqe, QpState::rts));  // as a datagram QP's send queue
+    QpAttr q;
+    REQUIRE(verbs::query_qp(*qp, q) == 0);
+    CHECK(q.dest_qpn == 0x77);
+    CHECK(q.path_mtu == 3);
+  });
+}
+
 TEST_CASE("transition table: every (from, to) pair matches the IB QP state machine") {
   const QpState all[] = {QpState::reset, QpState::init, QpState::rtr, QpState::rts, QpState::sqd, QpState::sqe, QpState::err};
   int allowed_rc = 0, allowed_ud = 0;

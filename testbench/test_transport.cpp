@@ -177,6 +177,100 @@ TEST_CASE("an MR with a translation: SEND, RDMA WRITE, READ and atomics name it 
   });
 }
 
+namespace {
+// Two UC QPs, one on each host, connected to each other (the RC pair's set-up with QP type UC).
+std::pair<Side, Side> uc_pair() {
+  for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());
+  Side a = make_side(0, 1 << 20, QpType::uc), b = make_side(1, 1 << 20, QpType::uc);
+  fb::connect_rc(*a.qp, *b.qp);
+  return {a, b};
+}
+}  // namespace
+
+TEST_CASE("UC: a multi-packet SEND and RDMA WRITEs arrive, the sender completes each as its last packet leaves, no ACK or NAK is sent, READ and atomics are refused at post") {
+  sys().run([] {
+    auto [a, b] = uc_pair();
+    std::vector<std::pair<IbOp, uint64_t>> sent;  // host 0's packets and the cycle each left
+    sys().node(0).hca.transport.on_packet_sent.add([&](const IbPacket& p, uint64_t c) {
+      CHECK(p.uc);
+      CHECK_FALSE(p.ack_req);
+      sent.push_back({p.op, c});
+    });
+    fb::fill(*a.dev, a.buf.addr, 10000, 4);
+    fb::post_recv(*b.qp, RecvWr{0xB0, {b.buf.sge(0, 16384)}});
+    fb::post_send(*a.qp, send_wr(0xA0, a.buf.sge(0, 10000), sqwqe::kSendImm));
+    auto rwc = poll_n(*b.rcq, 1);
+    auto swc = poll_n(*a.scq, 1);
+    REQUIRE(rwc.size() == 1);
+    REQUIRE(swc.size() == 1);
+    CHECK(rwc[0].status == 0);
+    CHECK(rwc[0].opcode == cqe::kRespSendImm);
+    CHECK(rwc[0].byte_len == 10000);
+    CHECK(fb::read(*b.dev, b.buf.addr, 10000) == fb::read(*a.dev, a.buf.addr, 10000));
+    CHECK(swc[0].status == 0);
+    CHECK(swc[0].byte_len == 10000);
+    // Three packets (MTU 4096); the SEND's CQE is written once the last has left, before the
+    // receiver could have answered anything.
+    REQUIRE(sent.size() == 3);
+    CHECK(sent[0].first == IbOp::send_first);
+    CHECK(sent[1].first == IbOp::send_middle);
+    CHECK(sent[2].first == IbOp::send_last);
+    CHECK(swc[0].timestamp > sent[2].second);
+    CHECK(swc[0].timestamp < rwc[0].timestamp);
+    // RDMA WRITE, and WRITE with immediate consuming a receive WQE.
+    fb::post_send(*a.qp, remote_wr(0xA1, a.buf.sge(0, 6000), sqwqe::kRdmaWrite, b.buf, 0x10000));
+    fb::post_recv(*b.qp, RecvWr{0xB1, {b.buf.sge(0, 16)}});
+    SendWr wi = remote_wr(0xA2, a.buf.sge(0, 100), sqwqe::kRdmaWriteImm, b.buf, 0x20000);
+    wi.imm = 5;
+    fb::post_send(*a.qp, wi);
+    REQUIRE(poll_n(*a.scq, 2).size() == 2);
+    auto iwc = poll_n(*b.rcq, 1);
+    REQUIRE(iwc.size() == 1);
+    CHECK(iwc[0].opcode == cqe::kRespWriteImm);
+    CHECK(iwc[0].imm == 5);
+    CHECK(fb::read(*b.dev, b.buf.addr + 0x10000, 6000) == fb::read(*a.dev, a.buf.addr, 6000));
+    CHECK(fb::read(*b.dev, b.buf.addr + 0x20000, 100) == fb::read(*a.dev, a.buf.addr, 100));
+    const TransportStats& rs = sys().node(1).hca.transport.stats();
+    CHECK(rs.acks_sent == 0);
+    CHECK(rs.naks_sent == 0);
+    CHECK(sys().node(0).hca.transport.stats().acks_received == 0);
+    // Nothing comes back on UC: READ and atomics are refused when posted (S20).
+    CHECK(verbs::post_send(*a.qp, {remote_wr(1, a.buf.sge(0, 8), sqwqe::kRdmaRead, b.buf)}) == -EINVAL);
+    CHECK(verbs::post_send(*a.qp, {remote_wr(2, a.buf.sge(0, 8), sqwqe::kAtomicFa, b.buf)}) == -EINVAL);
+  });
+}
+
+TEST_CASE("UC: a lost packet drops its message silently, the receive WQE takes the next message, and no packet is sent again") {
+  sys().run([] {
+    auto [a, b] = uc_pair();
+    fb::post_recv(*b.qp, RecvWr{0xB0, {b.buf.sge(0, 16384)}});
+    fb::fill(*a.dev, a.buf.addr, 12288, 9);
+    // The middle packet of a three-packet SEND is lost on the wire (the second host 0 sends from now).
+    sys().ib.set_faults(0, {LinkFault{LinkFault::Kind::drop, 0, 2}});
+    fb::post_send(*a.qp, send_wr(0xA0, a.buf.sge(0, 12288)));
+    // The sender cannot know: its WQE completes successfully once the last packet leaves.
+    auto swc = poll_n(*a.scq, 1);
+    REQUIRE(swc.size() == 1);
+    CHECK(swc[0].status == 0);
+    wait_us(20);
+    CHECK(verbs::peek_cq(*b.rcq, 4) == 0);  // no RECV CQE: the message was dropped
+    const TransportStats& rs = sys().node(1).hca.transport.stats();
+    CHECK(rs.uc_dropped == 2);  // the message in progress when the gap showed, then its last packet
+    CHECK(rs.naks_sent == 0);
+    CHECK(sys().node(0).hca.transport.stats().retransmits == 0);
+    // The next message lands in the same receive WQE, whole.
+    fb::post_send(*a.qp, send_wr(0xA1, a.buf.sge(0, 5000)));
+    auto rwc = poll_n(*b.rcq, 1);
+    REQUIRE(rwc.size() == 1);
+    CHECK(rwc[0].wr_id == 0xB0);
+    CHECK(rwc[0].status == 0);
+    CHECK(rwc[0].byte_len == 5000);
+    CHECK(fb::read(*b.dev, b.buf.addr, 5000) == fb::read(*a.dev, a.buf.addr, 5000));
+    // A UC QP takes only UC packets: the transports do not mix (an RC packet is not for it).
+    CHECK(a.qp->type == QpType::uc);
+  });
+}
+
 TEST_CASE("[S16][S18] UD SEND with GRH: the receive CQE names the source QP, LID and SL, the send completes once transmitted") {
   sys().run([] {
     for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());

@@ -18,7 +18,7 @@ void refuse(const char* verb) {
   static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(m);
   if (said.insert(verb).second)
-    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (so far: discovery, queries, PDs, MRs, CQs, completion channels, RC and UD QPs, AHs, async events; docs/verbs-programs.md)\n",
+    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (so far: discovery, queries, PDs, MRs, CQs, completion channels, RC, UC and UD QPs, AHs, async events; docs/verbs-programs.md)\n",
                  verb);
   errno = EOPNOTSUPP;
 }

@@ -400,7 +400,7 @@ CommandUnit::Result CommandUnit::dereg_mr(const In& in) {
 }
 
 CommandUnit::Result CommandUnit::create_qp(const In& in, Out& out) {
-  if (in[0] > uint32_t(QpType::smi)) return fail(kBadParam, 0, kOutOfRange);
+  if (in[0] > uint32_t(QpType::uc)) return fail(kBadParam, 0, kOutOfRange);
   const QpType type = QpType(in[0]);
   const bool special = type == QpType::gsi || type == QpType::smi;
   if (!qp_.pd_exists(in[1])) return fail(kBadParam, 1, kUnknownObject);
@@ -451,21 +451,24 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
   if (QpState(in[1]) != q.state) return fail(kBadResState, 1, kWrongState);
   const QpState to = QpState(in[2]);
   if (!qp_transition_allowed(q.type, q.state, to)) return fail(kBadResState, 2, kWrongState);
-  const bool rc = q.type == QpType::rc;
-  // Which attribute dwords this transition takes.
+  const bool rc = q.type == QpType::rc, uc = q.type == QpType::uc;
+  // Which attribute dwords this transition takes (UC: RC's without the ACK-related ones: no RNR
+  // timer, no timeout or retries, no READ/atomic depth).
   uint32_t allowed = 0;
   auto allow = [&](std::initializer_list<uint8_t> dwords) {
     for (uint8_t d : dwords) allowed |= 1u << d;
   };
-  if (to == QpState::init) allow(rc ? std::initializer_list<uint8_t>{3, 5} : std::initializer_list<uint8_t>{3, 4});
+  if (to == QpState::init) allow(is_connected(q.type) ? std::initializer_list<uint8_t>{3, 5} : std::initializer_list<uint8_t>{3, 4});
   if (q.state == QpState::init && to == QpState::rtr && rc) allow({6, 7, 8, 9, 12});
+  if (q.state == QpState::init && to == QpState::rtr && uc) allow({6, 7, 8});
   if (q.state == QpState::rtr && to == QpState::rts) allow(rc ? std::initializer_list<uint8_t>{10, 11, 12} : std::initializer_list<uint8_t>{10});
   if ((q.state == QpState::rts || q.state == QpState::sqd || q.state == QpState::sqe) && to == QpState::rts)
-    allow(rc ? std::initializer_list<uint8_t>{5, 9} : std::initializer_list<uint8_t>{4});
+    allow(rc ? std::initializer_list<uint8_t>{5, 9} : uc ? std::initializer_list<uint8_t>{5} : std::initializer_list<uint8_t>{4});
   for (uint8_t d = 3; d <= 12; ++d)
     if (!(allowed & (1u << d)) && in[d]) return fail(kBadParam, d, kReservedSet);
   if (in[3] > 127) return fail(kBadParam, 3, kOutOfRange);
   if (in[5] & ~(kAccessRemoteRead | kAccessRemoteWrite | kAccessRemoteAtomic)) return fail(kBadParam, 5, kReservedSet);
+  if (in[5] & ~remote_access_allowed(q.type)) return fail(kBadParam, 5, kOutOfRange);  // UC: remote write only
   if (in[6] > 0xFFFFFF) return fail(kBadParam, 6, kOutOfRange);
   if (in[7] > 0xFFFFFF) return fail(kBadParam, 7, kOutOfRange);
   if ((allowed & (1u << 8)) && (in[8] < 1 || in[8] > 5)) return fail(kBadParam, 8, kOutOfRange);

@@ -1,5 +1,7 @@
 #include "model/qp/qp_table.h"
 
+#include "model/regs/codes.h"
+
 namespace vhca {
 
 const char* qp_state_name(QpState s) {
@@ -8,8 +10,23 @@ const char* qp_state_name(QpState s) {
 }
 
 const char* qp_type_name(QpType t) {
-  static const char* names[] = {"RC", "UD", "GSI", "SMI"};
-  return unsigned(t) < 4 ? names[unsigned(t)] : "?";
+  static const char* names[] = {"RC", "UD", "GSI", "SMI", "UC"};
+  return unsigned(t) < 5 ? names[unsigned(t)] : "?";
+}
+
+bool send_opcode_allowed(QpType t, uint8_t opcode) {
+  const bool send = opcode == sqwqe::kSend || opcode == sqwqe::kSendImm;
+  const bool write = opcode == sqwqe::kRdmaWrite || opcode == sqwqe::kRdmaWriteImm;
+  const bool read_or_atomic = opcode == sqwqe::kRdmaRead || opcode == sqwqe::kAtomicCs || opcode == sqwqe::kAtomicFa;
+  if (t == QpType::rc) return send || write || read_or_atomic;
+  if (t == QpType::uc) return send || write;
+  return send;
+}
+
+uint32_t remote_access_allowed(QpType t) {
+  if (t == QpType::rc) return kAccessRemoteRead | kAccessRemoteWrite | kAccessRemoteAtomic;
+  if (t == QpType::uc) return kAccessRemoteWrite;
+  return 0;
 }
 
 bool qp_transition_allowed(QpType type, QpState from, QpState to) {

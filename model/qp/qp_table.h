@@ -8,10 +8,18 @@
 
 namespace vhca {
 
-enum class QpType : uint8_t { rc = 0, ud = 1, gsi = 2, smi = 3 };  // GSI is QP1, SMI is QP0
+// GSI is QP1, SMI is QP0; UC (unreliable connected) was added after the others, hence its number.
+enum class QpType : uint8_t { rc = 0, ud = 1, gsi = 2, smi = 3, uc = 4 };
 enum class QpState : uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
 const char* qp_state_name(QpState s);
 const char* qp_type_name(QpType t);
+// RC and UC talk to one peer QP (dest_qpn) and send multi-packet messages; the others are datagrams.
+inline bool is_connected(QpType t) { return t == QpType::rc || t == QpType::uc; }
+// The send opcodes a QP type takes: RC all; UC SENDs and RDMA WRITEs (no READ, no atomics: nothing
+// comes back on UC); datagram QPs SENDs only.
+bool send_opcode_allowed(QpType t, uint8_t opcode);
+// The remote access rights a QP type can grant (MODIFY_QP access): UC remote write only.
+uint32_t remote_access_allowed(QpType t);
 
 // MR access flags (REG_MR in[5], RC QP access in MODIFY_QP).
 constexpr uint32_t kAccessLocalWrite = 1u << 0, kAccessRemoteRead = 1u << 1, kAccessRemoteWrite = 1u << 2,

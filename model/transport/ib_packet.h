@@ -58,6 +58,7 @@ struct IbPacket {
   uint32_t psn = 0;
   bool ack_req = false;
   bool se = false;
+  bool uc = false;  // BTH transport: UC (the RC opcodes' UC twins); RC otherwise, UD for ud_send
   // DETH (UD): Q_Key and source QPN.
   uint32_t qkey = 0, src_qpn = 0;
   // ImmDt.

@@ -127,12 +127,12 @@ void Requester::start_wqe(const QpContext& q, SendState& s, SendWqe& w) {
   const uint32_t mtu = path_mtu_bytes(q);
   w.npkts = w.opcode == sqwqe::kAtomicCs || w.opcode == sqwqe::kAtomicFa ? 1
                                                                          : std::max<uint32_t>(1, (w.length + mtu - 1) / mtu);
-  if (q.type != QpType::rc) w.npkts = 1;
+  if (!is_connected(q.type)) w.npkts = 1;
   w.first_psn = s.next_psn;
   s.next_psn = psn_add(s.next_psn, w.npkts);
   if (w.decode_error) {
     w.status = w.decode_error;
-  } else if (q.type != QpType::rc && w.length > mtu) {
+  } else if (!is_connected(q.type) && w.length > mtu) {
     w.status = syndrome::kLocalLength;  // a UD message is one packet
   } else if (!w.is_inline) {
     const uint32_t access = w.is_read_or_atomic() ? kAccessLocalWrite : 0;
@@ -163,9 +163,11 @@ bool Requester::build_next(std::unique_ptr<PendingTx>& out) {
     out->gen = s.gen;
     out->epoch = s.tx_epoch;
     out->wqe_index = w.index;
-    out->ud = q.type != QpType::rc;
+    const bool datagram = !is_connected(q.type);
+    const bool last_pkt = w.is_read_or_atomic() || datagram || s.cursor_pkt + 1 == w.npkts;
+    out->completes_when_sent = q.type != QpType::rc && last_pkt;
     out->ready = !build_request(qpn, q, s, w, *out);
-    if (w.is_read_or_atomic() || out->ud || ++s.cursor_pkt == w.npkts) {
+    if (w.is_read_or_atomic() || datagram || ++s.cursor_pkt == w.npkts) {
       ++s.cursor;
       s.cursor_pkt = 0;
     }
@@ -180,10 +182,11 @@ bool Requester::build_next(std::unique_ptr<PendingTx>& out) {
 // still be read from host memory (the gather spec is left in `out`).
 bool Requester::build_request(uint32_t qpn, const QpContext& q, SendState& s, const SendWqe& w, PendingTx& out) {
   IbPacket& p = out.packet;
-  const bool rc = q.type == QpType::rc;
+  const bool connected = is_connected(q.type);
   const uint32_t mtu = path_mtu_bytes(q);
   p.slid = cfg_.lid;
-  p.dest_qpn = rc ? q.dest_qpn : w.ud_dest_qpn;
+  p.dest_qpn = connected ? q.dest_qpn : w.ud_dest_qpn;
+  p.uc = q.type == QpType::uc;
   p.psn = psn_add(w.first_psn, s.cursor_pkt);
   if (w.is_read_or_atomic()) {
     p.op = w.opcode == sqwqe::kRdmaRead ? IbOp::read_request
@@ -198,7 +201,7 @@ bool Requester::build_request(uint32_t qpn, const QpContext& q, SendState& s, co
     p.ack_req = true;
     return false;
   }
-  const uint32_t k = rc ? s.cursor_pkt : 0;
+  const uint32_t k = connected ? s.cursor_pkt : 0;
   const uint32_t offset = k * mtu;
   const uint32_t n = std::min(mtu, w.length - std::min(w.length, offset));
   const bool first = k == 0, last = k + 1 >= w.npkts;
@@ -216,9 +219,9 @@ bool Requester::build_request(uint32_t qpn, const QpContext& q, SendState& s, co
     p.has_imm = with_imm;
     p.imm = w.imm;
     p.se = w.solicited && w.opcode != sqwqe::kRdmaWrite;
-    p.ack_req = true;
+    p.ack_req = q.type == QpType::rc;  // UD's is ignored; UC has no ACKs
   }
-  if (!rc) {
+  if (!connected) {
     p.op = IbOp::ud_send;
     p.psn = s.ud_psn;
     s.ud_psn = psn_add(s.ud_psn, 1);
@@ -263,12 +266,12 @@ bool Requester::may_send(const PendingTx& job) {
 
 bool Requester::sent(const PendingTx& job) {
   if (qps_[job.qpn].gen != job.gen) return false;
-  if (job.ud) return true;
-  arm_retransmit_timer(job.qpn, tables_.qps[job.qpn], false);
+  if (job.completes_when_sent) return true;
+  if (tables_.qps[job.qpn].type == QpType::rc) arm_retransmit_timer(job.qpn, tables_.qps[job.qpn], false);
   return false;
 }
 
-// S18: a UD SEND completes once it has left the port.
+// S18: a UD SEND completes once it has left the port; a UC message once its last packet has.
 void Requester::left_port(const PendingTx& job) {
   SendState& s = qps_[job.qpn];
   if (s.gen != job.gen) return;

@@ -191,7 +191,7 @@ bool Responder::may_send(const PendingTx& job) {
 // written and the QP enters the error state.
 void Responder::responder_error(uint32_t qpn, uint8_t syn, uint8_t nak_code, uint32_t psn) {
   const QpContext& q = tables_.qps[qpn];
-  queue_nak(qpn, AckKind::nak, nak_code, psn);
+  if (q.type == QpType::rc) queue_nak(qpn, AckKind::nak, nak_code, psn);  // UC: nothing goes back
   if (rq_.has_wqe(qpn)) {
     CompletionRecord r = completion(q, qpn, rq_.pop(qpn));
     r.syndrome = syn;
@@ -202,11 +202,28 @@ void Responder::responder_error(uint32_t qpn, uint8_t syn, uint8_t nak_code, uin
 }
 
 // ---------------------------------------------------------------------------------------------
-// RC requests.
+// RC and UC requests.
+
+namespace {
+bool begins_message(IbOp op) {
+  return op == IbOp::send_first || op == IbOp::send_only || op == IbOp::write_first || op == IbOp::write_only;
+}
+}  // namespace
+
+// UC has no ACK, NAK or retry: what the RC responder would refuse with a NAK, UC drops silently,
+// with the rest of its message (no message is in progress until the next first or only packet).
+Responder::Step Responder::drop_uc(RecvState& s, const IbPacket& p) {
+  s.in_send = false;
+  s.in_write = false;
+  s.epsn = psn_add(p.psn, 1);
+  ++stats_.uc_dropped;
+  return Step::done;
+}
 
 Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
   const uint32_t qpn = p.dest_qpn;
-  if (!tables_.qp_exists(qpn) || tables_.qps[qpn].type != QpType::rc) {
+  // A packet of the other connected transport (RC for a UC QP, or the reverse) is not for it.
+  if (!tables_.qp_exists(qpn) || !is_connected(tables_.qps[qpn].type) || p.uc != (tables_.qps[qpn].type == QpType::uc)) {
     ++stats_.dropped_no_qp;
     return Step::done;
   }
@@ -215,6 +232,20 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
   if (q.state != QpState::rtr && q.state != QpState::rts && q.state != QpState::sqd) {
     ++stats_.dropped_no_qp;  // RESET / INIT drop silently; a QP in error answers nothing
     return Step::done;
+  }
+  const bool uc = p.uc;
+  if (uc) {
+    // A PSN other than the expected one means packets were lost: the message in progress is
+    // dropped and the responder takes up the sequence at this packet. A packet that continues a
+    // message not in progress (its first was lost or dropped) is dropped too.
+    if (p.psn != s.epsn) {
+      if (s.in_send || s.in_write) ++stats_.uc_dropped;
+      s.in_send = false;
+      s.in_write = false;
+      s.epsn = p.psn;
+    }
+    if (!begins_message(p.op) && !s.in_send && !s.in_write) return drop_uc(s, p);
+    if (p.op == IbOp::read_request || p.op == IbOp::cmp_swap || p.op == IbOp::fetch_add) return drop_uc(s, p);
   }
   const int32_t d = psn_diff(p.psn, s.epsn);
   if (d > 0) {
@@ -248,7 +279,10 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
     case IbOp::send_only:
       switch (recv_wqe(qpn, resume)) {
         case Need::wait: return Step::wait;
-        case Need::none: queue_nak(qpn, AckKind::rnr_nak, q.min_rnr_timer, p.psn); return Step::done;  // S22
+        case Need::none:
+          if (uc) return drop_uc(s, p);  // UC: no receive WQE, the message is dropped
+          queue_nak(qpn, AckKind::rnr_nak, q.min_rnr_timer, p.psn);  // S22
+          return Step::done;
         case Need::ready: break;
       }
       if (rq_.front(qpn).decode_error) {
@@ -296,6 +330,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
     case IbOp::write_first:
     case IbOp::write_only:
       if (!(q.access & kAccessRemoteWrite) || !mr_allows(tables_, q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteWrite)) {
+        if (uc) return drop_uc(s, p);  // UC: a bad R_Key drops the message, nothing tells the sender
         queue_nak(qpn, AckKind::nak, kNakRemoteAccess, p.psn);
         return Step::done;
       }
@@ -307,6 +342,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
     case IbOp::write_middle:
     case IbOp::write_last: {
       if (!s.in_write || p.payload.size() > s.write_left) {
+        if (uc) return drop_uc(s, p);
         queue_nak(qpn, AckKind::nak, kNakInvalidRequest, p.psn);
         return Step::done;
       }
@@ -316,7 +352,10 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
         // of this packet is placed, so that the retry finds everything as it was.
         switch (recv_wqe(qpn, resume)) {
           case Need::wait: return Step::wait;
-          case Need::none: queue_nak(qpn, AckKind::rnr_nak, q.min_rnr_timer, p.psn); return Step::done;
+          case Need::none:
+            if (uc) return drop_uc(s, p);
+            queue_nak(qpn, AckKind::rnr_nak, q.min_rnr_timer, p.psn);
+            return Step::done;
           case Need::ready: break;
         }
       }
@@ -356,7 +395,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
       return Step::done;
   }
   s.epsn = psn_add(s.epsn, 1);
-  if (p.ack_req) request_ack(qpn, s, p.psn);
+  if (p.ack_req && !uc) request_ack(qpn, s, p.psn);
   return Step::done;
 }
 

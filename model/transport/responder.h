@@ -43,7 +43,7 @@ class Responder : public sc_core::sc_module {
   // From the receiver: a new packet (forget what the last one waited for), then an RC request or
   // a UD datagram; `resume` is called when a `wait` may go on.
   void begin_packet();
-  Step receive(IbPacket& p, const Resume& resume);
+  Step receive(IbPacket& p, const Resume& resume);  // RC and UC
   Step receive_ud(IbPacket& p, const Resume& resume);
 
   // For the transmit arbiter: the next ACK / NAK due (false if none may go now), the next READ
@@ -108,6 +108,7 @@ class Responder : public sc_core::sc_module {
   enum class Need { ready, none, wait };
   Need recv_wqe(uint32_t qpn, const Resume& resume);
   Step handle_atomic(uint32_t qpn, QpContext& q, RecvState& s, const IbPacket& p, const Resume& resume);
+  Step drop_uc(RecvState& s, const IbPacket& p);
   void request_ack(uint32_t qpn, RecvState& s, uint32_t psn);
   void queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn);
   void queue_ack(uint32_t qpn, RecvState& s);

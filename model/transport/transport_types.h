@@ -47,6 +47,7 @@ struct TransportStats {
            packets_sent = 0, packets_received = 0, bytes_sent = 0, acks_sent = 0, naks_sent = 0, rnr_naks_sent = 0,
            acks_received = 0, retransmits = 0, timeouts = 0, rnr_retries = 0, duplicates = 0, corrupt_dropped = 0,
            dropped_no_qp = 0, qkey_violations = 0, ud_no_wqe = 0, completions = 0, flushed = 0, qp_errors = 0,
+           uc_dropped = 0,     // UC packets dropped silently (a message cut by a lost packet, no receive WQE, a bad R_Key)
            rx_fifo_drops = 0,  // packets the full rx FIFO could not take (a sender that ignored its credits)
            tx_credit_stalls = 0,  // times a packet due on the wire found no link credit and was held (S27)
            ack_placement_holds = 0,  // ACKs held at the port until the data they acknowledge was issued to PCIe
@@ -63,7 +64,8 @@ struct PendingTx {
   IbPacket packet;
   uint32_t qpn = 0, gen = 0, epoch = 0;
   uint16_t wqe_index = 0;
-  bool response = false, ud = false;
+  bool response = false;
+  bool completes_when_sent = false;  // UD, and UC's last packet: the WQE completes as it leaves (no ACK comes)
   bool last_of_job = false;  // response: the job's last packet
   std::vector<Sge> sges;     // request: gather from these at `offset`
   uint32_t offset = 0;

@@ -42,12 +42,7 @@ SendWqe decode_send_wqe(const uint8_t* b, uint16_t index, QpType type) {
   w.ud_grh = get_field(b, sqwqe::ud_grh);
   const uint32_t num_sge = uint32_t(get_field(b, sqwqe::num_sge));
   const uint32_t inline_len = uint32_t(get_field(b, sqwqe::inline_len));
-  const bool rc = type == QpType::rc;
-  const bool known = w.opcode == sqwqe::kSend || w.opcode == sqwqe::kSendImm ||
-                     (rc && (w.opcode == sqwqe::kRdmaWrite || w.opcode == sqwqe::kRdmaWriteImm ||
-                             w.opcode == sqwqe::kRdmaRead || w.opcode == sqwqe::kAtomicCs ||
-                             w.opcode == sqwqe::kAtomicFa));
-  if (!known || uint16_t(get_field(b, sqwqe::wqe_index)) != index ||
+  if (!send_opcode_allowed(type, w.opcode) || uint16_t(get_field(b, sqwqe::wqe_index)) != index ||
       (w.is_inline ? inline_len > sqwqe::kMaxInline : num_sge > sqwqe::kMaxSge) ||
       (w.is_inline && w.is_read_or_atomic())) {
     w.decode_error = syndrome::kLocalQpOp;
