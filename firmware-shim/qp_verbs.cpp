@@ -26,7 +26,7 @@ void advise_cq_size(Driver& dev, Cq& cq) {
 void unmap_rings(Qp& qp) {
   HostMemory& memory = qp.pd->dev->memory();
   memory.unmap(qp.sq_base, uint64_t(sqwqe::kSize) * qp.sq_depth);
-  memory.unmap(qp.rq_base, uint64_t(rqwqe::kSize) * qp.rq_depth);
+  if (qp.rq_depth) memory.unmap(qp.rq_base, uint64_t(rqwqe::kSize) * qp.rq_depth);
   memory.unmap(qp.dbr, 64);
 }
 
@@ -69,25 +69,28 @@ int create_qp(Pd& pd, const QpInitAttr& attr, Qp** out) {
   Driver& dev = *pd.dev;
   *out = nullptr;
   if (!attr.send_cq || !attr.recv_cq) return fail(dev, EINVAL, "create_qp: a send and a receive CQ are required");
-  if (attr.max_send_wr < 1 || attr.max_send_wr > 32768 || attr.max_recv_wr < 1 || attr.max_recv_wr > 32768)
-    return fail(dev, EINVAL, "create_qp: max_send_wr and max_recv_wr must be in 1..32768");
+  if (attr.max_send_wr < 1 || attr.max_send_wr > 32768 || (!attr.srq && (attr.max_recv_wr < 1 || attr.max_recv_wr > 32768)))
+    return fail(dev, EINVAL, "create_qp: max_send_wr and max_recv_wr (without an SRQ) must be in 1..32768");
   auto* qp = new Qp;
   qp->pd = &pd;
   qp->type = attr.type;
   qp->send_cq = attr.send_cq;
   qp->recv_cq = attr.recv_cq;
-  const uint8_t log_sq = wq_log_size(attr.max_send_wr), log_rq = wq_log_size(attr.max_recv_wr);
+  const bool on_srq = attr.srq != nullptr;
+  const uint8_t log_sq = wq_log_size(attr.max_send_wr), log_rq = on_srq ? 0 : wq_log_size(attr.max_recv_wr);
+  qp->srq = attr.srq;
   qp->sq_depth = 1u << log_sq;
-  qp->rq_depth = 1u << log_rq;
+  qp->rq_depth = on_srq ? 0 : 1u << log_rq;
   qp->sq_sig_all = attr.sq_sig_all;
-  qp->user_memory = attr.user_sq && attr.user_rq && attr.user_dbr;
+  qp->user_memory = attr.user_sq && attr.user_dbr && (attr.user_rq || on_srq);
   qp->sq_base = qp->user_memory ? attr.user_sq : dev.memory().allocate(uint64_t(sqwqe::kSize) << log_sq);
-  qp->rq_base = qp->user_memory ? attr.user_rq : dev.memory().allocate(uint64_t(rqwqe::kSize) << log_rq);
+  qp->rq_base = on_srq ? 0 : qp->user_memory ? attr.user_rq : dev.memory().allocate(uint64_t(rqwqe::kSize) << log_rq);
   qp->dbr = qp->user_memory ? attr.user_dbr : dev.memory().allocate(64, 64);
   CommandResult r =
       dev.exec(cmd::kCreateQp, {uint32_t(attr.type), pd.pdn, attr.send_cq->cqn, attr.recv_cq->cqn, log_sq, log_rq,
                                 uint32_t(qp->sq_base >> 32), uint32_t(qp->sq_base), uint32_t(qp->rq_base >> 32),
-                                uint32_t(qp->rq_base), uint32_t(qp->dbr >> 32), uint32_t(qp->dbr)});
+                                uint32_t(qp->rq_base), uint32_t(qp->dbr >> 32), uint32_t(qp->dbr),
+                                on_srq ? (1u << 31) | attr.srq->srqn : 0u});
   if (!r.ok()) {
     if (!qp->user_memory) unmap_rings(*qp);
     delete qp;
@@ -248,12 +251,96 @@ int post_recv(Qp& qp, const std::vector<RecvWr>& wrs, size_t* bad) {
   return rc;
 }
 
+int create_srq(Pd& pd, const SrqInitAttr& attr, Srq** out) {
+  Driver& dev = *pd.dev;
+  *out = nullptr;
+  if (attr.max_wr < 1 || attr.max_wr > 32768) return fail(dev, EINVAL, "create_srq: max_wr must be in 1..32768");
+  const uint8_t log_size = wq_log_size(attr.max_wr);
+  auto* srq = new Srq;
+  srq->pd = &pd;
+  srq->depth = 1u << log_size;
+  srq->user_memory = attr.user_ring && attr.user_dbr;
+  srq->base = srq->user_memory ? attr.user_ring : dev.memory().allocate(uint64_t(rqwqe::kSize) << log_size);
+  srq->dbr = srq->user_memory ? attr.user_dbr : dev.memory().allocate(64, 64);
+  CommandResult r = dev.exec(cmd::kCreateSrq, {pd.pdn, log_size, uint32_t(srq->base >> 32), uint32_t(srq->base),
+                                               uint32_t(srq->dbr >> 32), uint32_t(srq->dbr), attr.limit});
+  if (!r.ok()) {
+    if (!srq->user_memory) {
+      dev.memory().unmap(srq->base, uint64_t(rqwqe::kSize) * srq->depth);
+      dev.memory().unmap(srq->dbr, 64);
+    }
+    delete srq;
+    return fail(dev, command_errno(r), "create_srq: " + r.message());
+  }
+  srq->srqn = r.out[0];
+  *out = srq;
+  return 0;
+}
+
+int destroy_srq(Srq* srq) {
+  Driver& dev = *srq->pd->dev;
+  CommandResult r = dev.exec(cmd::kDestroySrq, {srq->srqn});
+  if (!r.ok()) return fail(dev, command_errno(r), "destroy_srq: " + r.message());
+  if (!srq->user_memory) {
+    dev.memory().unmap(srq->base, uint64_t(rqwqe::kSize) * srq->depth);
+    dev.memory().unmap(srq->dbr, 64);
+  }
+  delete srq;
+  return 0;
+}
+
+int arm_srq(Srq& srq, uint16_t limit) {
+  Driver& dev = *srq.pd->dev;
+  CommandResult r = dev.exec(cmd::kArmSrq, {srq.srqn, limit});
+  return r.ok() ? 0 : fail(dev, command_errno(r), "arm_srq: " + r.message());
+}
+
+int query_srq(Srq& srq, uint16_t& limit) {
+  Driver& dev = *srq.pd->dev;
+  CommandResult r = dev.exec(cmd::kQuerySrq, {srq.srqn});
+  if (!r.ok()) return fail(dev, command_errno(r), "query_srq: " + r.message());
+  limit = uint16_t(r.out[2]);
+  return 0;
+}
+
+int post_srq_recv(Srq& srq, const std::vector<RecvWr>& wrs, size_t* bad) {
+  Driver& dev = *srq.pd->dev;
+  size_t posted = 0;
+  int rc = 0;
+  for (const RecvWr& wr : wrs) {
+    if (wr.sg_list.size() > rqwqe::kMaxSge) {
+      rc = fail(dev, EINVAL, fmt::format("post_srq_recv: SRQ {} WR {:#x}: {} scatter entries exceed {}", srq.srqn,
+                                         wr.wr_id, wr.sg_list.size(), rqwqe::kMaxSge));
+      break;
+    }
+    if (uint16_t(srq.pi - srq.ci) >= srq.depth) {
+      rc = fail(dev, ENOMEM, fmt::format("post_srq_recv: SRQ {} full ({} WQEs)", srq.srqn, srq.depth));
+      break;
+    }
+    uint8_t w[rqwqe::kSize];
+    queue_format::encode_recv_wqe(w, wr, srq.pi);
+    dev.cpu().write(srq.base + uint64_t(srq.pi & (srq.depth - 1)) * rqwqe::kSize, w, rqwqe::kSize);
+    ++srq.pi;
+    ++posted;
+    dev.cpu().charge(CpuContext::app, dev.cpu().config().post_wr_cost);
+  }
+  if (posted) {
+    uint8_t rec[qpdbr::kSize] = {};
+    put_field(rec, qpdbr::rq_pi, srq.pi);
+    dev.cpu().write(srq.dbr, rec, qpdbr::kSize);
+  }
+  if (bad) *bad = posted;
+  return rc;
+}
+
 void note_completion(Driver& dev, const Wc& wc) {
   Qp* qp = dev.find_qp(wc.qpn);
   if (!qp) return;
   const bool is_send = queue_format::is_send_completion(wc);
   if (is_send)
     qp->sq_ci = uint16_t(wc.wqe_counter + 1);  // this WQE and every unsignaled one before it
+  else if (qp->srq)
+    qp->srq->ci = uint16_t(wc.wqe_counter + 1);  // the SRQ's WQEs are consumed in order
   else
     ++qp->rq_ci;
   if (wc.status == 0) return;

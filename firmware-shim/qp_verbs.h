@@ -22,6 +22,23 @@ struct Mr {
   uint32_t access = 0, lkey = 0, rkey = 0;
 };
 
+// A shared receive queue: its ring of receive WQEs and its doorbell record (rq_pi: the producer
+// counter), from which the QPs created on it take their receive WQEs.
+struct Srq {
+  Pd* pd = nullptr;
+  uint32_t srqn = 0;
+  uint32_t depth = 0;
+  uint64_t base = 0, dbr = 0;
+  uint16_t pi = 0, ci = 0;  // posted; consumed (known from the receive CQEs polled)
+  bool user_memory = false;
+};
+
+struct SrqInitAttr {
+  uint32_t max_wr = 16;
+  uint16_t limit = 0;  // 0: not armed
+  uint64_t user_ring = 0, user_dbr = 0;  // memory a verbs program provides (both, or none)
+};
+
 struct QpInitAttr {
   QpType type = QpType::rc;
   Cq* send_cq = nullptr;
@@ -32,6 +49,7 @@ struct QpInitAttr {
   // Rings and doorbell record in memory a verbs program provides (all three, or none: the driver
   // allocates them), sized by wq_log_size; the driver neither allocates nor frees it.
   uint64_t user_sq = 0, user_rq = 0, user_dbr = 0;
+  Srq* srq = nullptr;  // its receives come from this SRQ (it has no RQ: max_recv_wr and user_rq unused)
 };
 
 struct Qp {
@@ -48,6 +66,7 @@ struct Qp {
   // and by polling the CQEs of this QP.
   uint16_t sq_pi = 0, sq_ci = 0, rq_pi = 0, rq_ci = 0;
   bool user_memory = false;
+  Srq* srq = nullptr;
 };
 
 // MODIFY_QP attributes; only those of the transition are sent (others must stay zero).
@@ -79,6 +98,14 @@ int destroy_qp(Qp* qp);
 // is the index of the first WR not posted. One doorbell covers the whole list.
 int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad = nullptr);
 int post_recv(Qp& qp, const std::vector<RecvWr>& wrs, size_t* bad = nullptr);
+// Shared receive queues: -EINVAL for bad sizes or limits, -EBUSY destroying one a QP uses.
+int create_srq(Pd& pd, const SrqInitAttr& attr, Srq** out);
+int destroy_srq(Srq* srq);
+int arm_srq(Srq& srq, uint16_t limit);     // 0 disarms; the device raises one SRQ-limit event
+int query_srq(Srq& srq, uint16_t& limit);  // the armed limit (0: none, or the event fired)
+// Writes the WQEs into the ring and the producer counter into the doorbell record (no MMIO: the
+// device reads the record when it needs WQEs). -ENOMEM when the ring is full.
+int post_srq_recv(Srq& srq, const std::vector<RecvWr>& wrs, size_t* bad = nullptr);
 // The driver's view after polling a CQE of this QP: frees ring slots, notes an error.
 void note_completion(Driver& dev, const Wc& wc);
 }  // namespace verbs

@@ -95,6 +95,12 @@ void Hca::bind_registers() {
 
 void Hca::bind_transport() {
   transport.on_bad_doorbell.add([this](uint8_t r, uint32_t n) { bad_doorbell(r, n); });
+  cmd.on_srq = [this](uint32_t srqn, bool reset) {
+    if (reset)
+      transport.rq.reset_srq(srqn);
+    else
+      transport.rq.srq_armed(srqn);
+  };
   cmd.on_qp_state = [this](uint32_t qpn, QpState from, QpState to) {
     if (qpn == UINT32_MAX)
       transport.reset();

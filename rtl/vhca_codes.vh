@@ -36,6 +36,7 @@ localparam [7:0] EQE_TYPE_QP_FATAL = 8'h5;
 localparam [7:0] EQE_TYPE_DMA_ERROR = 8'h8;
 localparam [7:0] EQE_TYPE_COMMAND_DONE = 8'hA;
 localparam [7:0] EQE_TYPE_EQ_OVERRUN = 8'hB;
+localparam [7:0] EQE_TYPE_SRQ_LIMIT = 8'h14;
 // QP fatal EQE syndromes
 localparam [7:0] QP_FATAL_QP_CQ_OVERRUN = 8'h1;
 localparam [7:0] QP_FATAL_QP_CQ_ERROR = 8'h2;

@@ -23,11 +23,12 @@ LatencySamples::Summary LatencySamples::summary() const {
   return s;
 }
 
-void CompletionLedger::qp_created(int device, uint32_t qpn, bool connected, ClientLedger* client) {
+void CompletionLedger::qp_created(int device, uint32_t qpn, bool connected, ClientLedger* client, int srq) {
   QpBook& q = qps_[{device, qpn}];
   q = QpBook{};
   q.connected = connected;
   q.client = client;
+  q.srq = srq;
 }
 
 void CompletionLedger::qp_connected(int device, uint32_t qpn, int peer_device, uint32_t peer_qpn) {
@@ -35,12 +36,14 @@ void CompletionLedger::qp_connected(int device, uint32_t qpn, int peer_device, u
   if (it != qps_.end()) it->second.peer = {peer_device, peer_qpn};
 }
 
+void CompletionLedger::srq_destroyed(int device, uint32_t srqn) { srq_next_.erase({device, int(srqn)}); }
+
 void CompletionLedger::qp_destroyed(int device, uint32_t qpn, uint16_t rq_pi) {
   auto it = qps_.find({device, qpn});
   if (it == qps_.end()) return;
   QpBook& q = it->second;
   q.client->sends_outstanding += q.send_posted_us.size();
-  q.client->recvs_outstanding += uint16_t(rq_pi - q.next_recv);
+  if (q.srq < 0) q.client->recvs_outstanding += uint16_t(rq_pi - q.next_recv);  // an SRQ's stay for its other QPs
   qps_.erase(it);
 }
 
@@ -74,7 +77,7 @@ void CompletionLedger::completed(int device, const Wc& wc, double t_us) {
   if (queue_format::is_send_completion(wc))
     send_completed(q, wc, t_us);
   else
-    recv_completed(q, wc, t_us);
+    recv_completed(device, q, wc, t_us);
 }
 
 // A send CQE names the last WQE it covers; the unsignaled ones before it complete with it.
@@ -91,13 +94,15 @@ void CompletionLedger::send_completed(QpBook& q, const Wc& wc, double t_us) {
   if (!wc.status) q.client->completion.us.push_back(t_us - posted);
 }
 
-// Receive WQEs are consumed in order: a CQE names the next one, or it is unexpected.
-void CompletionLedger::recv_completed(QpBook& q, const Wc& wc, double t_us) {
-  if (wc.wqe_counter != q.next_recv) {
+// Receive WQEs are consumed in order, a QP's own or its SRQ's (whichever of its QPs takes the
+// next): a CQE names the next one, or it is unexpected.
+void CompletionLedger::recv_completed(int device, QpBook& q, const Wc& wc, double t_us) {
+  uint16_t& next = q.srq < 0 ? q.next_recv : srq_next_[{device, q.srq}];
+  if (wc.wqe_counter != next) {
     ++q.client->unexpected;
     return;
   }
-  ++q.next_recv;
+  ++next;
   ++q.client->recvs_completed;
   if (wc.status || !q.connected) return;
   auto peer = qps_.find(q.peer);

@@ -43,11 +43,14 @@ struct ClientLedger {
 class CompletionLedger {
  public:
   // The QP is known from its creation; `client` receives what its completions show.
-  void qp_created(int device, uint32_t qpn, bool connected, ClientLedger* client);
+  // `srq`: the SRQ it takes receives from (-1: its own RQ).
+  void qp_created(int device, uint32_t qpn, bool connected, ClientLedger* client, int srq = -1);
   // RC, UC: the QP sends to `peer_qpn` on `peer_device` (MODIFY_QP to RTR).
   void qp_connected(int device, uint32_t qpn, int peer_device, uint32_t peer_qpn);
   // Counts what the QP leaves outstanding (`rq_pi`: the receive producer index in its record).
   void qp_destroyed(int device, uint32_t qpn, uint16_t rq_pi);
+  // The SRQ is gone: a new one with its number starts counting from 0.
+  void srq_destroyed(int device, uint32_t srqn);
   // WQEs [first, first + opcodes.size()) posted at `t_us`; `opcodes` are their WQE opcodes.
   void sends_posted(int device, uint32_t qpn, uint16_t first, const std::vector<uint8_t>& opcodes, double t_us);
   // A CQE that landed at `t_us` on the device's CQ.
@@ -62,11 +65,13 @@ class CompletionLedger {
     std::deque<double> send_posted_us;      // outstanding send WQEs' post times, oldest first
     std::deque<double> message_posted_us;   // this QP's messages that consume a receive at the peer
     uint16_t next_recv = 0;                 // index of the next receive WQE a CQE will consume
+    int srq = -1;                           // its receives come from this SRQ of its device
     double last_post_us = -1;               // its last send doorbell
   };
   void send_completed(QpBook& q, const Wc& wc, double t_us);
-  void recv_completed(QpBook& q, const Wc& wc, double t_us);
+  void recv_completed(int device, QpBook& q, const Wc& wc, double t_us);
   std::map<std::pair<int, uint32_t>, QpBook> qps_;
+  std::map<std::pair<int, int>, uint16_t> srq_next_;  // an SRQ's next receive WQE index (its QPs share it)
 };
 
 // A client's report as JSON (one object), and as the words of the server's report line.

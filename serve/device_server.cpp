@@ -173,6 +173,12 @@ struct CqEntry {
   uint32_t landed = 0;  // CQEs the ledger has seen land (its own index, whatever the program polled)
 };
 
+struct SrqEntry {
+  Srq* srq;
+  std::unique_ptr<SharedRegion> memory;
+  uint64_t base;
+};
+
 struct QpEntry {
   Qp* qp;
   std::unique_ptr<SharedRegion> memory;
@@ -200,6 +206,7 @@ struct Session {
   std::map<uint32_t, MrEntry> mrs;
   std::map<uint32_t, CqEntry> cqs;
   std::map<uint32_t, QpEntry> qps;
+  std::map<uint32_t, SrqEntry> srqs;
   std::map<uint32_t, Channel> channels;
   uint32_t next_channel = 1;
   int async_fd = -1;  // the program's async event channel (ibv_context.async_fd's other end)
@@ -370,14 +377,15 @@ int create_qp(Session& s, Served& sv, const wire::CreateQp& r, wire::QpCreated& 
   Pd** pd = find(s.pds, r.pd);
   CqEntry* scq = find(s.cqs, r.send_cq);
   CqEntry* rcq = find(s.cqs, r.recv_cq);
-  if (!pd || !scq || !rcq) return EINVAL;
+  SrqEntry* srq = r.srq == wire::kNoSrq ? nullptr : find(s.srqs, r.srq);
+  if (!pd || !scq || !rcq || (r.srq != wire::kNoSrq && !srq)) return EINVAL;
   if (r.type != IBV_QPT_RC && r.type != IBV_QPT_UC && r.type != IBV_QPT_UD) return EINVAL;
   if (r.max_send_sge > sqwqe::kMaxSge || r.max_recv_sge > rqwqe::kMaxSge || r.max_inline_data > sqwqe::kMaxInline)
     return EINVAL;
-  if (r.max_send_wr < 1 || r.max_send_wr > 32768 || r.max_recv_wr < 1 || r.max_recv_wr > 32768) return EINVAL;
-  const uint8_t log_sq = verbs::wq_log_size(r.max_send_wr), log_rq = verbs::wq_log_size(r.max_recv_wr);
+  if (r.max_send_wr < 1 || r.max_send_wr > 32768 || (!srq && (r.max_recv_wr < 1 || r.max_recv_wr > 32768))) return EINVAL;
+  const uint8_t log_sq = verbs::wq_log_size(r.max_send_wr), log_rq = srq ? 0 : verbs::wq_log_size(r.max_recv_wr);
   const uint64_t rq_offset = page_round(uint64_t(sqwqe::kSize) << log_sq);
-  const uint64_t dbr_offset = rq_offset + page_round(uint64_t(rqwqe::kSize) << log_rq);
+  const uint64_t dbr_offset = rq_offset + (srq ? 0 : page_round(uint64_t(rqwqe::kSize) << log_rq));
   auto memory = SharedRegion::create("vhca-qp", dbr_offset + HostMemory::kPageSize);
   if (!memory) return ENOMEM;
   Node& n = node_of(s, sv);
@@ -390,8 +398,9 @@ int create_qp(Session& s, Served& sv, const wire::CreateQp& r, wire::QpCreated& 
   attr.max_recv_wr = r.max_recv_wr;
   attr.sq_sig_all = r.sq_sig_all != 0;
   attr.user_sq = base;
-  attr.user_rq = base + rq_offset;
+  attr.user_rq = srq ? 0 : base + rq_offset;
   attr.user_dbr = base + dbr_offset;
+  attr.srq = srq ? srq->srq : nullptr;
   Qp* qp = nullptr;
   if (const int rc = verbs::create_qp(**pd, attr, &qp)) {
     n.memory.detach(base);
@@ -401,7 +410,7 @@ int create_qp(Session& s, Served& sv, const wire::CreateQp& r, wire::QpCreated& 
          sqwqe::kMaxSge, rqwqe::kMaxSge, sqwqe::kMaxInline};
   pass_fd = memory->fd();
   s.qps.emplace(qp->qpn, QpEntry{qp, std::move(memory), base, 0, uint32_t(dbr_offset)});
-  sv.ledger.qp_created(s.device, qp->qpn, is_connected(attr.type), &s.ledger);
+  sv.ledger.qp_created(s.device, qp->qpn, is_connected(attr.type), &s.ledger, srq ? int(srq->srq->srqn) : -1);
   return 0;
 }
 
@@ -496,6 +505,61 @@ void note_landed(Session& s, Served& sv) {
       e.landed = (e.landed + 1) & 0xFFFFFF;
     }
   }
+}
+
+int create_srq(Session& s, Served& sv, const wire::CreateSrq& r, wire::SrqCreated& out, int& pass_fd) {
+  Pd** pd = find(s.pds, r.pd);
+  if (!pd || r.max_wr < 1 || r.max_wr > 32768 || r.max_sge > rqwqe::kMaxSge) return EINVAL;
+  const uint8_t log_size = verbs::wq_log_size(r.max_wr);
+  if (r.limit >= (1u << log_size)) return EINVAL;
+  const uint64_t dbr_offset = page_round(uint64_t(rqwqe::kSize) << log_size);
+  auto memory = SharedRegion::create("vhca-srq", dbr_offset + HostMemory::kPageSize);
+  if (!memory) return ENOMEM;
+  Node& n = node_of(s, sv);
+  const uint64_t base = n.memory.attach(memory->size(), *memory);
+  SrqInitAttr attr;
+  attr.max_wr = r.max_wr;
+  attr.limit = uint16_t(r.limit);
+  attr.user_ring = base;
+  attr.user_dbr = base + dbr_offset;
+  Srq* srq = nullptr;
+  if (const int rc = verbs::create_srq(**pd, attr, &srq)) {
+    n.memory.detach(base);
+    return errno_of(rc, EINVAL);
+  }
+  out = {srq->srqn, srq->depth, uint32_t(dbr_offset), uint32_t(memory->size()), rqwqe::kMaxSge};
+  pass_fd = memory->fd();
+  s.srqs.emplace(srq->srqn, SrqEntry{srq, std::move(memory), base});
+  return 0;
+}
+
+int modify_srq(Session& s, const wire::ModifySrq& r) {
+  SrqEntry* e = find(s.srqs, r.srqn);
+  if (!e) return EINVAL;
+  if (r.mask & ~uint32_t(IBV_SRQ_LIMIT)) return EINVAL;  // resizing (IBV_SRQ_MAX_WR) is not served
+  if (!(r.mask & IBV_SRQ_LIMIT)) return 0;
+  if (r.limit >= e->srq->depth) return EINVAL;
+  const int rc = verbs::arm_srq(*e->srq, uint16_t(r.limit));
+  return rc ? errno_of(rc, EINVAL) : 0;
+}
+
+int query_srq(Session& s, uint32_t srqn, wire::SrqState& out) {
+  SrqEntry* e = find(s.srqs, srqn);
+  if (!e) return EINVAL;
+  uint16_t limit = 0;
+  if (const int rc = verbs::query_srq(*e->srq, limit)) return errno_of(rc, EINVAL);
+  out = {e->srq->depth, rqwqe::kMaxSge, limit};
+  return 0;
+}
+
+int destroy_srq(Session& s, Served& sv, uint32_t srqn) {
+  SrqEntry* e = find(s.srqs, srqn);
+  if (!e) return EINVAL;
+  if (const int rc = verbs::destroy_srq(e->srq)) return errno_of(rc, EBUSY);  // a QP still takes from it
+  sv.ledger.srq_destroyed(s.device, srqn);
+  node_of(s, sv).memory.detach(e->base);
+  s.srqs.erase(srqn);
+  return 0;
 }
 
 // A doorbell the program rang: its CPU cost, then the MMIO write, at the simulated instant it
@@ -700,6 +764,30 @@ bool serve_request(Session& s, const Request& req, Served& sv) {
       if (!body_as(body, r)) return fail(EINVAL);
       return fail(destroy_qp(s, sv, r.handle));
     }
+    case wire::Op::create_srq: {
+      wire::CreateSrq r;
+      wire::SrqCreated out{};
+      int pass_fd = -1;
+      if (!body_as(body, r)) return fail(EINVAL);
+      if (const int rc = create_srq(s, sv, r, out, pass_fd)) return fail(rc);
+      return reply(s, op, 0, &out, sizeof out, pass_fd);
+    }
+    case wire::Op::modify_srq: {
+      wire::ModifySrq r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      return fail(modify_srq(s, r));
+    }
+    case wire::Op::query_srq: {
+      wire::Handle r;
+      wire::SrqState out{};
+      if (!body_as(body, r)) return fail(EINVAL);
+      return answer(query_srq(s, r.handle, out), out);
+    }
+    case wire::Op::destroy_srq: {
+      wire::Handle r;
+      if (!body_as(body, r)) return fail(EINVAL);
+      return fail(destroy_srq(s, sv, r.handle));
+    }
     case wire::Op::doorbell: {
       wire::Doorbell d;
       if (!body_as(body, d)) return false;  // posted: nothing to answer; a malformed one ends the client
@@ -737,6 +825,12 @@ Left release(Session& s, Served& sv) {
     node_of(s, sv).memory.detach(e.base);
   }
   s.qps.clear();
+  for (auto& [srqn, e] : s.srqs) {
+    verbs::destroy_srq(e.srq);
+    sv.ledger.srq_destroyed(s.device, srqn);
+    node_of(s, sv).memory.detach(e.base);
+  }
+  s.srqs.clear();
   for (auto& [cqn, e] : s.cqs) {
     verbs::destroy_cq(e.cq);
     node_of(s, sv).memory.unwatch(e.base, s.cqe_written);
@@ -833,12 +927,17 @@ void deliver_async(Served& sv, int device, const AsyncEvent& ev) {
     rec = {IBV_EVENT_QP_FATAL, uint32_t(ev.data)};
   } else if (ev.type == eqe::kSqDrained) {
     rec = {IBV_EVENT_SQ_DRAINED, uint32_t(ev.data)};
+  } else if (ev.type == eqe::kSrqLimit) {
+    rec = {IBV_EVENT_SRQ_LIMIT_REACHED, uint32_t(ev.data)};
   } else {
     return;
   }
   for (const SessionPtr& s : sv.sessions) {
     if (s->device != device || s->gone || s->async_fd < 0) continue;
-    if (cq_event ? !s->cqs.count(rec.object) : !s->qps.count(rec.object)) continue;
+    const bool owns = cq_event ? s->cqs.count(rec.object) > 0
+                      : ev.type == eqe::kSrqLimit ? s->srqs.count(rec.object) > 0
+                                                  : s->qps.count(rec.object) > 0;
+    if (!owns) continue;
     if (::send(s->async_fd, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT) == ssize_t(sizeof rec)) ++s->async_events;
     sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
     return;

@@ -271,6 +271,78 @@ TEST_CASE("UC: a lost packet drops its message silently, the receive WQE takes t
   });
 }
 
+TEST_CASE("SRQ: two RC QPs take receive WQEs from one shared queue in the order their messages arrive, an armed limit raises one event, a QP in error leaves the SRQ's WQEs to the other") {
+  sys().run([] {
+    for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());
+    Side a1 = make_side(0, 1 << 16), a2 = make_side(0, 1 << 16);
+    Driver& dev = sys().node(1).driver;
+    std::vector<AsyncEvent> events;
+    dev.async_handler = [&](const AsyncEvent& e) { events.push_back(e); };
+    Pd* pd = fb::alloc_pd(dev);
+    Cq* cq = fb::create_cq(dev, 64);
+    Srq* srq = nullptr;
+    REQUIRE(verbs::create_srq(*pd, SrqInitAttr{8, 3}, &srq) == 0);  // 8 WQEs, armed at 3
+    auto on_srq = [&] {
+      Qp* qp = nullptr;
+      QpInitAttr attr{QpType::rc, cq, cq, 16, 1};
+      attr.srq = srq;
+      REQUIRE(verbs::create_qp(*pd, attr, &qp) == 0);
+      return qp;
+    };
+    Qp* b1 = on_srq();
+    Qp* b2 = on_srq();
+    fb::connect_rc(*a1.qp, *b1);
+    fb::connect_rc(*a2.qp, *b2);
+    const fb::Buffer buf = fb::reg_buffer(*pd, 1 << 16);
+    for (uint32_t i = 0; i < 5; ++i) REQUIRE(verbs::post_srq_recv(*srq, {RecvWr{0x100 + i, {buf.sge(i * 4096, 4096)}}}) == 0);
+    fb::fill(*a1.dev, a1.buf.addr, 3000, 1);
+    fb::fill(*a2.dev, a2.buf.addr, 3000, 2);
+    // Messages from a1, a2, a1: each takes the SRQ's next WQE, whichever QP it arrives on.
+    fb::post_send(*a1.qp, send_wr(1, a1.buf.sge(0, 1000)));
+    REQUIRE(poll_n(*cq, 1).size() == 1);
+    fb::post_send(*a2.qp, send_wr(2, a2.buf.sge(0, 2000)));
+    REQUIRE(poll_n(*cq, 1).size() == 1);
+    CHECK(events.empty());  // 3 WQEs left: not below the limit
+    fb::post_send(*a1.qp, send_wr(3, a1.buf.sge(0, 3000)));
+    auto third = poll_n(*cq, 1);
+    REQUIRE(third.size() == 1);
+    CHECK(third[0].qpn == b1->qpn);
+    CHECK(third[0].wr_id == 0x102);
+    CHECK(third[0].wqe_counter == 2);
+    CHECK(third[0].byte_len == 3000);
+    CHECK(fb::read(dev, buf.addr + 2 * 4096, 3000) == fb::read(*a1.dev, a1.buf.addr, 3000));
+    CHECK(fb::read(dev, buf.addr + 1 * 4096, 2000) == fb::read(*a2.dev, a2.buf.addr, 2000));
+    // 2 WQEs left, below 3: one SRQ-limit event naming the SRQ, and the SRQ is disarmed.
+    wait_us(5);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].type == eqe::kSrqLimit);
+    CHECK(events[0].data == srq->srqn);
+    uint16_t limit = 9;
+    REQUIRE(verbs::query_srq(*srq, limit) == 0);
+    CHECK(limit == 0);
+    // b2 goes to ERR: it holds no WQE of the SRQ, so nothing of the SRQ is flushed; b1 still
+    // receives into the SRQ's next WQE.
+    QpAttr err;
+    err.cur_state = QpState::rts;
+    err.new_state = QpState::err;
+    REQUIRE(verbs::modify_qp(*b2, err) == 0);
+    wait_us(5);
+    CHECK(verbs::peek_cq(*cq, 8) == 0);
+    fb::post_send(*a1.qp, send_wr(4, a1.buf.sge(0, 100)));
+    auto fourth = poll_n(*cq, 1);
+    REQUIRE(fourth.size() == 1);
+    CHECK(fourth[0].status == 0);
+    CHECK(fourth[0].qpn == b1->qpn);
+    CHECK(fourth[0].wqe_counter == 3);
+    // An SRQ in use cannot go; bad limits are refused.
+    CHECK(verbs::destroy_srq(srq) == -EBUSY);
+    CHECK(verbs::arm_srq(*srq, 8) == -EINVAL);  // not below the depth
+    REQUIRE(verbs::arm_srq(*srq, 2) == 0);      // 1 WQE left: fires at once
+    wait_us(5);
+    CHECK(events.size() == 2);
+  });
+}
+
 TEST_CASE("[S16][S18] UD SEND with GRH: the receive CQE names the source QP, LID and SL, the send completes once transmitted") {
   sys().run([] {
     for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());

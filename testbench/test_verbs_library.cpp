@@ -50,9 +50,12 @@ int main() {
   check(ibv_get_cq_event(nullptr, nullptr, nullptr) == -1 && errno == EINVAL, "ibv_get_cq_event refuses NULL with -1");
   errno = 0;
   check(ibv_create_cq(nullptr, 1, nullptr, nullptr, 0) == nullptr && errno == EINVAL, "ibv_create_cq refuses NULL");
+  errno = 0;
+  check(ibv_create_srq(nullptr, nullptr) == nullptr && errno == EINVAL, "ibv_create_srq refuses NULL");
+  check(ibv_destroy_srq(nullptr) == EINVAL, "ibv_destroy_srq refuses NULL with its errno");
   // Unsupported verbs: the verb's own error convention, errno EOPNOTSUPP.
   errno = 0;
-  check(ibv_create_srq(nullptr, nullptr) == nullptr && errno == EOPNOTSUPP, "ibv_create_srq refused");
+  check(ibv_qp_to_qp_ex(nullptr) == nullptr && errno == EOPNOTSUPP, "ibv_qp_to_qp_ex refused");
   check(ibv_resize_cq(nullptr, 1) == EOPNOTSUPP, "ibv_resize_cq refused with its errno");
   errno = 0;
   check(_ibv_query_gid_table(nullptr, nullptr, 0, 0, 0) == -1 && errno == EOPNOTSUPP, "_ibv_query_gid_table refused with -1");

@@ -139,6 +139,35 @@ int main() {
   fcntl(b.ctx->async_fd, F_SETFL, fcntl(b.ctx->async_fd, F_GETFL) | O_NONBLOCK);
   errno = 0;
   check(ibv_get_async_event(b.ctx, &ev) == -1 && errno == EAGAIN, "the peer's context has no event");
+  // An SRQ holding 2 WQEs, armed at 4: the SRQ-limit event at once, naming it, and it is disarmed.
+  ibv_srq_init_attr sattr{};
+  sattr.attr.max_wr = 8;
+  sattr.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(b.pd, &sattr);
+  check(srq != nullptr && sattr.attr.max_wr == 8, "an SRQ of 8 WQEs");
+  if (srq) {
+    for (int i = 0; i < 2; ++i) {
+      ibv_sge sge{reinterpret_cast<uintptr_t>(b.buf) + 2048, 64, b.mr->lkey};
+      ibv_recv_wr r{};
+      r.wr_id = uint64_t(200 + i);
+      r.sg_list = &sge;
+      r.num_sge = 1;
+      ibv_recv_wr* bad = nullptr;
+      check(ibv_post_srq_recv(srq, &r, &bad) == 0, "post_srq_recv");
+    }
+    ibv_srq_attr arm{};
+    arm.srq_limit = 4;
+    check(ibv_modify_srq(srq, &arm, IBV_SRQ_LIMIT) == 0, "arm the SRQ at 4");
+    arm.max_wr = 16;
+    check(ibv_modify_srq(srq, &arm, IBV_SRQ_MAX_WR) == EINVAL, "resizing an SRQ is refused");
+    fcntl(b.ctx->async_fd, F_SETFL, fcntl(b.ctx->async_fd, F_GETFL) & ~O_NONBLOCK);
+    check(ibv_get_async_event(b.ctx, &ev) == 0 && ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq,
+          "IBV_EVENT_SRQ_LIMIT_REACHED naming the SRQ");
+    ibv_ack_async_event(&ev);
+    ibv_srq_attr now{};
+    check(ibv_query_srq(srq, &now) == 0 && now.srq_limit == 0 && now.max_wr == 8, "the event disarmed it");
+    check(ibv_destroy_srq(srq) == 0, "destroy the SRQ");
+  }
   // Objects belong to their connection: another context of the same process on the same device
   // (its own connection to the server) can neither free nor destroy them, whatever handle it names.
   ibv_context* other = open_named("vhca0");

@@ -16,6 +16,7 @@ namespace vhca::client {
 
 struct Cq;
 struct Qp;
+struct Srq;
 
 // A device context: the verbs.h struct first (programs see only that), its connection, and the
 // objects the data path looks up by number (a CQE names its QP, an event its CQ).
@@ -26,6 +27,7 @@ struct Context {
   pthread_mutex_t objects_lock;
   std::map<uint32_t, Cq*> cqs;
   std::map<uint32_t, Qp*> qps;
+  std::map<uint32_t, Srq*> srqs;
 };
 
 inline Context* context_of(ibv_context* c) { return reinterpret_cast<Context*>(c); }

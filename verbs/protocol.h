@@ -11,7 +11,7 @@
 namespace vhca::wire {
 
 constexpr uint32_t kMagic = 0x41434856;  // "VHCA"
-constexpr uint16_t kVersion = 5;
+constexpr uint16_t kVersion = 6;
 // The socket the library uses when VHCA_SOCKET is not set.
 constexpr const char* kDefaultSocket = "/tmp/vhca.sock";
 
@@ -47,7 +47,12 @@ enum class Op : uint16_t {
   await_event = 21,          // body: AwaitEvent; reply: none
   // Version 4: the context's async event channel (ibv_context.async_fd).
   open_async = 22,           // body: none, with a socket's fd (SCM_RIGHTS); reply: none
-  last = open_async,         // (not an op) the highest this version knows: above it, EOPNOTSUPP
+  // Version 6: shared receive queues.
+  create_srq = 23,           // body: CreateSrq; reply: SrqCreated, with the SRQ memory's fd
+  modify_srq = 24,           // body: ModifySrq; reply: none
+  query_srq = 25,            // body: Handle (the SRQN); reply: SrqState
+  destroy_srq = 26,          // body: Handle; reply: none
+  last = destroy_srq,        // (not an op) the highest this version knows: above it, EOPNOTSUPP
 };
 
 // Objects a client made are named by their number on the device: PDN, lkey, CQN, QPN.
@@ -81,6 +86,26 @@ struct CreateQp {
   uint32_t send_cq, recv_cq;
   uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
   uint32_t sq_sig_all;
+  uint32_t srq;          // an SRQ's number (its receives come from it), or kNoSrq
+};
+constexpr uint32_t kNoSrq = ~0u;
+
+struct CreateSrq {
+  uint32_t pd, max_wr, max_sge, limit;  // limit: 0, or arm the SRQ-limit event at it
+};
+
+// The SRQ's memory (a memfd, passed with the reply): the ring of receive WQEs at offset 0, the
+// doorbell record (rq_pi: the producer counter) at dbr_offset.
+struct SrqCreated {
+  uint32_t srqn, depth, dbr_offset, map_length, max_sge;
+};
+
+struct ModifySrq {
+  uint32_t srqn, mask, limit;  // mask: IBV_SRQ_* (only IBV_SRQ_LIMIT is served: arm the event)
+};
+
+struct SrqState {
+  uint32_t max_wr, max_sge, limit;
 };
 
 // The QP's memory (a memfd, passed with the reply): the SQ ring, the RQ ring, the doorbell record.

@@ -32,12 +32,21 @@ struct Cq {
   pthread_mutex_t lock;
 };
 
+struct Srq {
+  ibv_srq srq;
+  uint8_t* mem = nullptr;
+  wire::SrqCreated layout{};
+  uint16_t pi = 0, ci = 0;  // posted; consumed (from the receive CQEs polled)
+  pthread_mutex_t lock;
+};
+
 struct Qp {
   ibv_qp qp;
   uint8_t* mem = nullptr;
   wire::QpCreated layout{};
   ibv_qp_init_attr init{};
   uint16_t sq_pi = 0, sq_ci = 0, rq_pi = 0, rq_ci = 0;
+  Srq* srq = nullptr;  // its receives come from this SRQ
   pthread_mutex_t lock;
 };
 
@@ -124,12 +133,18 @@ void account(Context* c, const Wc& w) {
   Qp* qp = find_qp(c, w.qpn);
   if (!qp) return;
   pthread_mutex_lock(&qp->lock);
-  if (queue_format::is_send_completion(w))
+  const bool send = queue_format::is_send_completion(w);
+  if (send)
     qp->sq_ci = uint16_t(w.wqe_counter + 1);  // this WQE and every unsignaled one before it
-  else
+  else if (!qp->srq)
     ++qp->rq_ci;
-  if (w.status && qp->qp.qp_type == IBV_QPT_RC) qp->qp.state = IBV_QPS_ERR;
+  if (w.status && (qp->qp.qp_type == IBV_QPT_RC || (qp->qp.qp_type == IBV_QPT_UC && !send))) qp->qp.state = IBV_QPS_ERR;
   pthread_mutex_unlock(&qp->lock);
+  if (!send && qp->srq) {  // an SRQ's WQEs are consumed in order, whichever QP took them
+    pthread_mutex_lock(&qp->srq->lock);
+    qp->srq->ci = uint16_t(w.wqe_counter + 1);
+    pthread_mutex_unlock(&qp->srq->lock);
+  }
 }
 
 void to_wc(const Wc& w, ibv_wc& wc) {
@@ -297,32 +312,57 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   return rc;
 }
 
-int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  Qp* qp = object_of<Qp>(ibqp);
-  pthread_mutex_lock(&qp->lock);
-  int rc = ibqp->state == IBV_QPS_RESET ? EINVAL : 0;
-  uint32_t posted = 0;
-  for (; wr && !rc; wr = wr->next) {
+// Receive WQEs into a ring (a QP's RQ or an SRQ) at *pi, then the producer counter into the
+// doorbell record: the device reads the record when a message needs a WQE. Returns 0 or the
+// errno of the first WR refused (*wr is left at it); `posted` counts those written.
+int write_receives(ibv_recv_wr*& wr, uint8_t* ring, uint32_t depth, uint16_t& pi, uint16_t ci, uint8_t* dbr,
+                   uint32_t& posted) {
+  int rc = 0;
+  for (; wr; wr = wr->next) {
     if (wr->num_sge < 0 || uint32_t(wr->num_sge) > rqwqe::kMaxSge) {
       rc = EINVAL;
       break;
     }
-    if (uint16_t(qp->rq_pi - qp->rq_ci) >= qp->layout.rq_depth) {
+    if (uint16_t(pi - ci) >= depth) {
       rc = ENOMEM;
       break;
     }
     const RecvWr w{wr->wr_id, sges_of(wr->sg_list, wr->num_sge)};
-    queue_format::encode_recv_wqe(qp->mem + qp->layout.rq_offset + uint64_t(qp->rq_pi & (qp->layout.rq_depth - 1)) * rqwqe::kSize,
-                                  w, qp->rq_pi);
-    ++qp->rq_pi;
+    queue_format::encode_recv_wqe(ring + uint64_t(pi & (depth - 1)) * rqwqe::kSize, w, pi);
+    ++pi;
     ++posted;
   }
-  if (rc && bad) *bad = wr;
-  const uint16_t pi = qp->rq_pi;
   if (posted) {
     std::atomic_thread_fence(std::memory_order_release);
-    put_field(qp->mem + qp->layout.dbr_offset, qpdbr::rq_pi, pi);
+    put_field(dbr, qpdbr::rq_pi, pi);
   }
+  return rc;
+}
+
+int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  Srq* srq = object_of<Srq>(ibsrq);
+  pthread_mutex_lock(&srq->lock);
+  uint32_t posted = 0;
+  const int rc = write_receives(wr, srq->mem, srq->layout.depth, srq->pi, srq->ci, srq->mem + srq->layout.dbr_offset, posted);
+  pthread_mutex_unlock(&srq->lock);
+  if (rc && bad) *bad = wr;
+  return rc;
+}
+
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  Qp* qp = object_of<Qp>(ibqp);
+  if (qp->srq) {  // IB: a QP on an SRQ has no receive queue of its own
+    if (bad) *bad = wr;
+    return EINVAL;
+  }
+  pthread_mutex_lock(&qp->lock);
+  uint32_t posted = 0;
+  int rc = ibqp->state == IBV_QPS_RESET ? EINVAL : 0;
+  if (!rc)
+    rc = write_receives(wr, qp->mem + qp->layout.rq_offset, qp->layout.rq_depth, qp->rq_pi, qp->rq_ci,
+                        qp->mem + qp->layout.dbr_offset, posted);
+  if (rc && bad) *bad = wr;
+  const uint16_t pi = qp->rq_pi;
   const bool in_error = ibqp->state == IBV_QPS_ERR;
   pthread_mutex_unlock(&qp->lock);
   // The device reads the record when a message needs a receive WQE; a QP in error learns of new
@@ -335,6 +375,22 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }
 
 }  // namespace
+
+// Destroys an object whose memory the server shared (a QP, an SRQ): the server's command, then
+// its entry in the context, its mapping and the object itself. Returns 0 or the errno.
+template <typename T>
+int destroy_mapped(ibv_context* c, wire::Op op, uint32_t number, std::map<uint32_t, T*> Context::*registry, T* obj) {
+  const wire::Handle h{number};
+  if (const int rc = context_call(c, op, &h, sizeof h)) return rc;
+  Context* ctx = context_of(c);
+  pthread_mutex_lock(&ctx->objects_lock);
+  (ctx->*registry).erase(number);
+  pthread_mutex_unlock(&ctx->objects_lock);
+  ::munmap(obj->mem, obj->layout.map_length);
+  pthread_mutex_destroy(&obj->lock);
+  delete obj;
+  return 0;
+}
 
 int open_event_socket(ibv_context* c, wire::Op op, std::vector<uint8_t>& reply) {
   int ends[2];
@@ -355,6 +411,7 @@ void install_data_path(ibv_context* c) {
   c->ops.req_notify_cq = req_notify_cq;
   c->ops.post_send = post_send;
   c->ops.post_recv = post_recv;
+  c->ops.post_srq_recv = post_srq_recv;
 }
 
 }  // namespace vhca::client
@@ -552,6 +609,9 @@ int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
   if (rec.event_type == IBV_EVENT_CQ_ERR) {
     auto it = c->cqs.find(rec.object);
     event->element.cq = it == c->cqs.end() ? nullptr : &it->second->cq;
+  } else if (rec.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+    auto it = c->srqs.find(rec.object);
+    event->element.srq = it == c->srqs.end() ? nullptr : &it->second->srq;
   } else if (rec.event_type == IBV_EVENT_PORT_ACTIVE || rec.event_type == IBV_EVENT_PORT_ERR) {
     event->element.port_num = int(rec.object);
   } else {
@@ -565,13 +625,20 @@ int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
 // Counted on the object, as rdma-core does (its destroy waits for them; here destroy does not).
 void ibv_ack_async_event(ibv_async_event* event) {
   if (!event) return;
-  if (event->event_type == IBV_EVENT_CQ_ERR && event->element.cq) {
+  if (event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED && event->element.srq) {
+    ibv_srq* srq = event->element.srq;
+    pthread_mutex_lock(&srq->mutex);
+    ++srq->events_completed;
+    pthread_cond_signal(&srq->cond);
+    pthread_mutex_unlock(&srq->mutex);
+  } else if (event->event_type == IBV_EVENT_CQ_ERR && event->element.cq) {
     ibv_cq* cq = event->element.cq;
     pthread_mutex_lock(&cq->mutex);
     ++cq->async_events_completed;
     pthread_cond_signal(&cq->cond);
     pthread_mutex_unlock(&cq->mutex);
-  } else if (event->event_type != IBV_EVENT_PORT_ACTIVE && event->event_type != IBV_EVENT_PORT_ERR && event->element.qp) {
+  } else if (event->event_type != IBV_EVENT_PORT_ACTIVE && event->event_type != IBV_EVENT_PORT_ERR &&
+             event->event_type != IBV_EVENT_SRQ_LIMIT_REACHED && event->element.qp) {
     ibv_qp* qp = event->element.qp;
     pthread_mutex_lock(&qp->mutex);
     ++qp->events_completed;
@@ -580,13 +647,71 @@ void ibv_ack_async_event(ibv_async_event* event) {
   }
 }
 
+ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+  if (!pd || !attr) return client::fail_null<ibv_srq>(EINVAL);
+  const wire::CreateSrq r{pd->handle, attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
+  wire::SrqCreated out;
+  int fd = -1;
+  if (const int rc = context_call(pd->context, wire::Op::create_srq, &r, sizeof r, out, &fd))
+    return client::fail_null<ibv_srq>(rc);
+  uint8_t* mem = fd >= 0 ? client::map_shared(fd, out.map_length) : nullptr;
+  auto* srq = mem ? new (std::nothrow) client::Srq{} : nullptr;
+  if (!srq) {
+    if (mem) ::munmap(mem, out.map_length);
+    const wire::Handle h{out.srqn};
+    context_call(pd->context, wire::Op::destroy_srq, &h, sizeof h);
+    return client::fail_null<ibv_srq>(ENOMEM);
+  }
+  srq->mem = mem;
+  srq->layout = out;
+  attr->attr.max_wr = out.depth;
+  attr->attr.max_sge = out.max_sge;
+  pthread_mutex_init(&srq->lock, nullptr);
+  srq->srq.context = pd->context;
+  srq->srq.srq_context = attr->srq_context;
+  srq->srq.pd = pd;
+  srq->srq.handle = out.srqn;
+  srq->srq.events_completed = 0;
+  pthread_mutex_init(&srq->srq.mutex, nullptr);
+  pthread_cond_init(&srq->srq.cond, nullptr);
+  client::Context* c = client::context_of(pd->context);
+  pthread_mutex_lock(&c->objects_lock);
+  c->srqs[out.srqn] = srq;
+  pthread_mutex_unlock(&c->objects_lock);
+  return &srq->srq;
+}
+
+// Only the limit can change (arming the SRQ-limit event); resizing is refused with EINVAL.
+int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
+  if (!srq || !attr) return EINVAL;
+  const wire::ModifySrq r{srq->handle, uint32_t(mask), attr->srq_limit};
+  return context_call(srq->context, wire::Op::modify_srq, &r, sizeof r);
+}
+
+int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
+  if (!srq || !attr) return EINVAL;
+  const wire::Handle h{srq->handle};
+  wire::SrqState st;
+  if (const int rc = context_call(srq->context, wire::Op::query_srq, &h, sizeof h, st)) return rc;
+  attr->max_wr = st.max_wr;
+  attr->max_sge = st.max_sge;
+  attr->srq_limit = st.limit;
+  return 0;
+}
+
+int ibv_destroy_srq(ibv_srq* ibsrq) {
+  if (!ibsrq) return EINVAL;
+  return client::destroy_mapped(ibsrq->context, wire::Op::destroy_srq, ibsrq->handle, &client::Context::srqs,
+                                reinterpret_cast<client::Srq*>(ibsrq));
+}
+
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (!pd || !attr) return client::fail_null<ibv_qp>(EINVAL);
-  if (attr->srq) return client::fail_null<ibv_qp>(EOPNOTSUPP);  // shared receive queues: not yet
   if (!attr->send_cq || !attr->recv_cq) return client::fail_null<ibv_qp>(EINVAL);
   const wire::CreateQp r{pd->handle, uint32_t(attr->qp_type), attr->send_cq->handle, attr->recv_cq->handle,
                          attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge, attr->cap.max_recv_sge,
-                         attr->cap.max_inline_data, uint32_t(attr->sq_sig_all)};
+                         attr->cap.max_inline_data, uint32_t(attr->sq_sig_all),
+                         attr->srq ? attr->srq->handle : wire::kNoSrq};
   wire::QpCreated out;
   int fd = -1;
   if (const int rc = context_call(pd->context, wire::Op::create_qp, &r, sizeof r, out, &fd)) return client::fail_null<ibv_qp>(rc);
@@ -600,6 +725,7 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   }
   qp->mem = mem;
   qp->layout = out;
+  qp->srq = attr->srq ? reinterpret_cast<client::Srq*>(attr->srq) : nullptr;
   attr->cap.max_send_wr = out.sq_depth;
   attr->cap.max_recv_wr = out.rq_depth;
   attr->cap.max_send_sge = out.max_send_sge;
@@ -666,17 +792,8 @@ int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* a, int, ibv_qp_init_attr* init) {
 
 int ibv_destroy_qp(ibv_qp* ibqp) {
   if (!ibqp) return EINVAL;
-  auto* qp = reinterpret_cast<client::Qp*>(ibqp);
-  const wire::Handle h{ibqp->qp_num};
-  if (const int rc = context_call(ibqp->context, wire::Op::destroy_qp, &h, sizeof h)) return rc;
-  client::Context* c = client::context_of(ibqp->context);
-  pthread_mutex_lock(&c->objects_lock);
-  c->qps.erase(ibqp->qp_num);
-  pthread_mutex_unlock(&c->objects_lock);
-  ::munmap(qp->mem, qp->layout.map_length);
-  pthread_mutex_destroy(&qp->lock);
-  delete qp;
-  return 0;
+  return client::destroy_mapped(ibqp->context, wire::Op::destroy_qp, ibqp->qp_num, &client::Context::qps,
+                                reinterpret_cast<client::Qp*>(ibqp));
 }
 
 // An address handle holds the UD destination the WQE carries; InfiniBand's LID routing needs

@@ -18,7 +18,7 @@ void refuse(const char* verb) {
   static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(m);
   if (said.insert(verb).second)
-    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (so far: discovery, queries, PDs, MRs, CQs, completion channels, RC, UC and UD QPs, AHs, async events; docs/verbs-programs.md)\n",
+    std::fprintf(stderr, "vhca libibverbs: %s is not supported yet (so far: discovery, queries, PDs, MRs, CQs, completion channels, RC, UC and UD QPs, SRQs, AHs, async events; docs/verbs-programs.md)\n",
                  verb);
   errno = EOPNOTSUPP;
 }
@@ -49,7 +49,6 @@ void refuse(const char* verb) {
 
 extern "C" {
 VHCA_NULL(ibv_reg_dmabuf_mr)
-VHCA_NULL(ibv_create_srq)
 VHCA_NULL(ibv_create_ah_from_wc)
 VHCA_NULL(ibv_qp_to_qp_ex)
 VHCA_NULL(ibv_import_device)
@@ -59,9 +58,6 @@ VHCA_NULL(ibv_import_dm)
 VHCA_ERRNO(ibv_rereg_mr)
 VHCA_ERRNO(ibv_resize_cq)
 VHCA_ERRNO(ibv_query_qp_data_in_order)
-VHCA_ERRNO(ibv_destroy_srq)
-VHCA_ERRNO(ibv_modify_srq)
-VHCA_ERRNO(ibv_query_srq)
 VHCA_ERRNO(ibv_init_ah_from_wc)
 VHCA_ERRNO(ibv_attach_mcast)
 VHCA_ERRNO(ibv_detach_mcast)

@@ -145,6 +145,10 @@ CommandUnit::Result CommandUnit::execute(uint16_t opcode, const In& in, Out& out
     case kModifyQp: return modify_qp(in);
     case kQueryQp: return query_qp(in, out);
     case kDestroyQp: return destroy_qp(in);
+    case kCreateSrq: return create_srq(in, out);
+    case kDestroySrq: return destroy_srq(in);
+    case kQuerySrq: return query_srq(in, out);
+    case kArmSrq: return arm_srq(in);
   }
   return fail(kBadOp, kFieldNone, kUnknownObject);
 }
@@ -412,10 +416,19 @@ CommandUnit::Result CommandUnit::create_qp(const In& in, Out& out) {
   if (in[5] > 15) return fail(kBadParam, 5, kOutOfRange);
   const uint64_t sq = uint64_t(in[6]) << 32 | in[7], rq = uint64_t(in[8]) << 32 | in[9],
                  dbr = uint64_t(in[10]) << 32 | in[11];
+  const bool has_srq = in[12] & (1u << 31);
+  if (in[12] & ~((1u << 31) | 0xFFFFFFu)) return fail(kBadParam, 12, kReservedSet);
+  if (has_srq && !qp_.srq_exists(in[12] & 0xFFFFFF)) return fail(kBadParam, 12, kUnknownObject);
+  if (!has_srq && in[12]) return fail(kBadParam, 12, kReservedSet);
   if (sq == 0) return fail(kBadParam, 7, kOutOfRange);
   if (sq % 4096) return fail(kBadParam, 7, kMisaligned);
-  if (rq == 0) return fail(kBadParam, 9, kOutOfRange);
-  if (rq % 4096) return fail(kBadParam, 9, kMisaligned);
+  if (has_srq) {
+    if (in[5]) return fail(kBadParam, 5, kReservedSet);  // no RQ of its own
+    if (rq) return fail(kBadParam, 9, kReservedSet);
+  } else {
+    if (rq == 0) return fail(kBadParam, 9, kOutOfRange);
+    if (rq % 4096) return fail(kBadParam, 9, kMisaligned);
+  }
   if (dbr == 0) return fail(kBadParam, 11, kOutOfRange);
   if (dbr % 8) return fail(kBadParam, 11, kMisaligned);
   uint32_t qpn = type == QpType::smi ? 0 : type == QpType::gsi ? 1 : 2;
@@ -437,7 +450,54 @@ CommandUnit::Result CommandUnit::create_qp(const In& in, Out& out) {
   q.sq_base = sq;
   q.rq_base = rq;
   q.dbr = dbr;
+  q.has_srq = has_srq;
+  q.srqn = in[12] & 0xFFFFFF;
   out[0] = qpn;
+  return {};
+}
+
+CommandUnit::Result CommandUnit::create_srq(const In& in, Out& out) {
+  if (!qp_.pd_exists(in[0])) return fail(kBadParam, 0, kUnknownObject);
+  if (in[1] > 15) return fail(kBadParam, 1, kOutOfRange);
+  const uint64_t base = uint64_t(in[2]) << 32 | in[3], dbr = uint64_t(in[4]) << 32 | in[5];
+  if (base == 0) return fail(kBadParam, 3, kOutOfRange);
+  if (base % 4096) return fail(kBadParam, 3, kMisaligned);
+  if (dbr == 0) return fail(kBadParam, 5, kOutOfRange);
+  if (dbr % 8) return fail(kBadParam, 5, kMisaligned);
+  if (in[6] >= (1u << in[1])) return fail(kBadParam, 6, kOutOfRange);
+  for (uint32_t srqn = 0; srqn < qp_.srqs.size(); ++srqn) {
+    if (qp_.srqs[srqn].valid) continue;
+    qp_.srqs[srqn] = SrqContext{true, in[0], uint8_t(in[1]), base, dbr, uint16_t(in[6])};
+    if (on_srq) on_srq(srqn, true);
+    out[0] = srqn;
+    return {};
+  }
+  return fail(kNoResources, kFieldNone, kOutOfRange);
+}
+
+CommandUnit::Result CommandUnit::destroy_srq(const In& in) {
+  if (!qp_.srq_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  if (qp_.srq_in_use(in[0])) return fail(kResourceBusy, 0, kBusy);
+  qp_.srqs[in[0]] = SrqContext{};
+  if (on_srq) on_srq(in[0], true);
+  return {};
+}
+
+CommandUnit::Result CommandUnit::query_srq(const In& in, Out& out) {
+  if (!qp_.srq_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  const SrqContext& s = qp_.srqs[in[0]];
+  out[0] = s.pdn;
+  out[1] = s.log_size;
+  out[2] = s.limit;
+  return {};
+}
+
+CommandUnit::Result CommandUnit::arm_srq(const In& in) {
+  if (!qp_.srq_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
+  SrqContext& s = qp_.srqs[in[0]];
+  if (in[1] >= (1u << s.log_size)) return fail(kBadParam, 1, kOutOfRange);
+  s.limit = uint16_t(in[1]);
+  if (on_srq) on_srq(in[0], false);
   return {};
 }
 
@@ -489,6 +549,8 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
     q.sq_base = keep.sq_base;
     q.rq_base = keep.rq_base;
     q.dbr = keep.dbr;
+    q.has_srq = keep.has_srq;
+    q.srqn = keep.srqn;
     if (on_qp_state) on_qp_state(in[0], keep.state, QpState::reset);
     return {};
   }

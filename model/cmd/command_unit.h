@@ -46,6 +46,8 @@ class CommandUnit : public sc_core::sc_module {
   // Told after a QP changed state, was created (RESET) or destroyed (RESET, no longer valid),
   // and with UINT32_MAX when every QP was cleared (teardown).
   std::function<void(uint32_t qpn, QpState from, QpState to)> on_qp_state;
+  // Told after an SRQ was created or destroyed (reset: true) or armed (reset: false).
+  std::function<void(uint32_t srqn, bool reset)> on_srq;
 
  private:
   using In = std::array<uint32_t, cmdblk::kInputDwords>;
@@ -84,6 +86,10 @@ class CommandUnit : public sc_core::sc_module {
   Result modify_qp(const In& in);
   Result query_qp(const In& in, Out& out);
   Result destroy_qp(const In& in);
+  Result create_srq(const In& in, Out& out);
+  Result destroy_srq(const In& in);
+  Result query_srq(const In& in, Out& out);
+  Result arm_srq(const In& in);
   void cq_control(const CqControl& c);
   void set_initialized(bool on);
 

@@ -25,6 +25,10 @@ enum Opcode : uint16_t {
   kModifyQp = 0x501,
   kQueryQp = 0x502,
   kDestroyQp = 0x503,
+  kCreateSrq = 0x700,
+  kDestroySrq = 0x701,
+  kQuerySrq = 0x702,
+  kArmSrq = 0x703,
   kAllocPd = 0x800,
   kDeallocPd = 0x801,
 };

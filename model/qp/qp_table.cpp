@@ -63,12 +63,21 @@ bool QpTables::pd_in_use(uint32_t pdn) const {
     if (q.valid && q.pdn == pdn) return true;
   for (const MrContext& m : mrs)
     if (m.valid && m.pdn == pdn) return true;
+  for (const SrqContext& s : srqs)
+    if (s.valid && s.pdn == pdn) return true;
+  return false;
+}
+
+bool QpTables::srq_in_use(uint32_t srqn) const {
+  for (const QpContext& q : qps)
+    if (q.valid && q.has_srq && q.srqn == srqn) return true;
   return false;
 }
 
 void QpTables::clear() {
   for (auto& q : qps) q = QpContext{};
   for (auto& m : mrs) m = MrContext{};
+  for (auto& s : srqs) s = SrqContext{};
   pds.assign(pds.size(), false);
 }
 

@@ -47,6 +47,21 @@ struct QpContext {
   uint32_t qkey = 0, access = 0, dest_qpn = 0, rq_psn = 0, sq_psn = 0;
   uint8_t path_mtu = 0, min_rnr_timer = 0, timeout = 0, retry_cnt = 0, rnr_retry = 0, max_rd_atomic = 0,
           max_dest_rd_atomic = 0;
+  // Its receive WQEs come from a shared receive queue (CREATE_QP in[12]), not from its own RQ.
+  bool has_srq = false;
+  uint32_t srqn = 0;
+};
+
+// A shared receive queue: a ring of receive WQEs (the RQ WQE format) and a doorbell record whose
+// rq_pi field is its producer counter, from which the QPs attached to it take WQEs in the order
+// their messages arrive. Armed with a limit, it raises one SRQ-limit event when fewer WQEs than
+// the limit remain.
+struct SrqContext {
+  bool valid = false;
+  uint32_t pdn = 0;
+  uint8_t log_size = 0;
+  uint64_t base = 0, dbr = 0;
+  uint16_t limit = 0;  // armed while non-zero
 };
 
 struct MrContext {
@@ -65,15 +80,18 @@ struct MrContext {
 bool qp_transition_allowed(QpType type, QpState from, QpState to);
 
 struct QpTables {
-  explicit QpTables(uint32_t num_qps = 1024, uint32_t num_mrs = 4096, uint32_t num_pds = 256)
-      : qps(num_qps), mrs(num_mrs), pds(num_pds, false) {}
+  explicit QpTables(uint32_t num_qps = 1024, uint32_t num_mrs = 4096, uint32_t num_pds = 256, uint32_t num_srqs = 64)
+      : qps(num_qps), mrs(num_mrs), pds(num_pds, false), srqs(num_srqs) {}
   std::vector<QpContext> qps;
   std::vector<MrContext> mrs;
   std::vector<bool> pds;
+  std::vector<SrqContext> srqs;
   uint8_t mr_variant = 0;  // the key byte, so a stale key of a re-used MR index does not match
 
   bool qp_exists(uint32_t qpn) const { return qpn < qps.size() && qps[qpn].valid; }
   bool pd_exists(uint32_t pdn) const { return pdn < pds.size() && pds[pdn]; }
+  bool srq_exists(uint32_t srqn) const { return srqn < srqs.size() && srqs[srqn].valid; }
+  bool srq_in_use(uint32_t srqn) const;  // does a QP take its receives from it?
   // Does any QP have its SQ or RQ on this CQ?
   bool cq_in_use(uint32_t cqn) const;
   // QP0/QP1 may share a CQ only with each other (S25): is `cqn` used by a QP on the other side?

@@ -50,7 +50,8 @@
   X(kQpFatal, 0x05, "QP fatal (work queue catastrophic error): data is the QPN")   \
   X(kDmaError, 0x08, "a device DMA failed at the host: syndrome is the source, data the address") \
   X(kCommandDone, 0x0A, "command completion: syndrome is the status, data the token") \
-  X(kEqOverrun, 0x0B, "an EQ overran: data is its EQN")
+  X(kEqOverrun, 0x0B, "an EQ overran: data is its EQN")                          \
+  X(kSrqLimit, 0x14, "an armed SRQ holds fewer WQEs than its limit (it is disarmed): data is the SRQN")
 
 // Syndrome of a QP fatal EQE.
 #define VHCA_QP_FATAL_SYNDROMES(X)                             \

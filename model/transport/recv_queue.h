@@ -5,6 +5,10 @@
 // rq_prefetch they are also fetched ahead, from the doorbell and after each use, up to
 // prefetch_depth cached. One fetch (or doorbell-record read) per QP is in flight at a time; a
 // message that needs a WQE meanwhile waits for it.
+//
+// Shared receive queues have caches of their own, after the QPs' (queue ids num_qps + srqn): a
+// QP attached to one takes the SRQ's head WQE into its own cache when a message needs one, so
+// that the message keeps its WQE while other QPs' messages take the next ones.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -13,6 +17,7 @@
 #include <systemc>
 #include <vector>
 
+#include "model/common/observers.h"
 #include "model/dma/dma_engine.h"
 #include "model/qp/qp_table.h"
 #include "model/transport/transport_types.h"
@@ -25,6 +30,16 @@ class RecvQueue : public sc_core::sc_module {
 
   RecvQueue(const sc_core::sc_module_name& name, const TransportConfig& cfg, DmaEngine& dma, QpTables& tables,
             TransportStats& stats);
+
+  // The queue id of a shared receive queue (ensure, has_wqe, generation take either kind).
+  uint32_t srq_id(uint32_t srqn) const { return num_qps_ + srqn; }
+  // Moves the SRQ's head WQE into the QP's cache; false if the SRQ's cache is empty. May raise the
+  // SRQ-limit event (on_srq_limit) if the SRQ is armed and now holds fewer WQEs than its limit.
+  bool take_from_srq(uint32_t qpn, uint32_t srqn);
+  // The SRQ was created or destroyed (forget it), or armed (check its limit now).
+  void reset_srq(uint32_t srqn) { renew(qps_[srq_id(srqn)]); }
+  void srq_armed(uint32_t srqn) { check_limit(srqn); }
+  Observers<uint32_t> on_srq_limit;  // an armed SRQ fell below its limit (it is disarmed)
 
   // The doorbell unit: the new producer counter, and how far the device has taken the ring.
   void doorbell(uint32_t qpn, uint16_t pi) {
@@ -67,12 +82,21 @@ class RecvQueue : public sc_core::sc_module {
   void prefetch(uint32_t qpn);
   // Runs `read` as the QP's one read in flight; done (and whoever waited meanwhile) get its result.
   void start_read(uint32_t qpn, Done done, const std::function<void(Done)>& read);
+  // Where a queue's ring and doorbell record are: its QP's RQ, or its SRQ.
+  struct Ring {
+    uint64_t base, dbr;
+    uint8_t log_size;
+  };
+  Ring ring_of(uint32_t id) const;
+  std::string name_of(uint32_t id) const;  // "QP 0x12" or "SRQ 3", for messages
+  void check_limit(uint32_t srqn);
 
   TransportConfig cfg_;
   DmaEngine& dma_;
   QpTables& tables_;
   TransportStats& stats_;
-  std::vector<PerQp> qps_;
+  uint32_t num_qps_;
+  std::vector<PerQp> qps_;  // QPs, then SRQs
 };
 
 }  // namespace vhca

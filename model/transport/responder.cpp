@@ -39,10 +39,19 @@ void Responder::scatter(const std::vector<Sge>& sges, uint32_t offset, const uin
   for_each_piece(sges, offset, len, [&](uint64_t addr, uint32_t n, uint32_t at) { outbox_.write(addr, data + at, n); });
 }
 
+// A receive WQE's buffers belong to the PD of the queue it came from: the QP's, or its SRQ's.
+uint32_t Responder::receive_pdn(const QpContext& q) const {
+  return q.has_srq && tables_.srq_exists(q.srqn) ? tables_.srqs[q.srqn].pdn : q.pdn;
+}
+
+// The receive WQE a message needs: the QP's own head WQE, or one its SRQ hands it (the SRQ's cache
+// is filled first if need be).
 Responder::Need Responder::recv_wqe(uint32_t qpn, const Resume& resume) {
   if (rq_.has_wqe(qpn)) return Need::ready;
+  const QpContext& q = tables_.qps[qpn];
+  if (q.has_srq && rq_.take_from_srq(qpn, q.srqn)) return Need::ready;
   if (awaited_.recv_wqe.has_value()) return Need::none;  // fetched for this packet: nothing posted
-  rq_.ensure(qpn, [this, resume](bool found) {
+  rq_.ensure(q.has_srq ? rq_.srq_id(q.srqn) : qpn, [this, resume](bool found) {
     awaited_.recv_wqe = found;
     resume();
   });
@@ -291,7 +300,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
       }
       // Checked (and its addresses translated) once, however often the message's first packet comes.
       if (RecvWqe& w = rq_.front(qpn); !w.translated) {
-        if (!check_and_translate(tables_, q.pdn, w.sges, kAccessLocalWrite)) {
+        if (!check_and_translate(tables_, receive_pdn(q), w.sges, kAccessLocalWrite)) {
           responder_error(qpn, syndrome::kLocalProtection, kNakRemoteOp, p.psn);
           return Step::done;
         }
@@ -464,7 +473,7 @@ Responder::Step Responder::receive_ud(IbPacket& p, const Resume& resume) {
   CompletionRecord r = completion(q, qpn, w);
   const uint32_t grh_bytes = p.grh ? 40 : 0;
   const uint32_t total = grh_bytes + uint32_t(p.payload.size());
-  if (w.decode_error || total > w.capacity || !check_and_translate(tables_, q.pdn, w.sges, kAccessLocalWrite)) {
+  if (w.decode_error || total > w.capacity || !check_and_translate(tables_, receive_pdn(q), w.sges, kAccessLocalWrite)) {
     r.syndrome = w.decode_error ? w.decode_error : total > w.capacity ? syndrome::kLocalLength : syndrome::kLocalProtection;
     outbox_.complete(r);
     return Step::done;

@@ -109,6 +109,7 @@ class Responder : public sc_core::sc_module {
   Need recv_wqe(uint32_t qpn, const Resume& resume);
   Step handle_atomic(uint32_t qpn, QpContext& q, RecvState& s, const IbPacket& p, const Resume& resume);
   Step drop_uc(RecvState& s, const IbPacket& p);
+  uint32_t receive_pdn(const QpContext& q) const;
   void request_ack(uint32_t qpn, RecvState& s, uint32_t psn);
   void queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn);
   void queue_ack(uint32_t qpn, RecvState& s);

@@ -20,6 +20,7 @@ TransportEngine::TransportEngine(const sc_core::sc_module_name& name, const SimC
       rx("rx", clock, cfg, requester, responder, stats_) {
   tx.port_out.bind(port_out);
   port_in.bind(rx.port_in);
+  rq.on_srq_limit.add([this](uint32_t srqn) { fetch.post_event(DeviceEvent{eqe::kSrqLimit, 0, 0, 0, srqn}); });
   timers.on_expired.add([this](uint32_t qpn, TimerKind kind) {
     if (kind == TimerKind::ack)
       responder.timer_expired(qpn, kind);

@@ -220,6 +220,8 @@ void WqeFetch::flush_sq_rest(uint32_t qpn, uint32_t gen, QpState state) {
 
 void WqeFetch::flush_rq(uint32_t qpn) {
   responder_.flush(qpn, rq_.take_all(qpn));
+  // A QP on an SRQ flushes only the WQE its message held: the SRQ's stay for the other QPs.
+  if (tables_.qps[qpn].has_srq) return finish_action();
   const uint32_t gen = rq_.generation(qpn);
   when([this] { return responder_.outbox().empty(); }, [this, qpn, gen] {
     rq_.fetch_more(qpn, [this, qpn, gen](bool more) {
