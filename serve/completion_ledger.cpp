@@ -69,46 +69,52 @@ void CompletionLedger::sends_posted(int device, uint32_t qpn, uint16_t first, co
   q.client->sends_posted += opcodes.size();
 }
 
-void CompletionLedger::completed(int device, const Wc& wc, double t_us) {
+CompletionLedger::Landing CompletionLedger::completed(int device, const Wc& wc, double t_us) {
+  Landing l;
   auto it = qps_.find({device, wc.qpn});
-  if (it == qps_.end()) return;  // a QP the ledger does not know (made before it, or gone)
+  if (it == qps_.end()) return l;  // a QP the ledger does not know (made before it, or gone)
   QpBook& q = it->second;
   if (wc.status) ++q.client->error_cqes;
   if (queue_format::is_send_completion(wc))
-    send_completed(q, wc, t_us);
+    l.completion_us = send_completed(q, wc, t_us);
   else
-    recv_completed(device, q, wc, t_us);
+    l.message_us = recv_completed(device, q, wc, t_us);
+  return l;
 }
 
 // A send CQE names the last WQE it covers; the unsignaled ones before it complete with it.
-void CompletionLedger::send_completed(QpBook& q, const Wc& wc, double t_us) {
+double CompletionLedger::send_completed(QpBook& q, const Wc& wc, double t_us) {
   const size_t covers = size_t(uint16_t(wc.wqe_counter - q.next_send)) + 1;
   if (covers > q.send_posted_us.size()) {
     ++q.client->unexpected;
-    return;
+    return -1;
   }
   const double posted = q.send_posted_us[covers - 1];
   q.send_posted_us.erase(q.send_posted_us.begin(), q.send_posted_us.begin() + long(covers));
   q.next_send = uint16_t(wc.wqe_counter + 1);
   q.client->sends_completed += covers;
-  if (!wc.status) q.client->completion.us.push_back(t_us - posted);
+  if (wc.status) return -1;
+  q.client->completion.us.push_back(t_us - posted);
+  return t_us - posted;
 }
 
 // Receive WQEs are consumed in order, a QP's own or its SRQ's (whichever of its QPs takes the
 // next): a CQE names the next one, or it is unexpected.
-void CompletionLedger::recv_completed(int device, QpBook& q, const Wc& wc, double t_us) {
+double CompletionLedger::recv_completed(int device, QpBook& q, const Wc& wc, double t_us) {
   uint16_t& next = q.srq < 0 ? q.next_recv : srq_next_[{device, q.srq}];
   if (wc.wqe_counter != next) {
     ++q.client->unexpected;
-    return;
+    return -1;
   }
   ++next;
   ++q.client->recvs_completed;
-  if (wc.status || !q.connected) return;
+  if (wc.status || !q.connected) return -1;
   auto peer = qps_.find(q.peer);
-  if (peer == qps_.end() || peer->second.message_posted_us.empty()) return;
-  q.client->message.us.push_back(t_us - peer->second.message_posted_us.front());
+  if (peer == qps_.end() || peer->second.message_posted_us.empty()) return -1;
+  const double latency = t_us - peer->second.message_posted_us.front();
+  q.client->message.us.push_back(latency);
   peer->second.message_posted_us.pop_front();
+  return latency;
 }
 
 namespace {

@@ -53,8 +53,12 @@ class CompletionLedger {
   void srq_destroyed(int device, uint32_t srqn);
   // WQEs [first, first + opcodes.size()) posted at `t_us`; `opcodes` are their WQE opcodes.
   void sends_posted(int device, uint32_t qpn, uint16_t first, const std::vector<uint8_t>& opcodes, double t_us);
-  // A CQE that landed at `t_us` on the device's CQ.
-  void completed(int device, const Wc& wc, double t_us);
+  // A CQE that landed at `t_us` on the device's CQ, and the latencies it closed (-1: none).
+  struct Landing {
+    double completion_us = -1;  // a signaled send WQE's post to this CQE
+    double message_us = -1;     // the peer's post of the message this RECV CQE received
+  };
+  Landing completed(int device, const Wc& wc, double t_us);
 
  private:
   struct QpBook {
@@ -68,8 +72,8 @@ class CompletionLedger {
     int srq = -1;                           // its receives come from this SRQ of its device
     double last_post_us = -1;               // its last send doorbell
   };
-  void send_completed(QpBook& q, const Wc& wc, double t_us);
-  void recv_completed(int device, QpBook& q, const Wc& wc, double t_us);
+  double send_completed(QpBook& q, const Wc& wc, double t_us);
+  double recv_completed(int device, QpBook& q, const Wc& wc, double t_us);
   std::map<std::pair<int, uint32_t>, QpBook> qps_;
   std::map<std::pair<int, int>, uint16_t> srq_next_;  // an SRQ's next receive WQE index (its QPs share it)
 };

@@ -28,6 +28,7 @@
 #include "serve/client_memory.h"
 #include "serve/completion_ledger.h"
 #include "serve/run_state.h"
+#include "explorer/timeline.h"
 #include "sim/system.h"
 #include "verbs/protocol.h"
 #include "verbs/unix_socket.h"
@@ -240,7 +241,14 @@ struct Served {
   sc_core::sc_event client_resumes;  // a reply or an event woke a client thread
   CompletionLedger ledger;
   std::vector<std::string> reports;  // JSON of the clients that left, in order
+  Timeline timeline;                 // --timeline: one process per device, tracks per client and QP
 };
+
+// The timeline track of a client's QP (or of the client itself, for its waits).
+std::string track_of(const Session& s, uint32_t qpn) { return fmt::format("pid {} QP {:#x}", int(s.pid), qpn); }
+std::string track_of(const Session& s) { return fmt::format("pid {} waits", int(s.pid)); }
+
+sc_core::sc_time us_ago(double us) { return sc_core::sc_time_stamp() - sc_core::sc_time(us, sc_core::SC_US); }
 
 // Posted requests get no reply: the client goes on without waiting for them.
 bool is_posted(wire::Op op) { return op == wire::Op::doorbell; }
@@ -327,6 +335,7 @@ void report_event(Session& s, CqEntry& e, Served& sv) {
   ++e.events;
   ++ch->written;
   ++s.events;
+  if (sv.timeline.enabled()) sv.timeline.instant(s.device, track_of(s), "completion event");
   s.last_wake = std::chrono::steady_clock::now();
   ch->wrote->notify(sc_core::SC_ZERO_TIME);
   sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
@@ -501,7 +510,13 @@ void note_landed(Session& s, Served& sv) {
     for (;;) {
       const uint8_t* entry = mem + uint64_t(e.landed & ((1u << e.log_size) - 1)) * cqe::kSize;
       if (!queue_format::cqe_valid(entry, e.landed, uint8_t(e.log_size))) break;
-      sv.ledger.completed(s.device, queue_format::parse_cqe(entry), now_us());
+      const Wc wc = queue_format::parse_cqe(entry);
+      const CompletionLedger::Landing l = sv.ledger.completed(s.device, wc, now_us());
+      if (sv.timeline.enabled()) {
+        if (l.completion_us >= 0) sv.timeline.span(s.device, track_of(s, wc.qpn), "send WQE: post to CQE", us_ago(l.completion_us));
+        if (l.message_us >= 0) sv.timeline.span(s.device, track_of(s, wc.qpn), "message: peer's post to RECV CQE", us_ago(l.message_us));
+        if (wc.status) sv.timeline.instant(s.device, track_of(s, wc.qpn), "error CQE");
+      }
       e.landed = (e.landed + 1) & 0xFFFFFF;
     }
   }
@@ -615,6 +630,7 @@ void await_change(Session& s, Served& sv, const wire::Await& a) {
   const sc_core::sc_time start = sc_core::sc_time_stamp();
   sc_core::wait(s.quiet_wait, s.cqe_written);
   const bool changed = sc_core::sc_time_stamp() - start < s.quiet_wait;
+  if (sv.timeline.enabled()) sv.timeline.span(s.device, track_of(s), "polling an empty CQ", start);
   s.quiet_wait = changed ? sv.opts.poll_interval : std::min(s.quiet_wait * 2.0, sv.opts.poll_interval_max);
 }
 
@@ -1096,7 +1112,7 @@ int run_device_server(const ServeOptions& o) {
   cfg.hosts = 2;
   cfg.wall_clock_watch = false;  // the loop waits for clients in poll(): wall time passes with no simulated time
   System sys(cfg);
-  Served served{sys, o, {}, {}, {}, {}, {}};
+  Served served{sys, o, {}, {}, {}, {}, {}, {}};
   int rc = 0;
   // The serving loop is a SystemC thread: between requests it waits for clients, and a command
   // runs the device's driver in simulated time (the clients' time rule: docs/verbs-programs.md).
@@ -1129,9 +1145,14 @@ int run_device_server(const ServeOptions& o) {
           std::printf(") on %s\n", path.c_str());
           std::fflush(stdout);
         }
+        if (!o.timeline_path.empty()) served.timeline.enable();
         serve_loop(listener, served);
         ::close(listener);
         remove_socket(path, inode);
+        if (!o.timeline_path.empty() && !served.timeline.write(o.timeline_path, int(served.devs.size()))) {
+          std::fprintf(stderr, "vhca-sim serve: cannot write %s\n", o.timeline_path.c_str());
+          rc = 1;
+        }
       },
       sc_core::sc_max_time() - sc_core::sc_time_stamp());
   return rc;

@@ -18,6 +18,7 @@ struct ServeOptions {
   std::string socket_path;  // empty: VHCA_SOCKET, else wire::kDefaultSocket
   bool quiet = false;
   std::string json_path;  // non-empty: each client's counters and latencies, rewritten as each leaves
+  std::string timeline_path;  // non-empty: a Perfetto timeline of the clients' work, written at the end
   // The longest an empty poll of a program's CQs lasts in simulated time when nothing it can see
   // changes (assumption: long against a poll, short against a message's latency).
   sc_core::sc_time poll_interval{1, sc_core::SC_US};

@@ -185,6 +185,54 @@ int main() {
     ibv_pd pd = *a.pd;
     pd.context = other;
     check(ibv_dealloc_pd(&pd) == EINVAL, "nor free the PD");
+    // Nor use its memory: a send from a QP of its own naming the first context's lkey (its buffer
+    // is mapped in this very process) fails on the device with a local protection error.
+    ibv_pd* opd = ibv_alloc_pd(other);
+    ibv_cq* ocq = opd ? ibv_create_cq(other, 16, nullptr, nullptr, 0) : nullptr;
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = ocq;
+    init.qp_type = IBV_QPT_UD;
+    init.cap.max_send_wr = init.cap.max_recv_wr = 4;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+    ibv_qp* oqp = ocq ? ibv_create_qp(opd, &init) : nullptr;
+    ibv_qp_attr qa{};
+    qa.qp_state = IBV_QPS_INIT;
+    qa.port_num = 1;
+    qa.qkey = 0x11111111;
+    bool up = oqp && ibv_modify_qp(oqp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0;
+    qa = {};
+    qa.qp_state = IBV_QPS_RTR;
+    up = up && ibv_modify_qp(oqp, &qa, IBV_QP_STATE) == 0;
+    qa.qp_state = IBV_QPS_RTS;
+    up = up && ibv_modify_qp(oqp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0;
+    ibv_ah_attr ah_attr{};
+    ah_attr.dlid = b.lid;
+    ah_attr.port_num = 1;
+    ibv_ah* ah = up ? ibv_create_ah(opd, &ah_attr) : nullptr;
+    check(ah != nullptr, "a UD QP and an address handle in the second context");
+    if (ah) {
+      ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf), 16, a.mr->lkey};  // the first context's key
+      ibv_send_wr w{};
+      w.wr_id = 77;
+      w.sg_list = &sge;
+      w.num_sge = 1;
+      w.opcode = IBV_WR_SEND;
+      w.send_flags = IBV_SEND_SIGNALED;
+      w.wr.ud.ah = ah;
+      w.wr.ud.remote_qpn = b.qp->qp_num;
+      w.wr.ud.remote_qkey = 0x11111111;
+      ibv_send_wr* bad = nullptr;
+      check(ibv_post_send(oqp, &w, &bad) == 0, "the send is posted (the library cannot know the key)");
+      ibv_wc wc{};
+      int n = 0;
+      for (int tries = 0; tries < 100000 && n == 0; ++tries) n = ibv_poll_cq(ocq, 1, &wc);
+      check(n == 1 && wc.wr_id == 77 && wc.status == IBV_WC_LOC_PROT_ERR,
+            "the device refuses another context's lkey: IBV_WC_LOC_PROT_ERR");
+      ibv_destroy_ah(ah);
+    }
+    if (oqp) ibv_destroy_qp(oqp);
+    if (ocq) ibv_destroy_cq(ocq);
+    if (opd) ibv_dealloc_pd(opd);
     ibv_close_device(other);
   }
   ibv_close_device(b.ctx);

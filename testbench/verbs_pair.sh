@@ -22,7 +22,7 @@ shift 5
 command -v $prog >/dev/null || { echo "FAIL: $prog not found: install ibverbs-utils and perftest (tools/bootstrap.sh does)"; exit 1; }
 . "$(dirname "$0")/verbs_common.sh"
 dir=$(mktemp -d)
-start_server "$sim" "$lib" --json "$dir/clients.json"
+start_server "$sim" "$lib" --json "$dir/clients.json" --timeline "$dir/timeline.json"
 want() {  # want KEY: the expected value, or empty
   echo ",$expect," | sed -n "s/.*,$1=\([^,]*\),.*/\1/p"
 }
@@ -81,3 +81,13 @@ done
 echo "$prog $*: $iters iterations, both sides exit 0"
 grep "client pid" "$dir/serve.out"
 stop_server
+# The Perfetto timeline, written as the server stops: both devices, each client's QP track with a
+# span per signaled send WQE (post to CQE).
+for want in '"name": "host0"' '"name": "host1"' 'send WQE: post to CQE'; do
+  grep -q "$want" "$dir/timeline.json" || fail "the timeline has no '$want'"
+done
+# As many spans as the ledgers have post-to-CQE samples.
+spans=$(grep -o 'send WQE: post to CQE' "$dir/timeline.json" | wc -l)
+samples=$(sed -n 's/.*post-to-CQE latency p50 [0-9.]* us, p99 [0-9.]* us (of \([0-9]*\)).*/\1/p' "$dir/serve.out" | awk '{ n += $1 } END { print n + 0 }')
+[ "$spans" -eq "$samples" ] || fail "the timeline has $spans send spans, the ledgers $samples samples"
+echo "timeline: $spans send WQE spans, as the ledgers"
