@@ -24,6 +24,7 @@
 
 #include "firmware-shim/driver.h"
 #include "firmware-shim/qp_verbs.h"
+#include "model/common/log.h"
 #include "model/regs/tables.h"
 #include "serve/client_memory.h"
 #include "serve/completion_ledger.h"
@@ -253,8 +254,7 @@ sc_core::sc_time us_ago(double us) { return sc_core::sc_time_stamp() - sc_core::
 // Posted requests get no reply: the client goes on without waiting for them.
 bool is_posted(wire::Op op) { return op == wire::Op::doorbell; }
 
-bool reply(Session& s, wire::Op op, int32_t status, const void* body, uint32_t len, int pass_fd = -1) {
-  const wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, status};
+bool send_reply(Session& s, const wire::Header& h, const void* body, uint32_t len, int pass_fd) {
   if (pass_fd >= 0) {
     std::vector<uint8_t> frame(sizeof h + len);
     std::memcpy(frame.data(), &h, sizeof h);
@@ -262,6 +262,15 @@ bool reply(Session& s, wire::Op op, int32_t status, const void* body, uint32_t l
     return wire::send_with_fd(s.fd, frame.data(), frame.size(), pass_fd);
   }
   return wire::send_all(s.fd, &h, sizeof h) && (len == 0 || wire::send_all(s.fd, body, len));
+}
+
+bool reply(Session& s, wire::Op op, int32_t status, const void* body, uint32_t len, int pass_fd = -1) {
+  const wire::Header h{wire::kMagic, wire::kVersion, uint16_t(op), len, status};
+  // The time rule: the waiting thread's voluntary switches as the reply goes (the thread is asleep
+  // waiting for it, or about to find it without sleeping), so that only a sleep after this reply,
+  // not the one it took waiting for it, counts as the thread being off the CPU.
+  if (s.woken_tid > 0) s.woken_switches = run_state::voluntary_switches(s.pid, s.woken_tid);
+  return send_reply(s, h, body, len, pass_fd);
 }
 
 template <typename T>
@@ -497,6 +506,8 @@ void note_posts(Session& s, Served& sv, QpEntry& e, uint16_t pi) {
     const uint8_t* wqe = e.memory->data() + e.sq_offset + uint64_t(i & (depth - 1)) * sqwqe::kSize;
     opcodes.push_back(uint8_t(get_field(wqe, sqwqe::opcode)));
   }
+  log::write(log::Cat::drv, "serve: pid {} QP {:#x} posts send WQEs {}..{}", int(s.pid), e.qp->qpn, e.sq_pi,
+             uint16_t(pi - 1));
   sv.ledger.sends_posted(s.device, e.qp->qpn, e.sq_pi, opcodes, now_us());
   e.sq_pi = pi;
 }
@@ -511,6 +522,7 @@ void note_landed(Session& s, Served& sv) {
       const uint8_t* entry = mem + uint64_t(e.landed & ((1u << e.log_size) - 1)) * cqe::kSize;
       if (!queue_format::cqe_valid(entry, e.landed, uint8_t(e.log_size))) break;
       const Wc wc = queue_format::parse_cqe(entry);
+      log::write(log::Cat::drv, "serve: pid {} CQ {} CQE of QP {:#x} WQE {} landed", int(s.pid), cqn, wc.qpn, wc.wqe_counter);
       const CompletionLedger::Landing l = sv.ledger.completed(s.device, wc, now_us());
       if (sv.timeline.enabled()) {
         if (l.completion_us >= 0) sv.timeline.span(s.device, track_of(s, wc.qpn), "send WQE: post to CQE", us_ago(l.completion_us));
@@ -912,7 +924,7 @@ void agent(SessionPtr s, Served& sv) {
     const bool posted = is_posted(wire::Op(req.h.op));
     if (!posted) {
       s->woken_tid = pid_t(req.h.status);
-      s->woken_switches = s->woken_tid > 0 ? run_state::voluntary_switches(s->pid, s->woken_tid) : -1;
+      s->woken_switches = -1;  // noted as the reply goes (reply())
     }
     const bool ok = serve_request(*s, req, sv);
     if (!posted) {

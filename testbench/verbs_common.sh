@@ -11,7 +11,7 @@ start_server() {
   shift 2
   "$server_sim" serve --socket "$sock" "$@" >"$dir/serve.out" 2>&1 &
   pid=$!
-  trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+  trap 'kill $pid 2>/dev/null || true; [ -n "${VHCA_KEEP:-}" ] || rm -rf "$dir"' EXIT
   i=0
   while [ ! -S "$sock" ]; do
     i=$((i + 1))
@@ -53,6 +53,32 @@ wait_reports() {
     i=$((i + 1))
     [ $i -le 100 ] || fail "the server did not report $1 clients gone"
     sleep 0.1
+  done
+}
+
+# run_pair PROGRAM ITERS [ARGS...]: the program's server side on vhca0 and its client on vhca1
+# (over loopback TCP on $port), both to exit 0 having reported ITERS iterations; outputs in
+# $dir/side0.out and side1.out. perftest's ib_* run with Debian's libibverbs on their library path
+# and vhca's preload variant in front of it; the others with the drop-in library.
+run_pair() {
+  pair_prog=$1
+  pair_iters=$2
+  shift 2
+  case $pair_prog in
+    ib_*) pair_run="env -u LD_LIBRARY_PATH LD_PRELOAD=$server_lib/libvhca-verbs-preload.so.1"; pair_row="^ *[0-9]+ +$pair_iters +" ;;
+    *) pair_run="env"; pair_row="^$pair_iters iters in" ;;
+  esac
+  $pair_run timeout 300 $pair_prog -d vhca0 -p $port -n $pair_iters "$@" >"$dir/side0.out" 2>&1 &
+  pair_side0=$!
+  wait_listening $pair_side0
+  pair_rc1=0
+  $pair_run timeout 300 $pair_prog -d vhca1 -p $port -n $pair_iters "$@" 127.0.0.1 >"$dir/side1.out" 2>&1 || pair_rc1=$?
+  pair_rc0=0
+  wait $pair_side0 || pair_rc0=$?
+  [ $pair_rc0 -eq 0 ] || fail "$pair_prog on vhca0 exited with $pair_rc0"
+  [ $pair_rc1 -eq 0 ] || fail "$pair_prog on vhca1 exited with $pair_rc1"
+  for side in 0 1; do
+    grep -Eq "$pair_row" "$dir/side$side.out" || fail "$pair_prog side $side did not report $pair_iters iterations"
   done
 }
 

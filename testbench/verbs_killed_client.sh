@@ -49,15 +49,7 @@ grep "left at" "$dir/serve.out"
 
 # The server goes on: a new pair runs to the end (same QPNs, CQNs and keys handed out again).
 port=$((port + 1))
-$prog -d vhca0 -p $port -n 200 >"$dir/side0.out" 2>&1 &
-side0=$!
-wait_listening $side0
-rc1=0
-timeout 120 $prog -d vhca1 -p $port -n 200 127.0.0.1 >"$dir/side1.out" 2>&1 || rc1=$?
-rc0=0
-wait $side0 || rc0=$?
-[ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] || fail "the next pair exited with $rc0 and $rc1"
-grep -q "^200 iters in" "$dir/side1.out" || fail "the next pair did not finish its iterations"
+run_pair $prog 200
 wait_reports 4
 echo "a new pair then ran 200 iterations, exit 0"
 stop_server

@@ -11,7 +11,8 @@
 #   verbs_pair.sh VHCA_SIM LIBDIR PROGRAM ITERS EXPECT [ARGS...]
 # EXPECT: comma-separated checks on each side's report, KEY=VALUE with KEY one of doorbells,
 # events, sends0, recvs0, sends1, recvs1 (sendsN / recvsN: side N's send WQEs / receives), and
-# "oneway" (the one-way message latency must be reported), oneway_p50=US (its p50 within 1 ns of US).
+# "oneway" (the one-way message latency must be reported), oneway_p50=US and completion_p50=US
+# (the one-way or the post-to-CQE latency's p50 within 1 ns of US).
 set -eu
 sim=$1
 lib=$2
@@ -26,24 +27,7 @@ start_server "$sim" "$lib" --json "$dir/clients.json" --timeline "$dir/timeline.
 want() {  # want KEY: the expected value, or empty
   echo ",$expect," | sed -n "s/.*,$1=\([^,]*\),.*/\1/p"
 }
-# perftest runs with Debian's libibverbs on its library path (not the drop-in), vhca's preloaded.
-case $prog in
-  ib_*) run="env -u LD_LIBRARY_PATH LD_PRELOAD=$lib/libvhca-verbs-preload.so.1"; done_row="^ *[0-9]+ +$iters +" ;;
-  *) run="env"; done_row="^$iters iters in" ;;
-esac
-
-$run timeout 300 $prog -d vhca0 -p $port -n $iters "$@" >"$dir/side0.out" 2>&1 &
-side0=$!
-wait_listening $side0
-rc1=0
-$run timeout 300 $prog -d vhca1 -p $port -n $iters "$@" 127.0.0.1 >"$dir/side1.out" 2>&1 || rc1=$?
-rc0=0
-wait $side0 || rc0=$?
-[ $rc0 -eq 0 ] || fail "$prog on vhca0 exited with $rc0"
-[ $rc1 -eq 0 ] || fail "$prog on vhca1 exited with $rc1"
-for side in 0 1; do
-  grep -Eq "$done_row" "$dir/side$side.out" || fail "side $side did not report $iters iterations"
-done
+run_pair $prog $iters "$@"
 
 # Both clients' reports (printed as each connection closes).
 wait_reports 2
@@ -68,13 +52,15 @@ for dev in vhca0 vhca1; do
   if [ -n "$(echo ",$expect," | grep ',oneway,')" ]; then
     echo "$ledger" | grep -q "one-way message latency p50 [0-9.]* us" || fail "$dev: no message latency"
   fi
-  w=$(want oneway_p50)
-  if [ -n "$w" ]; then
-    got=$(echo "$ledger" | sed -n 's/.*one-way message latency p50 \([0-9.]*\) us.*/\1/p')
+  for key in oneway_p50:one-way_message_latency completion_p50:post-to-CQE_latency; do
+    w=$(want ${key%%:*})
+    [ -n "$w" ] || continue
+    what=$(echo "${key#*:}" | tr _ ' ')
+    got=$(echo "$ledger" | sed -n "s/.*$what p50 \([0-9.]*\) us.*/\1/p")
     awk -v g="${got:-0}" -v w="$w" 'BEGIN { d = g - w; exit !(d <= 0.001 && d >= -0.001) }' ||
-      fail "$dev: one-way latency p50 $got us, the model's scenario gives $w us"
-    echo "$dev: one-way p50 $got us, the model's scenario $w us"
-  fi
+      fail "$dev: $what p50 ${got:-none} us, the model's scenario gives $w us"
+    echo "$dev: $what p50 $got us, the model's scenario $w us"
+  done
   grep -q "\"pid\": $client, \"device\": \"$dev\".*\"sends_completed\": $sends," "$dir/clients.json" || fail "$dev: not in the JSON report"
   side=$((side + 1))
 done

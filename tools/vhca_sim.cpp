@@ -59,7 +59,7 @@ const char* const kUsage =
                "                [--wall-limit SECONDS]\n"
                "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n"
                "                [--arm-event moderated|at-arm]\n"
-               "       vhca-sim serve [--socket PATH] [--json FILE] [--timeline FILE] [--quiet]\n"
+               "       vhca-sim serve [--socket PATH] [--json FILE] [--timeline FILE] [--spin-grace-us N] [--quiet]\n"
                "                (the HCAs as devices vhca0, vhca1 for verbs programs run with the drop-in\n"
                "                 libibverbs: docs/verbs-programs.md)\n";
 
@@ -351,6 +351,7 @@ int run_serve_command(int argc, char** argv) {
     else if (a == "--quiet") o.quiet = true;
     else if (a == "--json") o.json_path = w.value();
     else if (a == "--timeline") o.timeline_path = w.value();
+    else if (a == "--spin-grace-us") o.spin_grace = std::chrono::microseconds(w.integer(1, 60'000'000));
     else usage("serve: unknown option " + a);
   }
   return vhca::run_device_server(o);
