@@ -224,3 +224,64 @@ TEST_CASE("protection domains: a connection opens one device, its PDs are made b
   close(b);
   CHECK(s.stop() == 0);
 }
+
+// A hostile or broken client on an open device: every object request with a body of the wrong
+// size, then one naming objects that do not exist (or are another connection's), gets an errno
+// and nothing else happens; descriptors that should come with a request but do not are refused;
+// a doorbell naming a foreign object is dropped (no reply: it is posted). The server goes on
+// serving, and this connection's own PD still works.
+TEST_CASE("the device server refuses every object request with a wrong body or a foreign handle, and keeps serving") {
+  Server s;
+  std::vector<uint8_t> body;
+  const int owner = connect_to(s.path);
+  const wire::DeviceRef dev{0};
+  send_frame(owner, uint16_t(wire::Op::open_device), &dev, sizeof dev);
+  REQUIRE(receive(owner, body) == 0);
+  send_frame(owner, uint16_t(wire::Op::alloc_pd), nullptr, 0);
+  REQUIRE(receive(owner, body) == 0);
+  wire::Handle pd;
+  std::memcpy(&pd, body.data(), sizeof pd);
+
+  const int c = connect_to(s.path);
+  send_frame(c, uint16_t(wire::Op::open_device), &dev, sizeof dev);
+  REQUIRE(receive(c, body) == 0);
+  const uint16_t first = uint16_t(wire::Op::reg_mr), last = uint16_t(wire::Op::last);
+  int answered = 0;
+  for (uint16_t op = first; op <= last; ++op) {
+    if (op == uint16_t(wire::Op::doorbell)) continue;  // posted: no reply
+    // A body of 3 bytes is no request's: EINVAL (ops without a body ignore it and fail on what
+    // they miss: a descriptor, or find nothing to wait for).
+    const uint8_t junk[3] = {0xFF, 0xFF, 0xFF};
+    send_frame(c, op, junk, sizeof junk);
+    const int st = receive(c, body);
+    INFO("op " << op);
+    CHECK(st > 0);
+    ++answered;
+  }
+  CHECK(answered == last - first);
+  // Well-formed requests naming the owner's PD, or objects nobody made.
+  const wire::RegMr mr{pd.handle, 1, reinterpret_cast<uint64_t>(&body), 64, reinterpret_cast<uint64_t>(&body)};
+  send_frame(c, uint16_t(wire::Op::reg_mr), &mr, sizeof mr);
+  CHECK(receive(c, body) == EINVAL);
+  const wire::CreateCq cq{4, 0, 77};  // a channel it does not have
+  send_frame(c, uint16_t(wire::Op::create_cq), &cq, sizeof cq);
+  CHECK(receive(c, body) == EINVAL);
+  for (wire::Op op : {wire::Op::dereg_mr, wire::Op::destroy_cq, wire::Op::destroy_qp, wire::Op::query_qp,
+                      wire::Op::destroy_srq, wire::Op::query_srq, wire::Op::destroy_comp_channel, wire::Op::dealloc_pd}) {
+    const wire::Handle h{op == wire::Op::dealloc_pd ? pd.handle : 0x123456};
+    send_frame(c, uint16_t(op), &h, sizeof h);
+    INFO("op " << uint16_t(op));
+    CHECK(receive(c, body) == EINVAL);
+  }
+  // A doorbell for a QP that is not its own: dropped, and the connection still answers.
+  const wire::Doorbell db{uint32_t(wire::DoorbellKind::send), 1, 0x2};
+  send_frame(c, uint16_t(wire::Op::doorbell), &db, sizeof db);
+  send_frame(c, uint16_t(wire::Op::alloc_pd), nullptr, 0);
+  CHECK(receive(c, body) == 0);
+  // The owner's PD is untouched.
+  send_frame(owner, uint16_t(wire::Op::dealloc_pd), &pd, sizeof pd);
+  CHECK(receive(owner, body) == 0);
+  close(c);
+  close(owner);
+  CHECK(s.stop() == 0);
+}
