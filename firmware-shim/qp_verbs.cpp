@@ -112,7 +112,7 @@ int modify_qp(Qp& qp, const QpAttr& a) {
                              {qp.qpn, uint32_t(a.cur_state), uint32_t(a.new_state), a.pkey_index, a.qkey, a.access,
                               a.dest_qpn, a.rq_psn, a.path_mtu, a.min_rnr_timer, a.sq_psn,
                               uint32_t(a.timeout) | uint32_t(a.retry_cnt) << 8 | uint32_t(a.rnr_retry) << 12,
-                              uint32_t(a.max_rd_atomic) | uint32_t(a.max_dest_rd_atomic) << 8});
+                              uint32_t(a.max_rd_atomic) | uint32_t(a.max_dest_rd_atomic) << 8, a.dlid});
   if (!r.ok()) return fail(dev, command_errno(r), "modify_qp: " + r.message());
   qp.state = a.new_state;
   return 0;

@@ -76,6 +76,7 @@ struct QpAttr {
   uint32_t qkey = 0, access = 0, dest_qpn = 0, rq_psn = 0, sq_psn = 0;
   uint8_t path_mtu = 0, min_rnr_timer = 0, timeout = 0, retry_cnt = 0, rnr_retry = 0, max_rd_atomic = 0,
           max_dest_rd_atomic = 0;
+  uint16_t dlid = 0;  // INIT->RTR (RC, UC): the remote port's LID (0: the far end of a point-to-point link)
 };
 
 namespace verbs {

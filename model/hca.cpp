@@ -161,8 +161,18 @@ void Hca::device_reset() {
   bar0.regs.reset();
   bar0.regs.set(reg::core_clock_khz, uint64_t(cfg_.clock_mhz * 1000.0));
   bar0.regs.set(reg::port_lid, cfg_.transport.lid);
+  bar0.regs.set(reg::port_state, port_up_ ? eqe::kPortActive : eqe::kPortDown);
   bar0.regs.set(reg::health, 0);
   reset_done_event_.notify(cfg_.reset_time);
+}
+
+void Hca::link_state_changed(bool up) {
+  if (up == port_up_) return;
+  port_up_ = up;
+  const uint8_t state = up ? eqe::kPortActive : eqe::kPortDown;
+  bar0.regs.set(reg::port_state, state);
+  log::write(log::Cat::link, "port 1 {}", up ? "active" : "down");
+  transport.fetch.post_event(DeviceEvent{eqe::kPortChange, 0, 0, state, 1});
 }
 
 void Hca::upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) {

@@ -71,6 +71,10 @@ class Hca : public sc_core::sc_module {
 
   // A posted write failed where it landed (told by the link).
   void upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr);
+  // The IB link at the port went down or came up (System wires the link's on_state here):
+  // PORT_STATE follows, and a port change EQE goes to the async EQ.
+  void link_state_changed(bool up);
+  bool port_active() const { return port_up_; }
 
   const HcaConfig& config() const { return cfg_; }
 
@@ -99,6 +103,7 @@ class Hca : public sc_core::sc_module {
     uint32_t sq, rq, sq_bf, cq_arm, eq_arm, eq_update;
   } uar_{};
   sc_core::sc_event reset_done_event_;
+  bool port_up_ = true;
 };
 
 }  // namespace vhca

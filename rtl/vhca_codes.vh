@@ -34,6 +34,7 @@ localparam [7:0] EQE_TYPE_SQ_DRAINED = 8'h3;
 localparam [7:0] EQE_TYPE_CQ_ERROR = 8'h4;
 localparam [7:0] EQE_TYPE_QP_FATAL = 8'h5;
 localparam [7:0] EQE_TYPE_DMA_ERROR = 8'h8;
+localparam [7:0] EQE_TYPE_PORT_CHANGE = 8'h9;
 localparam [7:0] EQE_TYPE_COMMAND_DONE = 8'hA;
 localparam [7:0] EQE_TYPE_EQ_OVERRUN = 8'hB;
 localparam [7:0] EQE_TYPE_SRQ_LIMIT = 8'h14;
@@ -44,6 +45,9 @@ localparam [7:0] QP_FATAL_QP_CQ_ERROR = 8'h2;
 localparam [7:0] CQ_ERROR_CQ_OVERRUN = 8'h1;
 localparam [7:0] CQ_ERROR_CQ_ACCESS_VIOLATION = 8'h2;
 localparam [7:0] CQ_ERROR_CQ_BAD_DOORBELL_RECORD = 8'h3;
+// port change EQE syndromes (PORT_STATE values)
+localparam [7:0] PORT_CHANGE_PORT_DOWN = 8'h1;
+localparam [7:0] PORT_CHANGE_PORT_ACTIVE = 8'h4;
 // CQ states (CQ context)
 localparam [2:0] CQ_STATE_DISARMED = 3'h0;
 localparam [2:0] CQ_STATE_ARMED_NEXT = 3'h1;

@@ -243,6 +243,9 @@ struct Served {
   CompletionLedger ledger;
   std::vector<std::string> reports;  // JSON of the clients that left, in order
   Timeline timeline;                 // --timeline: one process per device, tracks per client and QP
+  std::deque<sc_core::sc_event> device_opened;  // per device: a program opened its async channel
+  std::deque<sc_core::sc_event> device_posted;  // per device: a program rang a doorbell
+  std::vector<uint64_t> device_doorbells;       // per device: doorbells rung
 };
 
 // The timeline track of a client's QP (or of the client itself, for its waits).
@@ -454,6 +457,10 @@ int modify_qp(Session& s, Served& sv, const wire::ModifyQp& r) {
   if (r.mask & IBV_QP_QKEY) a.qkey = r.qkey;
   if ((r.mask & IBV_QP_ACCESS_FLAGS) && !device_access(r.access, false, a.access)) return EINVAL;
   if (r.mask & IBV_QP_DEST_QPN) a.dest_qpn = r.dest_qpn;
+  if ((r.mask & IBV_QP_AV) && is_connected(e->qp->type)) {
+    if (r.dlid > 0xFFFF) return EINVAL;
+    a.dlid = uint16_t(r.dlid);
+  }
   if (r.mask & IBV_QP_RQ_PSN) a.rq_psn = r.rq_psn;
   if (r.mask & IBV_QP_SQ_PSN) a.sq_psn = r.sq_psn;
   if (r.mask & IBV_QP_PATH_MTU) a.path_mtu = uint8_t(r.path_mtu);
@@ -741,6 +748,7 @@ bool serve_request(Session& s, const Request& req, Served& sv) {
       if (s.async_fd >= 0) ::close(s.async_fd);
       s.async_fd = s.passed_fds.front();
       s.passed_fds.pop_front();
+      if (s.device >= 0) sv.device_opened[size_t(s.device)].notify(sc_core::SC_ZERO_TIME);
       return reply(s, op, 0, nullptr, 0);
     }
     case wire::Op::destroy_comp_channel: {
@@ -819,6 +827,10 @@ bool serve_request(Session& s, const Request& req, Served& sv) {
     case wire::Op::doorbell: {
       wire::Doorbell d;
       if (!body_as(body, d)) return false;  // posted: nothing to answer; a malformed one ends the client
+      if (s.device >= 0) {
+        ++sv.device_doorbells[size_t(s.device)];
+        sv.device_posted[size_t(s.device)].notify(sc_core::SC_ZERO_TIME);
+      }
       ring(s, sv, d);
       return true;
     }
@@ -942,10 +954,59 @@ void agent(SessionPtr s, Served& sv) {
   sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
 }
 
+// A port change: the port's attributes follow (what ibv_query_port reads), and every context open
+// on the device gets IBV_EVENT_PORT_ACTIVE or IBV_EVENT_PORT_ERR, as the kernel tells every
+// context of a device.
+void deliver_port_change(Served& sv, int device, const AsyncEvent& ev) {
+  const bool active = ev.syndrome == eqe::kPortActive;
+  wire::PortInfo& port = sv.devs[size_t(device)].port;
+  port.state = active ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+  port.phys_state = active ? 5 : 2;  // LinkUp, or Polling (for a peer)
+  const wire::AsyncRecord rec{uint32_t(active ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR), uint32_t(ev.data)};
+  for (const SessionPtr& s : sv.sessions) {
+    if (s->device != device || s->gone || s->async_fd < 0) continue;
+    if (::send(s->async_fd, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT) == ssize_t(sizeof rec)) ++s->async_events;
+  }
+  sv.client_resumes.notify(sc_core::SC_ZERO_TIME);
+}
+
+// A line on the server's output (not with --quiet).
+void say(const Served& sv, const std::string& line) {
+  if (sv.opts.quiet) return;
+  std::printf("vhca-sim serve: %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+// --port-down: the device's link goes down a while after a program first opens the device (or at
+// its N-th doorbell), and perhaps comes back.
+void run_port_down(Served& sv, ServeOptions::PortDown p) {
+  IbLink& link = sv.sys.cable(p.device);
+  auto lost = [&link] {
+    uint64_t n = 0;
+    for (uint32_t side = 0; side < link.sides(); ++side) n += link.stats(side).link_down;
+    return n;
+  };
+  if (p.at_doorbell) {
+    while (sv.device_doorbells[p.device] < p.at_doorbell) sc_core::wait(sv.device_posted[p.device]);
+  } else {
+    sc_core::wait(sv.device_opened[p.device]);
+    sc_core::wait(sc_core::sc_time(p.at_us, sc_core::SC_US));
+  }
+  const uint64_t lost_before = lost();
+  link.set_up(false);
+  say(sv, fmt::format("vhca{}'s link down at {:.3f} us", p.device, sc_core::sc_time_stamp().to_seconds() * 1e6));
+  if (p.for_us <= 0) return;
+  sc_core::wait(sc_core::sc_time(p.for_us, sc_core::SC_US));
+  link.set_up(true);
+  say(sv, fmt::format("vhca{}'s link up at {:.3f} us: {} packets lost while it was down", p.device,
+                      sc_core::sc_time_stamp().to_seconds() * 1e6, lost() - lost_before));
+}
+
 // An async event of device `device` for the client that owns its object: one record on the
 // client's async channel (what ibv_get_async_event reads). Device-wide events (a DMA error, an EQ
 // overrun) belong to no client: the driver handles them.
 void deliver_async(Served& sv, int device, const AsyncEvent& ev) {
+  if (ev.type == eqe::kPortChange) return deliver_port_change(sv, device, ev);
   wire::AsyncRecord rec{};
   bool cq_event = false;
   if (ev.type == eqe::kCqError) {
@@ -1115,13 +1176,30 @@ void serve_loop(int listener, Served& sv) {
   }
 }
 
+// With more than two devices: what the switch carried (every packet it could not route is a
+// program's wrong LID).
+void print_switch_report(System& sys) {
+  const IbSwitch* sw = sys.ib_switch();
+  if (!sw) return;
+  IbSwitch::Stats total;
+  for (uint32_t p = 0; p < sw->ports(); ++p) {
+    total.forwarded += sw->stats(p).forwarded;
+    total.unroutable += sw->stats(p).unroutable;
+    total.credit_stalls += sw->stats(p).credit_stalls;
+  }
+  std::printf("vhca-sim serve: switch: %llu packets forwarded, %llu unroutable, %llu held for credits\n",
+              (unsigned long long)total.forwarded, (unsigned long long)total.unroutable,
+              (unsigned long long)total.credit_stalls);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_device_server(const ServeOptions& o) {
   std::string path = o.socket_path;
   if (path.empty()) path = std::getenv("VHCA_SOCKET") ? std::getenv("VHCA_SOCKET") : wire::kDefaultSocket;
   SystemConfig cfg;
-  cfg.hosts = 2;
+  cfg.hosts = o.devices;
   cfg.wall_clock_watch = false;  // the loop waits for clients in poll(): wall time passes with no simulated time
   System sys(cfg);
   Served served{sys, o, {}, {}, {}, {}, {}, {}};
@@ -1138,6 +1216,9 @@ int run_device_server(const ServeOptions& o) {
             return;
           }
           served.devs.push_back(describe(sys.node(h), h, sys.cfg));
+          served.device_opened.emplace_back();
+          served.device_posted.emplace_back();
+          served.device_doorbells.push_back(0);
           sys.node(h).driver.async_handler = [&served, h](const AsyncEvent& ev) { deliver_async(served, int(h), ev); };
         }
         ino_t inode = 0;
@@ -1158,9 +1239,12 @@ int run_device_server(const ServeOptions& o) {
           std::fflush(stdout);
         }
         if (!o.timeline_path.empty()) served.timeline.enable();
+        for (const ServeOptions::PortDown& p : o.port_downs)
+          sc_core::sc_spawn([&served, p] { run_port_down(served, p); }, sc_core::sc_gen_unique_name("port_down"));
         serve_loop(listener, served);
         ::close(listener);
         remove_socket(path, inode);
+        if (!o.quiet) print_switch_report(sys);
         if (!o.timeline_path.empty() && !served.timeline.write(o.timeline_path, int(served.devs.size()))) {
           std::fprintf(stderr, "vhca-sim serve: cannot write %s\n", o.timeline_path.c_str());
           rc = 1;

@@ -64,9 +64,11 @@ struct RcParams {
   uint8_t max_rd_atomic = 4;
 };
 
-// RESET -> INIT -> RTR -> RTS for one side of an RC or UC connection to `remote_qpn` (UC takes no
-// RNR timer, no timeout or retries and no READ/atomic depth, and remote write access only).
-inline void rc_to_rts(Qp& qp, uint32_t remote_qpn, const RcParams& p, uint32_t sq_psn = 0, uint32_t rq_psn = 0) {
+// RESET -> INIT -> RTR -> RTS for one side of an RC or UC connection to `remote_qpn` behind the
+// port with `remote_lid` (0: the far end of a point-to-point link; a switch routes by it). UC takes
+// no RNR timer, no timeout or retries and no READ/atomic depth, and remote write access only.
+inline void rc_to_rts(Qp& qp, uint32_t remote_qpn, const RcParams& p, uint32_t sq_psn = 0, uint32_t rq_psn = 0,
+                      uint16_t remote_lid = 0) {
   Driver& dev = *qp.pd->dev;
   const bool rc = qp.type == QpType::rc;
   QpAttr a;
@@ -78,6 +80,7 @@ inline void rc_to_rts(Qp& qp, uint32_t remote_qpn, const RcParams& p, uint32_t s
   a.cur_state = QpState::init;
   a.new_state = QpState::rtr;
   a.dest_qpn = remote_qpn;
+  a.dlid = remote_lid;
   a.rq_psn = rq_psn;
   a.path_mtu = p.path_mtu;
   if (rc) {
@@ -98,10 +101,11 @@ inline void rc_to_rts(Qp& qp, uint32_t remote_qpn, const RcParams& p, uint32_t s
   check(dev, verbs::modify_qp(qp, a), "modify_qp to RTS");
 }
 
-// Connects two RC (or two UC) QPs (on two HCAs, or on one for a loopback) to each other.
-inline void connect_rc(Qp& a, Qp& b, const RcParams& p = {}) {
-  rc_to_rts(a, b.qpn, p, 0x100, 0x200);
-  rc_to_rts(b, a.qpn, p, 0x200, 0x100);
+// Connects two RC (or two UC) QPs (on two HCAs, or on one for a loopback) to each other; through a
+// switch, `lid_a` and `lid_b` are their HCAs' LIDs.
+inline void connect_rc(Qp& a, Qp& b, const RcParams& p = {}, uint16_t lid_a = 0, uint16_t lid_b = 0) {
+  rc_to_rts(a, b.qpn, p, 0x100, 0x200, lid_b);
+  rc_to_rts(b, a.qpn, p, 0x200, 0x100, lid_a);
 }
 
 inline void ud_to_rts(Qp& qp, uint32_t qkey) {

@@ -61,11 +61,46 @@ HcaConfig hca_config_for(const SystemConfig& c, uint32_t index) {
 }
 
 std::vector<std::unique_ptr<Node>> make_nodes(const SystemConfig& c) {
-  if (c.hosts < 1 || c.hosts > 2) throw std::invalid_argument("SystemConfig.hosts must be 1 or 2");
+  if (c.hosts < 1 || c.hosts > SystemConfig::kMaxHosts)
+    throw std::invalid_argument("SystemConfig.hosts must be 1 to " + std::to_string(SystemConfig::kMaxHosts));
   std::vector<std::unique_ptr<Node>> nodes;
   for (uint32_t i = 0; i < c.hosts; ++i)
     nodes.push_back(std::make_unique<Node>(sc_core::sc_module_name(("host" + std::to_string(i)).c_str()), c, i));
   return nodes;
+}
+
+std::vector<std::unique_ptr<IbLink>> make_cables(const SystemConfig& c) {
+  std::vector<std::unique_ptr<IbLink>> cables;
+  if (c.hosts <= 2) {
+    cables.push_back(std::make_unique<IbLink>("ib", c.hosts, c.ib));
+    return cables;
+  }
+  if (c.ib.latency < c.ib_switch.latency)
+    throw std::invalid_argument("the IB latency (" + c.ib.latency.to_string() + ") is below the switch's (" +
+                                c.ib_switch.latency.to_string() + "): no time is left for the cables");
+  IbLinkConfig cable = c.ib;
+  cable.latency = (c.ib.latency - c.ib_switch.latency) / 2;
+  for (uint32_t i = 0; i < c.hosts; ++i)
+    cables.push_back(std::make_unique<IbLink>(("cable" + std::to_string(i)).c_str(), 2, cable));
+  return cables;
+}
+
+std::unique_ptr<IbSwitch> make_switch(const SystemConfig& c) {
+  if (c.hosts <= 2) return nullptr;
+  IbSwitchConfig s = c.ib_switch;
+  s.gbit_per_s = c.ib.gbit_per_s;
+  auto sw = std::make_unique<IbSwitch>("switch", c.hosts, s);
+  for (uint32_t i = 0; i < c.hosts; ++i) sw->route(hca_config_for(c, i).transport.lid, i);
+  return sw;
+}
+
+// An HCA port and the far end of its link (side 0 of a cable, or side `side` of the one link).
+template <typename Port>
+void bind_port(Port& port, IbLink& link, uint32_t side) {
+  port.port_out().bind(link.in(side));
+  link.out(side).bind(port.port_in());
+  port.port_credits().bind(link.credits(side));
+  port.port_flow().bind(link.rx_flow(side));
 }
 
 }  // namespace
@@ -99,7 +134,9 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& c, uint32_t 
 System::System(const SystemConfig& c)
     : cfg(c),
       nodes_(make_nodes(c)),
-      ib("ib", c.hosts, c.ib),
+      cables_(make_cables(c)),
+      switch_(make_switch(c)),
+      ib(*cables_[0]),
       memory(nodes_[0]->memory),
       router(nodes_[0]->router),
       msi(nodes_[0]->msi),
@@ -107,11 +144,22 @@ System::System(const SystemConfig& c)
       hca(nodes_[0]->hca),
       cpu(nodes_[0]->cpu),
       driver(nodes_[0]->driver) {
+  if (!switch_) {
+    for (uint32_t i = 0; i < c.hosts; ++i) bind_port(nodes_[i]->hca, ib, i);
+    ib.on_state.add([this](bool up) {
+      for (auto& n : nodes_) n->hca.link_state_changed(up);
+    });
+    return;
+  }
+  // Host i's HCA on side 0 of cable i, switch port i on side 1.
   for (uint32_t i = 0; i < c.hosts; ++i) {
-    nodes_[i]->hca.port_out().bind(ib.in(i));
-    ib.out(i).bind(nodes_[i]->hca.port_in());
-    nodes_[i]->hca.port_credits().bind(ib.credits(i));
-    nodes_[i]->hca.port_flow().bind(ib.rx_flow(i));
+    IbLink& cable = *cables_[i];
+    bind_port(nodes_[i]->hca, cable, 0);
+    switch_->out(i).bind(cable.in(1));
+    cable.out(1).bind(switch_->in(i));
+    switch_->credits(i).bind(cable.credits(1));
+    switch_->flow(i).bind(cable.rx_flow(1));
+    cable.on_state.add([this, i](bool up) { nodes_[i]->hca.link_state_changed(up); });
   }
 }
 

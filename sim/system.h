@@ -1,6 +1,6 @@
 // Hosts with their HCAs: each Node is one host (memory and MSI sink behind the host router, the
 // host CPU with its driver) and one HCA joined to it by a PCIe link. One node's IB port is looped
-// back to itself; two nodes are joined by one IB link. Tests and vhca-sim build exactly one
+// back to itself; two nodes are joined by one IB link; more are each cabled to one IB switch. Tests and vhca-sim build exactly one
 // System per process (SystemC elaborates once) and then advance time with run().
 #pragma once
 #include <functional>
@@ -15,6 +15,7 @@
 #include "tlm/host_memory.h"
 #include "tlm/host_router.h"
 #include "tlm/ib_link.h"
+#include "tlm/ib_switch.h"
 #include "tlm/msi_sink.h"
 #include "tlm/pcie_link.h"
 
@@ -25,8 +26,14 @@ struct SystemConfig {
   PcieLinkConfig link;
   HostCpuConfig cpu;
   DriverConfig driver;
-  uint32_t hosts = 1;  // 1: the HCA's port is looped back; 2: two hosts, their HCAs on one IB link
+  // 1: the HCA's port is looped back; 2: two hosts, their HCAs on one IB link; 3..kMaxHosts: each
+  // HCA cabled to a port of one switch, routing by LID (node i's HCA has LID i + 1).
+  uint32_t hosts = 1;
+  static constexpr uint32_t kMaxHosts = 64;
+  // The link, or with a switch the path between two HCAs: cable, switch, cable. Each cable then
+  // has (latency - switch latency) / 2, so a switched pair sees the link's timing.
   IbLinkConfig ib;
+  IbSwitchConfig ib_switch;
   // System::run gives up after this much wall-clock time (seconds; 0: no limit), with a message
   // naming the simulated time reached.
   double wall_limit_s = 0;
@@ -72,9 +79,14 @@ class System {
 
  private:
   std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<IbLink>> cables_;  // one link; or, with a switch, one per host
+  std::unique_ptr<IbSwitch> switch_;
 
  public:
-  IbLink ib;
+  // The IB link (with a switch: host 0's cable); cable(i): host i's (the one link up to two hosts).
+  IbLink& ib;
+  IbLink& cable(uint32_t host) { return *cables_.at(switch_ ? host : 0); }
+  IbSwitch* ib_switch() { return switch_.get(); }
   // Node 0, under the names single-host tests use.
   HostMemory& memory;
   HostRouter& router;

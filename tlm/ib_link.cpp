@@ -128,6 +128,14 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
   tx.set_response_status(tlm::TLM_OK_RESPONSE);
   IbPacket p = ext->packet;
   d.flow.take();
+  if (!up_) {
+    d.flow.give_back(d.free_at + 2 * cfg_.latency);
+    ++d.stats.dropped;
+    ++d.stats.link_down;
+    log::write(log::Cat::link, "side {}: packet {} ({} psn {:#x}) lost: the link is down", side, d.stats.packets,
+               ib_op_name(p.op), p.psn);
+    return;
+  }
   if (!apply_faults(uint32_t(side), p)) {
     d.flow.give_back(d.free_at + 2 * cfg_.latency);  // recovered by the flow-control exchange
     ++d.stats.dropped;
@@ -140,6 +148,22 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
   if (was_empty) d.arrival_event.notify(arrival - now);
 }
 
+void IbLink::set_up(bool up) {
+  if (up == up_) return;
+  up_ = up;
+  log::write(log::Cat::link, "link {}", up ? "up" : "down");
+  if (!up) {
+    const sc_time now = sc_core::sc_time_stamp();
+    for (Direction& d : dir_) {
+      for (size_t i = 0; i < d.in_flight.size(); ++i) d.flow.give_back(now + 2 * cfg_.latency);
+      d.stats.dropped += d.in_flight.size();
+      d.stats.link_down += d.in_flight.size();
+      d.in_flight.clear();
+    }
+  }
+  on_state(up);
+}
+
 // Packets sent by `side` reach the other side (or the same side on a loopback).
 void IbLink::deliver(uint32_t side) {
   Direction& d = dir_[side];
@@ -149,6 +173,7 @@ void IbLink::deliver(uint32_t side) {
     IbPacketExt ext;
     ext.packet = std::move(d.in_flight.front().packet);
     d.in_flight.pop_front();
+    on_arrival(side, ext.packet);
     sc_time zero = sc_core::SC_ZERO_TIME;
     carry_packet(*(*out_[to]).operator->(), ext, zero);
   }

@@ -27,6 +27,7 @@
 #include <tlm_utils/simple_target_socket.h>
 #include <vector>
 
+#include "model/common/observers.h"
 #include "model/transport/ib_packet.h"
 #include "tlm/credit_returns.h"
 #include "tlm/ib_credits.h"
@@ -73,6 +74,7 @@ class IbLink : public sc_core::sc_module {
   sc_core::sc_export<IbCreditIf>& credits(uint32_t side) { return *credits_[side]; }
   sc_core::sc_export<IbRxFlowIf>& rx_flow(uint32_t side) { return *rx_flow_[side]; }
   const IbLinkConfig& config() const { return cfg_; }
+  uint32_t sides() const { return sides_; }
   // Replace the fault pattern from now on; packet indices count again from 1 on each side.
   void set_faults(uint64_t drop_every, std::vector<LinkFault> faults);
   void set_loss(double rate, uint64_t seed);
@@ -80,6 +82,7 @@ class IbLink : public sc_core::sc_module {
 
   struct Stats {
     uint64_t packets = 0, bytes = 0, dropped = 0, corrupted = 0, rewritten = 0;
+    uint64_t link_down = 0;  // of `dropped`: sent while the link was down, or on the wire when it went
   };
   const Stats& stats(uint32_t side) const { return dir_[side].stats; }
   // Flow control of the packets `side` sends: refusals (a packet held for want of a credit), sends
@@ -89,6 +92,14 @@ class IbLink : public sc_core::sc_module {
     uint64_t refusals = 0, overdrafts = 0;
   };
   CreditStats credit_stats(uint32_t side) const { return dir_[side].flow.stats(); }
+  // A packet `side` sent has arrived whole at the far port, now (timelines, tests).
+  Observers<uint32_t, const IbPacket&> on_arrival;
+  // The link goes down (a cable pulled, a port disabled) or comes back up. While it is down every
+  // packet sent is lost, and so is every packet on the wire when it went down; their credits come
+  // back as for any lost packet. The ports at both ends are told (on_state), now.
+  void set_up(bool up);
+  bool up() const { return up_; }
+  Observers<bool> on_state;
 
  private:
   // One direction's credits (both views of tlm/ib_credits.h), returned through the mechanism the
@@ -142,6 +153,7 @@ class IbLink : public sc_core::sc_module {
 
   IbLinkConfig cfg_;
   uint32_t sides_;
+  bool up_ = true;
   std::vector<std::unique_ptr<Target>> in_;
   std::vector<std::unique_ptr<Initiator>> out_;
   std::vector<std::unique_ptr<sc_core::sc_export<IbCreditIf>>> credits_;

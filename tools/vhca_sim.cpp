@@ -20,6 +20,7 @@
 #include "explorer/sweep.h"
 #include "explorer/traffic.h"
 #include "serve/device_server.h"
+#include "sim/system.h"
 
 namespace {
 
@@ -59,9 +60,10 @@ const char* const kUsage =
                "                [--wall-limit SECONDS]\n"
                "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n"
                "                [--arm-event moderated|at-arm]\n"
-               "       vhca-sim serve [--socket PATH] [--json FILE] [--timeline FILE] [--spin-grace-us N] [--quiet]\n"
-               "                (the HCAs as devices vhca0, vhca1 for verbs programs run with the drop-in\n"
-               "                 libibverbs: docs/verbs-programs.md)\n";
+               "       vhca-sim serve [--socket PATH] [--devices N] [--json FILE] [--timeline FILE]\n"
+               "                [--spin-grace-us N] [--port-down DEVICE@[doorbell:N|AT_US][+FOR_US]]... [--quiet]\n"
+               "                (the HCAs as devices vhca0, vhca1, ... for verbs programs run with the drop-in\n"
+               "                 libibverbs: docs/verbs-programs.md; more than two share an IB switch)\n";
 
 // Bad input: the reason, then the usage; exit 2 (README: exit codes).
 [[noreturn]] void usage(const std::string& why) {
@@ -340,6 +342,43 @@ int run_scenario_command(int argc, char** argv) {
   return r.ok ? 0 : 1;
 }
 
+// --port-down DEVICE@AT_US[+FOR_US] or DEVICE@doorbell:N[+FOR_US], DEVICE as vhcaN or N.
+vhca::ServeOptions::PortDown parse_port_down(const std::string& v) {
+  const auto why = [&v](const char* what) {
+    usage("serve: --port-down " + v + ": " + what +
+          " (DEVICE@AT_US[+FOR_US] or DEVICE@doorbell:N[+FOR_US], e.g. vhca1@100+50)");
+  };
+  const size_t at = v.find('@');
+  if (at == std::string::npos) why("no '@'");
+  std::string dev = v.substr(0, at);
+  if (dev.rfind("vhca", 0) == 0) dev = dev.substr(4);
+  vhca::ServeOptions::PortDown p;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long d = std::strtoul(dev.c_str(), &end, 10);
+  if (dev.empty() || *end || errno || d >= vhca::SystemConfig::kMaxHosts) why("the device is not vhca0..vhca63");
+  p.device = uint32_t(d);
+  size_t from = at + 1;
+  const bool by_doorbell = v.compare(from, 9, "doorbell:") == 0;
+  if (by_doorbell) from += 9;
+  const size_t plus = v.find('+', from);
+  const std::string when = v.substr(from, plus == std::string::npos ? std::string::npos : plus - from);
+  const std::string for_us = plus == std::string::npos ? "0" : v.substr(plus + 1);
+  errno = 0;
+  if (by_doorbell) {
+    const unsigned long long n = std::strtoull(when.c_str(), &end, 10);
+    if (when.empty() || when[0] == '-' || *end || errno || n == 0) why("the doorbell count is not a whole number from 1");
+    p.at_doorbell = n;
+  }
+  for (auto [text, out] : {std::pair{&when, &p.at_us}, std::pair{&for_us, &p.for_us}}) {
+    if (by_doorbell && text == &when) continue;
+    errno = 0;
+    *out = std::strtod(text->c_str(), &end);
+    if (text->empty() || *end || errno || !(*out >= 0 && *out <= 1e9)) why("a time is not a number of microseconds in 0..1e9");
+  }
+  return p;
+}
+
 // `vhca-sim serve`: the device server for verbs programs (serve/device_server.h).
 int run_serve_command(int argc, char** argv) {
   vhca::ServeOptions o;
@@ -348,12 +387,18 @@ int run_serve_command(int argc, char** argv) {
     const std::string& a = w.a;
     if (a == "--help" || a == "-h") help();
     else if (a == "--socket") o.socket_path = w.value();
+    else if (a == "--devices") o.devices = uint32_t(w.integer(1, vhca::SystemConfig::kMaxHosts));
+    else if (a == "--port-down") o.port_downs.push_back(parse_port_down(w.value()));
     else if (a == "--quiet") o.quiet = true;
     else if (a == "--json") o.json_path = w.value();
     else if (a == "--timeline") o.timeline_path = w.value();
     else if (a == "--spin-grace-us") o.spin_grace = std::chrono::microseconds(w.integer(1, 60'000'000));
     else usage("serve: unknown option " + a);
   }
+  for (const vhca::ServeOptions::PortDown& p : o.port_downs)
+    if (p.device >= o.devices)
+      usage("serve: --port-down names vhca" + std::to_string(p.device) + ", but there are " + std::to_string(o.devices) +
+            " devices (--devices)");
   return vhca::run_device_server(o);
 }
 

@@ -519,12 +519,12 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
     for (uint8_t d : dwords) allowed |= 1u << d;
   };
   if (to == QpState::init) allow(is_connected(q.type) ? std::initializer_list<uint8_t>{3, 5} : std::initializer_list<uint8_t>{3, 4});
-  if (q.state == QpState::init && to == QpState::rtr && rc) allow({6, 7, 8, 9, 12});
-  if (q.state == QpState::init && to == QpState::rtr && uc) allow({6, 7, 8});
+  if (q.state == QpState::init && to == QpState::rtr && rc) allow({6, 7, 8, 9, 12, 13});
+  if (q.state == QpState::init && to == QpState::rtr && uc) allow({6, 7, 8, 13});
   if (q.state == QpState::rtr && to == QpState::rts) allow(rc ? std::initializer_list<uint8_t>{10, 11, 12} : std::initializer_list<uint8_t>{10});
   if ((q.state == QpState::rts || q.state == QpState::sqd || q.state == QpState::sqe) && to == QpState::rts)
     allow(rc ? std::initializer_list<uint8_t>{5, 9} : uc ? std::initializer_list<uint8_t>{5} : std::initializer_list<uint8_t>{4});
-  for (uint8_t d = 3; d <= 12; ++d)
+  for (uint8_t d = 3; d <= 13; ++d)
     if (!(allowed & (1u << d)) && in[d]) return fail(kBadParam, d, kReservedSet);
   if (in[3] > 127) return fail(kBadParam, 3, kOutOfRange);
   if (in[5] & ~(kAccessRemoteRead | kAccessRemoteWrite | kAccessRemoteAtomic)) return fail(kBadParam, 5, kReservedSet);
@@ -536,6 +536,7 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
   if (in[10] > 0xFFFFFF) return fail(kBadParam, 10, kOutOfRange);
   if ((in[11] & ~0x771Fu) != 0) return fail(kBadParam, 11, kOutOfRange);
   if ((in[12] & 0xFF) > 16 || ((in[12] >> 8) & 0xFF) > 16 || (in[12] >> 16)) return fail(kBadParam, 12, kOutOfRange);
+  if (in[13] > 0xFFFF) return fail(kBadParam, 13, kOutOfRange);
   if (to == QpState::reset) {
     const QpContext keep = q;
     q = QpContext{};
@@ -562,6 +563,7 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
   if (allowed & (1u << 8)) q.path_mtu = uint8_t(in[8]);
   if (allowed & (1u << 9)) q.min_rnr_timer = uint8_t(in[9]);
   if (allowed & (1u << 10)) q.sq_psn = in[10];
+  if (allowed & (1u << 13)) q.dlid = uint16_t(in[13]);
   if (allowed & (1u << 11)) {
     q.timeout = uint8_t(in[11] & 0x1F);
     q.retry_cnt = uint8_t((in[11] >> 8) & 7);

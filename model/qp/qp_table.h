@@ -45,6 +45,9 @@ struct QpContext {
   // Attributes set by MODIFY_QP.
   uint16_t pkey_index = 0;
   uint32_t qkey = 0, access = 0, dest_qpn = 0, rq_psn = 0, sq_psn = 0;
+  // RC, UC: the remote port's LID, which the fabric routes the QP's packets by (0: the far end of
+  // a point-to-point link or a loopback, which route nothing).
+  uint16_t dlid = 0;
   uint8_t path_mtu = 0, min_rnr_timer = 0, timeout = 0, retry_cnt = 0, rnr_retry = 0, max_rd_atomic = 0,
           max_dest_rd_atomic = 0;
   // Its receive WQEs come from a shared receive queue (CREATE_QP in[12]), not from its own RQ.

@@ -11,6 +11,7 @@ const std::vector<CodeList>& code_lists() {
       {"EQE event types", "EQE_TYPE", 8, {VHCA_EQE_TYPES(VHCA_CODE_SPEC)}},
       {"QP fatal EQE syndromes", "QP_FATAL", 8, {VHCA_QP_FATAL_SYNDROMES(VHCA_CODE_SPEC)}},
       {"CQ error EQE syndromes", "CQ_ERROR", 8, {VHCA_CQ_ERROR_SYNDROMES(VHCA_CODE_SPEC)}},
+      {"port change EQE syndromes (PORT_STATE values)", "PORT_CHANGE", 8, {VHCA_PORT_CHANGE_SYNDROMES(VHCA_CODE_SPEC)}},
       {"CQ states (CQ context)", "CQ_STATE", 3, {VHCA_CQ_STATES(VHCA_CODE_SPEC)}},
       {"CQ control ops (firmware to CQ writer)", "CQ_CTL", 3, {VHCA_CQ_CONTROL_OPS(VHCA_CODE_SPEC)}},
       {"Arm commands", "ARM", 1, {VHCA_ARM_COMMANDS(VHCA_CODE_SPEC)}},

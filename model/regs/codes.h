@@ -49,6 +49,7 @@
   X(kCqError, 0x04, "CQ error: CQN and syndrome valid")                            \
   X(kQpFatal, 0x05, "QP fatal (work queue catastrophic error): data is the QPN")   \
   X(kDmaError, 0x08, "a device DMA failed at the host: syndrome is the source, data the address") \
+  X(kPortChange, 0x09, "the port's state changed: syndrome is the new state (PORT_CHANGE syndromes), data the port number") \
   X(kCommandDone, 0x0A, "command completion: syndrome is the status, data the token") \
   X(kEqOverrun, 0x0B, "an EQ overran: data is its EQN")                          \
   X(kSrqLimit, 0x14, "an armed SRQ holds fewer WQEs than its limit (it is disarmed): data is the SRQN")
@@ -57,6 +58,12 @@
 #define VHCA_QP_FATAL_SYNDROMES(X)                             \
   X(kQpCqOverrun, 0x01, "a CQ of the QP overflowed")           \
   X(kQpCqError, 0x02, "a CQ of the QP entered error")
+
+// Syndrome of a port change EQE: the port's new state (mlx5's port change subtypes; the values
+// PORT_STATE reads).
+#define VHCA_PORT_CHANGE_SYNDROMES(X)                                      \
+  X(kPortDown, 0x01, "the link went down: packets sent are lost")        \
+  X(kPortActive, 0x04, "the link is up and the port active")
 
 // Syndrome of a CQ error EQE.
 #define VHCA_CQ_ERROR_SYNDROMES(X)                                                 \
@@ -112,6 +119,7 @@ namespace eqe {
 VHCA_EQE_TYPES(VHCA_DECLARE_CODE)
 VHCA_QP_FATAL_SYNDROMES(VHCA_DECLARE_CODE)
 VHCA_CQ_ERROR_SYNDROMES(VHCA_DECLARE_CODE)
+VHCA_PORT_CHANGE_SYNDROMES(VHCA_DECLARE_CODE)
 }  // namespace eqe
 namespace dberr {
 VHCA_DOORBELL_ERRORS(VHCA_DECLARE_CODE)

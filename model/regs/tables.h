@@ -49,6 +49,7 @@ constexpr const char* last_bad_doorbell = "LAST_BAD_DOORBELL";
 constexpr const char* lost_events = "LOST_EVENTS";
 constexpr const char* bad_accesses = "BAD_ACCESSES";
 constexpr const char* port_lid = "PORT_LID";
+constexpr const char* port_state = "PORT_STATE";
 constexpr const char* sq_db = "UAR_SQ_DB";
 constexpr const char* rq_db = "UAR_RQ_DB";
 constexpr const char* sq_bf = "UAR_SQ_BF";

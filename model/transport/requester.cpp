@@ -185,6 +185,7 @@ bool Requester::build_request(uint32_t qpn, const QpContext& q, SendState& s, co
   const bool connected = is_connected(q.type);
   const uint32_t mtu = path_mtu_bytes(q);
   p.slid = cfg_.lid;
+  p.dlid = q.dlid;
   p.dest_qpn = connected ? q.dest_qpn : w.ud_dest_qpn;
   p.uc = q.type == QpType::uc;
   p.psn = psn_add(w.first_psn, s.cursor_pkt);

@@ -117,6 +117,7 @@ bool Responder::next_ack(IbPacket& p) {
     p = IbPacket{};
     p.op = IbOp::ack;
     p.slid = cfg_.lid;
+    p.dlid = tables_.qps[qpn].dlid;
     p.dest_qpn = tables_.qps[qpn].dest_qpn;
     p.msn = s.msn;
     if (s.nak_due) {
@@ -152,6 +153,7 @@ bool Responder::next_response(std::unique_ptr<PendingTx>& out) {
     out->response = true;
     IbPacket& p = out->packet;
     p.slid = cfg_.lid;
+    p.dlid = q.dlid;
     p.dest_qpn = q.dest_qpn;
     p.msn = qps_[job.qpn].msn;
     if (job.atomic) {
