@@ -1093,6 +1093,8 @@ pid_t peer_pid(int fd) {
   return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
 }
 
+constexpr timespec kNoWait{0, 0};
+
 // Accepts and reads what the sockets have, waiting up to `timeout_us` (-1: until something comes)
 // for the first of it; false once SIGINT or SIGTERM came.
 bool take_input(int listener, Served& sv, long timeout_us) {
@@ -1139,6 +1141,14 @@ bool take_input(int listener, Served& sv, long timeout_us) {
   return true;
 }
 
+// Whether a client has sent something not yet read (a poll that does not wait).
+bool input_waiting(const Served& sv) {
+  std::vector<pollfd> fds;
+  for (const SessionPtr& s : sv.sessions)
+    if (!s->gone) fds.push_back({s->fd, POLLIN, 0});
+  return !fds.empty() && ::ppoll(fds.data(), fds.size(), &kNoWait, nullptr) > 0;
+}
+
 // Closes the connections whose agents have ended.
 void reap(Served& sv) {
   for (size_t k = sv.sessions.size(); k-- > 0;) {
@@ -1157,6 +1167,9 @@ void serve_loop(int listener, Served& sv) {
     reap(sv);
     bool all_off = true;
     for (const SessionPtr& s : sv.sessions) all_off = all_off && off_cpu(*s, sv);
+    // A client seen asleep may have sent its request after the read above (it sleeps in recv()
+    // once the send is done): read it before letting time run, or it would be served late.
+    if (all_off && input_waiting(sv)) continue;
     if (all_off && sc_core::sc_pending_activity()) {
       sc_core::wait(sc_core::sc_time_to_pending_activity(), sv.client_resumes);
       continue;
