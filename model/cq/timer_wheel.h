@@ -1,0 +1,75 @@
+// The pipelined CQ writer's moderation timer wheel, cycle for cycle as rtl/cq_timer_wheel.v
+// (docs/rtl.md, "The pipelined writer"): the reference the RTL block is checked against in
+// lockstep (testbench/test_cq_timer_wheel.cpp), and the timing the C++ CQ writer will take on
+// when it adopts the wheel (issue 13, item 2). Same registers, same RAM behaviour (registered
+// reads, read-before-write), same rules; see the RTL's header for them.
+//
+// Use: outputs() is what the pins show this cycle (they depend on registers only); edge(inputs)
+// is the clock edge at its end with those inputs. reset() is an edge with rst high; the wheel
+// must be reset before use.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace vhca {
+
+class TimerWheel {
+ public:
+  static constexpr uint32_t kSlots = 8192;      // slot lists (13 bits of the deadline tick)
+  static constexpr uint32_t kTickMask = 0x3FFF; // ticks are counted modulo 16,384
+
+  struct Inputs {
+    bool ins_valid = false;
+    uint32_t ins_cqn = 0;
+    uint32_t ins_deadline = 0;  // a tick, modulo 16,384
+    bool exp_ready = false;
+  };
+  struct Outputs {
+    bool ready = false;  // the head RAM's clearing sweep is done
+    uint32_t now = 0;    // the current tick
+    bool late = false;   // the insert taken on the last edge was due or unplaceable
+    bool ins_ready = false;
+    bool exp_valid = false;
+    uint32_t exp_cqn = 0, exp_tick = 0;
+  };
+
+  TimerWheel(uint32_t num_cqs, uint32_t cycles_per_us);
+  void reset();
+  Outputs outputs() const;
+  void edge(const Inputs& in);
+
+ private:
+  struct Entry {
+    bool valid = false;
+    uint32_t cqn = 0;
+  };
+  bool walk_busy() const { return exp_valid_ || detaching_ || following_; }
+  bool tick_due() const { return detach_tick_ != ((now_ + 1) & kTickMask); }
+  bool heads_ready() const { return sweep_done_; }
+  bool detach_go() const { return heads_ready() && !walk_busy() && tick_due() && !ins0_valid_ && !ins1_valid_; }
+  bool ins_ready() const { return heads_ready() && !(!walk_busy() && tick_due()); }
+  bool placeable(uint32_t deadline) const;
+  uint32_t ins_slot(uint32_t deadline) const;
+
+  uint32_t cycles_per_us_;
+  // Time.
+  uint32_t presc_ = 0, now_ = 0;
+  // The head RAM and its sweep (rtl/cq_context_table.v), the next RAM (rtl/ram_1w1r.v).
+  std::vector<Entry> heads_, nexts_;
+  Entry head_rdata_, next_rdata_;
+  bool sweep_done_ = false;
+  uint32_t sweep_addr_ = 0;
+  // Walk.
+  uint32_t detach_tick_ = 1;
+  bool detaching_ = false, following_ = false;
+  bool exp_valid_ = false;
+  uint32_t exp_cqn_ = 0, exp_tick_ = 0;
+  // Insert pipeline and the bypass.
+  bool ins0_valid_ = false, ins1_valid_ = false;
+  uint32_t ins0_cqn_ = 0, ins0_slot_ = 0, ins1_cqn_ = 0, ins1_slot_ = 0;
+  bool wrote_valid_ = false;
+  uint32_t wrote_slot_ = 0, wrote_cqn_ = 0;
+  bool late_ = false;
+};
+
+}  // namespace vhca
