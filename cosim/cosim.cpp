@@ -1,5 +1,9 @@
 #include "cosim/cosim.h"
 
+#include <cstdio>
+
+#include "cosim/fst.h"
+
 #include <algorithm>
 #include <chrono>
 #include <array>
@@ -554,11 +558,19 @@ class Lockstep {
 
 CosimReport run_cosim(const CosimOptions& opt) {
   CosimReport report = Lockstep(opt, 0, 0, "").run(UINT64_MAX);
-  if (report.mismatches && !opt.vcd.empty() && opt.mode == CosimMode::lockstep) {
-    // Same seed, same run: repeat it up to the mismatch with the RTL traced around it.
+  const bool traced = !opt.vcd.empty() || !opt.fst.empty();
+  if (report.mismatches && traced && opt.mode == CosimMode::lockstep) {
+    // Same seed, same run: repeat it up to the mismatch with the RTL traced around it. An FST
+    // is the VCD converted (a temporary one when no VCD was asked for).
     const uint64_t m = report.first_mismatch_cycle;
-    Lockstep(opt, m > opt.vcd_window ? m - opt.vcd_window : 0, m + 5, opt.vcd).run(m + 5);
-    report.vcd_written = opt.vcd;
+    const std::string vcd = opt.vcd.empty() ? opt.fst + ".vcd" : opt.vcd;
+    Lockstep(opt, m > opt.vcd_window ? m - opt.vcd_window : 0, m + 5, vcd).run(m + 5);
+    if (!opt.vcd.empty()) report.vcd_written = opt.vcd;
+    if (!opt.fst.empty()) {
+      report.fst_error = vcd_to_fst(vcd, opt.fst);
+      if (report.fst_error.empty()) report.fst_written = opt.fst;
+    }
+    if (opt.vcd.empty()) std::remove(vcd.c_str());
   }
   return report;
 }

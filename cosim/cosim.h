@@ -42,6 +42,7 @@ struct CosimOptions {
   std::vector<CosimInput> script;  // directed inputs, applied on their cycles
   uint64_t max_cycles = 0;       // 0: no limit besides `cqes` (a script run ends after its last input + 20000)
   std::string vcd;               // write a waveform around the first mismatch
+  std::string fst;               // the same window as FST (GTKWave's compressed format)
   uint64_t vcd_window = 200;     // cycles before the mismatch
   RtlFaults faults;              // deliberate RTL faults (checker self-test)
   uint32_t num_cqs = RtlCqWriter::kRtlNumCqs;
@@ -62,6 +63,7 @@ struct CosimReport {
   uint64_t arms_next = 0, arms_solicited = 0;  // arm kinds delivered to the writer
   double wall_seconds = 0;
   std::string vcd_written;
+  std::string fst_written, fst_error;  // the FST written, or why it could not be
   std::string summary() const;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cosim/fst.h"
 #include "model/common/bytes.h"
 #include "model/common/percentile.h"
 
@@ -63,7 +64,7 @@ LatencyStats Probes::Samples::stats() {
   return s;
 }
 
-Probes::Probes(const TrafficOptions& o) : o_(o), vcd_(!o.vcd_path.empty(), o.vcd_signals) {
+Probes::Probes(const TrafficOptions& o) : o_(o), vcd_(!o.vcd_path.empty() || !o.fst_path.empty(), o.vcd_signals) {
   if (!o.trace_path.empty()) timeline_.enable();
 }
 
@@ -240,6 +241,16 @@ bool Probes::write_outputs() const {
   };
   if (timeline_.enabled()) written(timeline_.write(o_.trace_path, 2), o_.trace_path);
   if (!o_.vcd_path.empty()) written(vcd_.write(o_.vcd_path), o_.vcd_path);
+  if (!o_.fst_path.empty()) {
+    // The FST is the VCD converted by GTKWave's vcd2fst (a temporary VCD when none was asked for).
+    const std::string vcd = o_.vcd_path.empty() ? o_.fst_path + ".vcd" : o_.vcd_path;
+    if (o_.vcd_path.empty()) written(vcd_.write(vcd), vcd);
+    if (const std::string why = vcd_to_fst(vcd, o_.fst_path); !why.empty()) {
+      std::fprintf(stderr, "vhca-sim: --fst: %s\n", why.c_str());
+      ok = false;
+    }
+    if (o_.vcd_path.empty()) std::remove(vcd.c_str());
+  }
   return ok;
 }
 

@@ -112,6 +112,7 @@ struct TrafficOptions {
   std::string trace_path;           // write a Perfetto / Chrome trace-event timeline here
   std::string record_path;          // write every arrival as a replayable trace here
   std::string vcd_path;             // write a VCD of the chosen signals here
+  std::string fst_path;             // and/or the same as FST (GTKWave's compressed format)
   std::vector<std::string> vcd_signals;  // glob patterns (`*`, `?`) over signal names; empty: all
   bool queues = false;              // report every queue between blocks: depth, high-water, producers
   double wall_limit_s = 0;          // give up after this much wall-clock time (0: no limit)

@@ -48,7 +48,7 @@ const char* const kUsage =
                "                [--arm-event moderated|at-arm] [--profile baseline|cx5|cx6] [--fault flip-payload] [--queues]\n"
                "                [--log CATS] [--wall-limit SECONDS]\n"
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
-               "                [--vcd FILE [--signals GLOB,...]] [--record FILE] [--queues] [--log CATS]\n"
+               "                [--vcd FILE] [--fst FILE] [--signals GLOB,...] [--record FILE] [--queues] [--log CATS]\n"
                "                [--wall-limit SECONDS]\n"
                "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
                "                [--out DIR] [--latency COLUMN] [--x COLUMN] [--seeds N] [--emit-jobs]\n"
@@ -58,7 +58,7 @@ const char* const kUsage =
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
                "                [--seed S] [--rtl] [--arm-event moderated|at-arm] [--log CATEGORIES] [--quiet]\n"
                "                [--wall-limit SECONDS]\n"
-               "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fault owner|late-event]\n"
+               "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fst FILE] [--fault owner|late-event]\n"
                "                [--arm-event moderated|at-arm]\n"
                "       vhca-sim serve [--socket PATH] [--devices N] [--json FILE] [--timeline FILE]\n"
                "                [--spin-grace-us N] [--port-down DEVICE@[doorbell:N|AT_US][+FOR_US]]... [--quiet]\n"
@@ -211,6 +211,7 @@ int run_cosim_command(int argc, char** argv) {
     else if (a == "--cqes") o.cqes = w.integer(1, uint64_t(1) << 40);
     else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
     else if (a == "--vcd") o.vcd = w.value();
+    else if (a == "--fst") o.fst = w.value();
     else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--fault") {
       std::string f = w.value();
@@ -224,6 +225,11 @@ int run_cosim_command(int argc, char** argv) {
   std::printf("vhca-sim cosim: lockstep C++ model vs Verilated RTL CQ writer, seed %llu\n%s",
               static_cast<unsigned long long>(o.seed), lock.summary().c_str());
   if (!lock.vcd_written.empty()) std::printf("waveform around the mismatch: %s\n", lock.vcd_written.c_str());
+  if (!lock.fst_written.empty()) std::printf("waveform around the mismatch (FST): %s\n", lock.fst_written.c_str());
+  if (!lock.fst_error.empty()) {
+    std::fprintf(stderr, "vhca-sim: --fst: %s\n", lock.fst_error.c_str());
+    return 2;
+  }
   if (!lock.coverage_equal) std::printf("coverage counters of model and RTL DIFFER\n");
   std::printf("lockstep: %.0f cycles/s, %.0f CQEs/s (wall %.2f s)\n", double(lock.cycles) / lock.wall_seconds,
               double(lock.cqes) / lock.wall_seconds, lock.wall_seconds);
@@ -293,7 +299,7 @@ int run_scenario_command(int argc, char** argv) {
   if (argc < 3) usage("run: which scenario file?");
   const std::string path = argv[2];
   std::vector<std::string> sets;
-  std::string json, csv, trace, record, vcd, signals;
+  std::string json, csv, trace, record, vcd, fst, signals;
   bool queues = false;
   double wall_limit_s = 0;
   for (ArgWalker w{argc, argv, 3, {}}; w.i < argc; ++w.i) {
@@ -306,6 +312,7 @@ int run_scenario_command(int argc, char** argv) {
     else if (w.a == "--trace") trace = w.value();
     else if (w.a == "--record") record = w.value();
     else if (w.a == "--vcd") vcd = w.value();
+    else if (w.a == "--fst") fst = w.value();
     else if (w.a == "--signals") signals = w.value();
     else if (w.a == "--log") vhca::log::enable(w.value());
     else if (w.a == "--wall-limit") wall_limit_s = w.number(0.001, 1e7);
@@ -321,9 +328,11 @@ int run_scenario_command(int argc, char** argv) {
   o.trace_path = trace;
   o.record_path = record;
   o.vcd_path = vcd;
+  o.fst_path = fst;
   o.queues = queues;
   o.wall_limit_s = wall_limit_s;
-  if (!signals.empty() && vcd.empty()) usage("run: --signals chooses what --vcd FILE dumps; give --vcd too");
+  if (!signals.empty() && vcd.empty() && fst.empty())
+    usage("run: --signals chooses what --vcd FILE (or --fst FILE) dumps; give one of them too");
   for (size_t from = 0; !signals.empty();) {
     const size_t comma = signals.find(',', from);
     o.vcd_signals.push_back(signals.substr(from, comma - from));
