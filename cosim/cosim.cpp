@@ -15,10 +15,14 @@
 #include <fmt/format.h>
 
 #include "model/common/bytes.h"
+#include "cosim/rtl_pipelined_writer.h"
 #include "model/cq/cq_writer_core.h"
+#include "model/cq/cq_writer_pipeline.h"
 #include "model/regs/tables.h"
 
 namespace vhca {
+
+const char* cosim_writer_name(CosimWriter w) { return w == CosimWriter::pipelined ? "pipelined" : "mirror"; }
 
 std::string CosimInput::describe() const {
   switch (kind) {
@@ -54,6 +58,12 @@ std::string CosimReport::summary() const {
       coverage.ci_refreshes,
       coverage.overflows, coverage.owner_wraps, coverage.dropped, coverage.bad_records, coverage.timer_expiries,
       output_stall_cycles);
+  if (pipelined)
+    s += fmt::format("pipeline: back-to-back on one CQ (stage-3 bypass) {}  one apart (write bypass) {}  completions "
+                     "squashed {}  expiries re-inserted {}  stale expiries {}  expiring on one tick {}  holds {}\n",
+                     pipeline.bypass_stage3, pipeline.bypass_written, pipeline.squashed, pipeline.reinserted,
+                     pipeline.stale_expiries, pipeline.same_tick, pipeline.holds);
+  for (const std::string& v : protocol_violations) s += "protocol: " + v + "\n";
   if (!first_mismatch.empty()) s += first_mismatch;
   return s;
 }
@@ -222,7 +232,13 @@ class Environment {
     uint8_t sn = 0;
   };
 
-  uint32_t pick() { return 1 + uint32_t(rng_() % (cqs_.size() - 1)); }
+  // Above 64 CQs half the traffic goes to 16 hot CQs, so that one CQ still sees back-to-back
+  // operations (the pipeline's bypass) while the rest of the table is used too.
+  uint32_t pick() {
+    const uint64_t d = rng_();
+    if (cqs_.size() > 64 && (d >> 63)) return 1 + uint32_t(d % 16);
+    return 1 + uint32_t(d % (cqs_.size() - 1));
+  }
 
   CosimInput create(uint32_t cqn, uint64_t c) {
     HostCq& q = cqs_[cqn];
@@ -356,9 +372,14 @@ class Lockstep {
     CqeWriterConfig cfg;
     cfg.num_cqs = opt.num_cqs;
     cfg.arm_event = opt.arm_event;
-    if (opt.mode != CosimMode::rtl_only) model_ = std::make_unique<Side>(std::make_unique<CqWriterCore>(cfg, 500.0));
+    const bool pipelined = opt.writer == CosimWriter::pipelined;
+    report_.pipelined = pipelined;
+    if (opt.mode != CosimMode::rtl_only)
+      model_ = std::make_unique<Side>(pipelined ? std::unique_ptr<CqWriterEngine>(std::make_unique<CqWriterPipeline>(cfg, 500.0))
+                                                : std::make_unique<CqWriterCore>(cfg, 500.0));
     if (opt.mode != CosimMode::model_only) {
-      auto rtl = std::make_unique<RtlCqWriter>(cfg, opt.faults);
+      std::unique_ptr<RtlEngine> rtl =
+          pipelined ? make_rtl_pipelined_writer(cfg, opt.faults, opt.rtl_init_seed) : std::make_unique<RtlCqWriter>(cfg, opt.faults);
       if (!trace_path.empty()) rtl->trace(trace_path, trace_from, trace_to);
       rtl_ = std::make_unique<Side>(std::move(rtl));
     }
@@ -390,6 +411,7 @@ class Lockstep {
     report_.cqes = ref.engine->stats().cqes;
     report_.coverage = ref.engine->stats();
     report_.coverage.output_stalls = 0;
+    if (auto* p = dynamic_cast<CqWriterPipeline*>(ref.engine.get())) report_.pipeline = p->coverage();
     if (model_ && rtl_) {
       CqeWriterStats a = model_->engine->stats(), b = rtl_->engine->stats();
       report_.coverage_equal = a.cqes == b.cqes && a.events == b.events && a.events_by_count == b.events_by_count &&
@@ -438,7 +460,7 @@ class Lockstep {
   void step(Side& s, uint64_t c) {
     s.bad_doorbells.clear();
     s.controls_done.clear();
-    if (s.engine->outputs_ready(c)) {
+    if (s.engine->holds_outputs() || s.engine->outputs_ready(c)) {
       s.engine->act(c);
     } else {
       s.engine->note_output_stall();
@@ -487,9 +509,16 @@ class Lockstep {
                                        b.cqn, b.dbr));
     }
     if (m.bad_doorbells != r.bad_doorbells) return mismatch(c, "bad-doorbell reports differ");
+    const auto& violations = static_cast<RtlEngine&>(*r.engine).protocol_violations();
+    if (violations.size() > report_.protocol_violations.size()) {
+      report_.protocol_violations = violations;
+      return mismatch(c, "stream protocol broken at the RTL's pins: " + violations.back());
+    }
     if (m.controls_done != r.controls_done) return mismatch(c, "control completions differ");
     report_.compared += m.bad_doorbells.size() + m.controls_done.size();
-    compare_context(c, uint32_t(c % opt_.num_cqs));
+    // The pipelined writer's table means nothing until its clearing sweep is done.
+    if (!report_.pipelined || c > static_cast<CqWriterPipeline&>(*m.engine).clearing_cycles())
+      compare_context(c, uint32_t(c % opt_.num_cqs));
   }
 
   // Hidden state: one CQ context a cycle, round robin, read through the RTL's query port, so that

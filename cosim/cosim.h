@@ -16,11 +16,18 @@
 #include <vector>
 
 #include "model/cq/cq_writer_engine.h"
+#include "model/cq/cq_writer_pipeline.h"
 #include "cosim/rtl_cq_writer.h"
 
 namespace vhca {
 
 enum class CosimMode { lockstep, model_only, rtl_only };
+
+// Which pair is compared: today's single-cycle writer and its mirror RTL (rtl/cq_writer.v, 64
+// CQs), or the pipelined writer (CqWriterPipeline and rtl/cq_writer_pipelined.v, at 64, 4,096 or
+// 65,536 CQs).
+enum class CosimWriter { mirror, pipelined };
+const char* cosim_writer_name(CosimWriter w);
 
 // One stimulus item: pushed into the writer's input on `cycle` (visible one cycle later).
 struct CosimInput {
@@ -45,6 +52,8 @@ struct CosimOptions {
   std::string fst;               // the same window as FST (GTKWave's compressed format)
   uint64_t vcd_window = 200;     // cycles before the mismatch
   RtlFaults faults;              // deliberate RTL faults (checker self-test)
+  CosimWriter writer = CosimWriter::mirror;
+  uint32_t rtl_init_seed = 0;    // pipelined: random initial register and RAM values from this seed
   uint32_t num_cqs = RtlCqWriter::kRtlNumCqs;
   ArmEvent arm_event = ArmEvent::moderated;  // what an arm finding CQEs owed does (S26)
 };
@@ -58,6 +67,9 @@ struct CosimReport {
   uint64_t first_mismatch_cycle = 0;
   std::string first_mismatch;    // the full report of the first mismatch
   CqeWriterStats coverage;       // of the reference engine
+  bool pipelined = false;
+  CqWriterPipeline::Coverage pipeline;  // the pipelined writer's own mechanisms (C++ model's count)
+  std::vector<std::string> protocol_violations;  // the stream checker on the RTL's pins
   bool coverage_equal = true;    // model and RTL coverage counters agree (lockstep)
   uint64_t output_stall_cycles = 0;
   uint64_t arms_next = 0, arms_solicited = 0;  // arm kinds delivered to the writer

@@ -5,6 +5,7 @@
 
 #include "Vcq_writer.h"
 #include "cosim/rtl_cq_writer.h"
+#include "cosim/rtl_pins.h"
 
 #include <stdexcept>
 #include "model/common/log.h"
@@ -12,14 +13,8 @@
 
 namespace vhca {
 
-namespace {
-// o_cov's event-cause bits, in EventCause order (COV_BY_COUNT, COV_BY_PERIOD, COV_IMMEDIATE,
-// COV_AT_ARM in rtl/cq_writer.v).
-constexpr int kCovFirstCause = 2;
-}  // namespace
-
 RtlCqWriter::RtlCqWriter(const CqeWriterConfig& cfg, const RtlFaults& faults)
-    : CqWriterEngine(cfg), context_(std::make_unique<VerilatedContext>()), faults_(faults) {
+    : RtlEngine(cfg), context_(std::make_unique<VerilatedContext>()), faults_(faults) {
   if (cfg.num_cqs > kRtlNumCqs)
     throw std::invalid_argument("the RTL CQ writer is built with " + std::to_string(kRtlNumCqs) +
                                 " CQ contexts; configure num_cqs <= that");
@@ -68,82 +63,29 @@ void RtlCqWriter::reset() {
 void RtlCqWriter::drive_inputs(uint64_t now) {
   Vcq_writer& t = *top_;
   t.i_cycle = now;
-  t.cfg_arm_at_once = cfg_.arm_event == ArmEvent::at_once;
   t.m_dma_ready = m_dma->can_push(now);
   t.m_event_ready = m_event->can_push(now);
   t.m_ci_req_ready = m_ci_req->can_push(now);
 
-  t.s_ctl_valid = s_ctl.ready(now);
-  if (t.s_ctl_valid) {
-    const CqControl& c = s_ctl.front();
-    t.s_ctl_op = uint8_t(c.op);
-    t.s_ctl_cqn = c.cqn;
-    t.s_ctl_log_size = c.cfg.log_size;
-    t.s_ctl_base = c.cfg.base;
-    t.s_ctl_dbr = c.cfg.dbr;
-    t.s_ctl_eqn = c.cfg.eqn;
-    t.s_ctl_mod_count = c.cfg.mod_count;
-    t.s_ctl_mod_period = c.cfg.mod_period;
-    t.s_ctl_period_mode = c.cfg.period_mode == PeriodMode::cqe;
-    t.s_ctl_overrun_ignore = c.cfg.overrun_ignore;
-    t.s_ctl_always_armed = c.cfg.always_armed;
-  }
-  t.s_aerr_valid = s_access_error.ready(now);
-  if (t.s_aerr_valid) t.s_aerr_cqn = s_access_error.front();
-  t.s_ci_valid = s_ci.ready(now);
-  if (t.s_ci_valid) {
-    t.s_ci_cqn = s_ci.front().cqn;
-    t.s_ci_ci = s_ci.front().ci & 0xFFFFFF;
-    t.s_ci_ok = s_ci.front().ok;
-  }
-  t.s_arm_valid = s_arm.ready(now);
-  if (t.s_arm_valid) {
-    const ArmRequest& a = s_arm.front();
-    t.s_arm_cqn = a.cqn;
-    t.s_arm_sn = a.sn;
-    t.s_arm_cmd = a.cmd == ArmCmd::solicited;
-    t.s_arm_ci = a.ci & 0xFFFFFF;
-  }
-  t.s_cpl_valid = s_cpl.ready(now);
-  if (t.s_cpl_valid) {
-    const CompletionRecord& r = s_cpl.front();
-    t.s_cpl_cqn = r.cqn;
-    t.s_cpl_is_send = r.is_send;
-    t.s_cpl_opcode = r.opcode;
-    t.s_cpl_send_opcode = r.send_opcode;
-    t.s_cpl_syndrome = r.syndrome;
-    t.s_cpl_vendor_syndrome = r.vendor_syndrome;
-    t.s_cpl_wr_id = r.wr_id;
-    t.s_cpl_byte_cnt = r.byte_cnt;
-    t.s_cpl_imm_present = r.imm_present;
-    t.s_cpl_imm = r.imm;
-    t.s_cpl_qpn = r.qpn;
-    t.s_cpl_src_qpn = r.src_qpn;
-    t.s_cpl_slid = r.slid;
-    t.s_cpl_sl = r.sl;
-    t.s_cpl_grh = r.grh;
-    t.s_cpl_pkey_index = r.pkey_index;
-    t.s_cpl_se = r.se;
-    t.s_cpl_wqe_counter = r.wqe_counter;
-  }
+  drive_input_pins(t, *this, now);
 }
 
-void RtlCqWriter::count_coverage(uint32_t cov) {
+void count_rtl_coverage(CqeWriterStats& stats, uint32_t cov) {
   auto bit = [&](int b) { return (cov >> b) & 1; };
-  stats_.cqes += bit(0);
-  stats_.events += bit(1);
-  for (int c = 0; c < kEventCauses; ++c) stats_.events_of(EventCause(c)) += bit(kCovFirstCause + c);
-  stats_.arms += bit(6);
-  stats_.arms_upgraded += bit(7);
-  stats_.arms_ignored_pending += bit(8);
-  stats_.arms_stale += bit(9);
-  stats_.ci_refreshes += bit(10);
-  stats_.overflows += bit(11);
-  stats_.owner_wraps += bit(12);
-  stats_.dropped += bit(13);
-  stats_.bad_records += bit(14);
-  stats_.timer_expiries += bit(15);
-  stats_.arms_owed += bit(16);
+  stats.cqes += bit(0);
+  stats.events += bit(1);
+  for (int c = 0; c < kEventCauses; ++c) stats.events_of(EventCause(c)) += bit(kCovFirstCause + c);
+  stats.arms += bit(6);
+  stats.arms_upgraded += bit(7);
+  stats.arms_ignored_pending += bit(8);
+  stats.arms_stale += bit(9);
+  stats.ci_refreshes += bit(10);
+  stats.overflows += bit(11);
+  stats.owner_wraps += bit(12);
+  stats.dropped += bit(13);
+  stats.bad_records += bit(14);
+  stats.timer_expiries += bit(15);
+  stats.arms_owed += bit(16);
   if (bit(14)) log::error("RTL CQ writer: completion record for a CQ that does not exist: dropped");
   if (bit(11)) log::error("RTL CQ writer: CQ overflow, CQE not written");
 }
@@ -155,15 +97,7 @@ void RtlCqWriter::collect_outputs(uint64_t now) {
     delayed_event_pending_ = false;
   }
   if (t.m_dma_valid) {
-    DmaWrite w;
-    w.addr = t.m_dma_addr;
-    w.len = cqe::kSize;
-    w.source = DmaSource::cqe;
-    w.id = t.m_dma_cqn;
-    for (unsigned i = 0; i < 64; ++i) {
-      const unsigned lo = 504 - 8 * i;  // byte 0 is data[511:504]
-      w.data[i] = uint8_t(t.m_dma_data[lo / 32] >> (lo % 32));
-    }
+    DmaWrite w = cqe_write_on_pins(t);
     if (++cqes_seen_ == faults_.flip_owner_at_cqe) w.data[63] ^= 1;
     if (w.id < cq_cqes_.size()) ++cq_cqes_[w.id];
     m_dma->push(w, now);
@@ -185,7 +119,7 @@ void RtlCqWriter::collect_outputs(uint64_t now) {
   }
   if (t.m_ci_req_valid) m_ci_req->push(CiRequest{t.m_ci_req_cqn, t.m_ci_req_dbr}, now);
   if (t.o_bad_db_valid && on_bad_doorbell) on_bad_doorbell(t.o_bad_db_reason, t.o_bad_db_cqn);
-  count_coverage(t.o_cov);
+  count_rtl_coverage(stats_, t.o_cov);
 }
 
 bool RtlCqWriter::act(uint64_t now) {

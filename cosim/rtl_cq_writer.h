@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/cq/cq_writer_engine.h"
 
@@ -23,9 +24,31 @@ struct RtlFaults {
   // From this cycle on (0 = never), the query port's moderation counter reads one high wherever
   // it is not 0: a hidden-state divergence that reaches no output, for the context check.
   uint64_t misread_pending_from = 0;
+  // The pipelined writer's stream checker sees m_dma's data change on the Nth cycle a CQE waits
+  // for ready (1-based; 0 = never): proof that the pin-level checker is wired and fires.
+  uint64_t unstable_cqe_at = 0;
 };
 
-class RtlCqWriter : public CqWriterEngine {
+// What both Verilated CQ writers (this one, and the pipelined one: cosim/rtl_pipelined_writer.h)
+// offer besides the engine interface.
+class RtlEngine : public CqWriterEngine {
+ public:
+  using CqWriterEngine::CqWriterEngine;
+  // Waveform: dump every evaluation between cycles [from, to] to a VCD file.
+  virtual void trace(const std::string& vcd_path, uint64_t from, uint64_t to) = 0;
+  virtual uint64_t evaluations() const = 0;
+  // What the pin-level stream checker (cosim/stream_checker.h) found, if the engine has one.
+  virtual const std::vector<std::string>& protocol_violations() const {
+    static const std::vector<std::string> kNone;
+    return kNone;
+  }
+};
+
+// o_cov, the RTL writers' coverage word (COV_* in rtl/cq_writer.v), counted into the statistics.
+constexpr int kCovFirstCause = 2;  // the event-cause bits, in EventCause order
+void count_rtl_coverage(CqeWriterStats& stats, uint32_t cov);
+
+class RtlCqWriter : public RtlEngine {
  public:
   // The Verilated build has NUM_CQS = kRtlNumCqs and CYCLES_PER_US = 500.
   static constexpr uint32_t kRtlNumCqs = 64;
@@ -38,15 +61,13 @@ class RtlCqWriter : public CqWriterEngine {
   bool cq_exists(uint32_t cqn) const override;
   void reset() override;
 
-  // Waveform: dump every evaluation between cycles [from, to] to a VCD file.
-  void trace(const std::string& vcd_path, uint64_t from, uint64_t to);
-  uint64_t evaluations() const { return evals_; }
+  void trace(const std::string& vcd_path, uint64_t from, uint64_t to) override;
+  uint64_t evaluations() const override { return evals_; }
 
  private:
   void drive_inputs(uint64_t now);
   void collect_outputs(uint64_t now);
   void eval(uint64_t now, int phase);
-  void count_coverage(uint32_t cov);
 
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<Vcq_writer> top_;

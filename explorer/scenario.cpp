@@ -448,9 +448,12 @@ void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
                          "rq_prefetch", "ack_coalesce", "ack_delay", "max_inflight"});
   if (n["cq_writer"]) {
     const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
-    if (v == "model") o.rtl = false;
-    else if (v == "rtl") o.rtl = true;
-    else r.fail(n["cq_writer"], "hca.cq_writer", "'" + v + "' is neither model nor rtl");
+    if (v == "model" || v == "rtl" || v == "pipelined" || v == "rtl-pipelined") {
+      o.rtl = v == "rtl" || v == "rtl-pipelined";
+      o.pipelined = v == "pipelined" || v == "rtl-pipelined";
+    } else {
+      r.fail(n["cq_writer"], "hca.cq_writer", "'" + v + "' is not model, rtl, pipelined or rtl-pipelined");
+    }
   }
   if (n["arm_event"]) {
     const std::string v = r.scalar(n["arm_event"], "hca.arm_event");

@@ -33,6 +33,9 @@ module cq_timer_wheel #(
     output wire                 o_ready,
     output reg  [13:0]          o_now,
     output reg                  o_late,
+    // Nothing to do until the next tick: swept, no insert in flight, every begun tick walked
+    // (registers only; the writer's clock may stop meanwhile, time being counted on its return).
+    output wire                 o_idle,
 
     input  wire                 s_ins_valid,
     output wire                 s_ins_ready,
@@ -111,6 +114,7 @@ module cq_timer_wheel #(
   // read and write a head); while one is wanted no insert is taken, so the stages drain.
   wire detach_go = heads_ready && !walk_busy && tick_due && !ins0_valid && !ins1_valid;
   assign s_ins_ready = heads_ready && !(!walk_busy && tick_due);
+  assign o_idle = heads_ready && !walk_busy && !ins0_valid && !ins1_valid && !tick_due;
 
   wire [13:0] ahead = s_ins_deadline - o_now;
   wire        placeable = ahead != 14'd0 && ahead < 14'h2000;

@@ -21,7 +21,7 @@ module ram_1w1r #(
     input  wire [ADDR_WIDTH-1:0] raddr,
     output reg  [WIDTH-1:0]      rdata
 );
-  reg [WIDTH-1:0] mem [0:DEPTH-1];
+  reg [WIDTH-1:0] mem [0:DEPTH-1] /*verilator public_flat_rd*/;  // read by verification backdoors
 
   always @(posedge clk) begin
     if (we) mem[waddr] <= wdata;

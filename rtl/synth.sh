@@ -3,26 +3,30 @@
 # memories inferred (and whether each can become a RAM: every read port registered, at most two
 # ports), gate cells, flip-flop bits, and the longest combinational path in logic levels.
 #
-#   rtl/synth.sh [--require-rams N] [--report FILE] TOP [NAME=VALUE ...] -- FILE.v ...
+#   rtl/synth.sh [--require-rams N] [--require-ram MEMORY]... [--report FILE] TOP [NAME=VALUE ...] -- FILE.v ...
 #
 # The flow: coarse synthesis with memories kept as memories (`synth -run begin:fine`, which ends
 # with `memory -nomap`), then generic gates (techmap, abc onto simple two-input gates and MUX);
 # the longest path is yosys' `ltp -noff` over those gates (flip-flops cut paths; a memory cell
 # counts as one level). --require-rams N fails (exit 1) when fewer than N RAM-able memories are
 # inferred: a table written as flip-flop arrays, or read combinationally, is not one.
+# --require-ram MEMORY (repeatable) fails unless that memory (its hierarchical name as reported,
+# e.g. ctx_table.ram.mem) is inferred and RAM-able.
 # Exit codes: 0 ok, 1 a requirement failed or yosys failed, 2 bad usage.
 set -eu
 require=0
 report=""
+named=""
 while [ $# -gt 0 ]; do
   case $1 in
     --require-rams) require=$2; shift 2 ;;
+    --require-ram) named="$named $2"; shift 2 ;;
     --report) report=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[ $# -ge 3 ] || { echo "usage: rtl/synth.sh [--require-rams N] [--report FILE] TOP [NAME=VALUE ...] -- FILE.v ..." >&2; exit 2; }
+[ $# -ge 3 ] || { echo "usage: rtl/synth.sh [--require-rams N] [--require-ram MEMORY]... [--report FILE] TOP [NAME=VALUE ...] -- FILE.v ..." >&2; exit 2; }
 command -v yosys >/dev/null || { echo "rtl/synth.sh: yosys not found: install the Debian package yosys (tools/bootstrap.sh does)" >&2; exit 1; }
 top=$1
 shift
@@ -99,3 +103,9 @@ if [ "$rams" -lt "$require" ]; then
   echo "rtl/synth.sh: $top: $rams RAM-able memories inferred, $require required" >&2
   exit 1
 fi
+for mem in $named; do
+  if ! grep -q "^  $mem: .*: RAM-able\$" "$dir/mem_report.txt"; then
+    echo "rtl/synth.sh: $top: memory $mem is not inferred as a RAM-able memory" >&2
+    exit 1
+  fi
+done

@@ -62,6 +62,7 @@ struct Lockstep {
   TimerWheel::Outputs compare() {
     const TimerWheel::Outputs m = model.outputs();
     bool same = m.ready == bool(rtl.o_ready) && m.now == rtl.o_now && m.late == bool(rtl.o_late) &&
+                m.idle == bool(rtl.o_idle) &&
                 m.ins_ready == bool(rtl.s_ins_ready) && m.exp_valid == bool(rtl.m_exp_valid);
     if (same && m.exp_valid) same = m.exp_cqn == rtl.m_exp_cqn && m.exp_tick == rtl.m_exp_tick;
     if (!same) {

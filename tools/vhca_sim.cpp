@@ -3,6 +3,7 @@
 // the CQ engine alone through the completion-injection port; `cosim` runs the lockstep RTL check.
 // Each exits non-zero if any completion was lost, duplicated or reordered (or data damaged), so
 // that its run is also a test.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 
 #include "model/common/log.h"
 #include "cosim/cosim.h"
+#include "cosim/rtl_pipelined_writer.h"
 #include "explorer/profile.h"
 #include "explorer/scenario.h"
 #include "explorer/sweep.h"
@@ -37,6 +39,7 @@ struct Options {
   uint64_t seed = 1;
   bool quiet = false;
   bool rtl = false;  // the Verilated RTL CQ writer inside the HCA
+  bool pipelined = false;  // the pipelined CQ writer (with --rtl: its RTL, at 65,536 CQs)
   vhca::ArmEvent arm_event = vhca::ArmEvent::moderated;
   double wall_limit_s = 0;
 };
@@ -46,7 +49,7 @@ const char* const kUsage =
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
                "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
                "                [--arm-event moderated|at-arm] [--profile baseline|cx5|cx6] [--fault flip-payload] [--queues]\n"
-               "                [--log CATS] [--wall-limit SECONDS]\n"
+               "                [--log CATS] [--wall-limit SECONDS] [--pipelined]\n"
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
                "                [--vcd FILE] [--fst FILE] [--signals GLOB,...] [--record FILE] [--queues] [--log CATS]\n"
                "                [--wall-limit SECONDS]\n"
@@ -57,9 +60,10 @@ const char* const kUsage =
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
                "                [--seed S] [--rtl] [--arm-event moderated|at-arm] [--log CATEGORIES] [--quiet]\n"
-               "                [--wall-limit SECONDS]\n"
+               "                [--wall-limit SECONDS] [--pipelined]\n"
                "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fst FILE] [--fault owner|late-event]\n"
-               "                [--arm-event moderated|at-arm]\n"
+               "                [--arm-event moderated|at-arm] [--writer mirror|pipelined] [--cqs 64|4096|65536]\n"
+               "                [--rtl-init-seed S] [--fault unstable-cqe]\n"
                "       vhca-sim serve [--socket PATH] [--devices N] [--json FILE] [--timeline FILE]\n"
                "                [--spin-grace-us N] [--port-down DEVICE@[doorbell:N|AT_US][+FOR_US]]... [--quiet]\n"
                "                (the HCAs as devices vhca0, vhca1, ... for verbs programs run with the drop-in\n"
@@ -157,6 +161,7 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     else if (a == "--context") o.context = w.context();
     else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
     else if (a == "--rtl") o.rtl = true;
+    else if (a == "--pipelined") o.pipelined = true;
     else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--loss") o.link.loss_rate = w.number(0, 0.5);
     else if (a == "--fault") {
@@ -190,6 +195,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--quiet") o.quiet = true;
     else if (a == "--help" || a == "-h") help();
     else if (a == "--rtl") o.rtl = true;
+    else if (a == "--pipelined") o.pipelined = true;
     else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--log") vhca::log::enable(w.value());
     else if (a == "--mode") o.mode = w.mode();
@@ -213,17 +219,33 @@ int run_cosim_command(int argc, char** argv) {
     else if (a == "--vcd") o.vcd = w.value();
     else if (a == "--fst") o.fst = w.value();
     else if (a == "--arm-event") o.arm_event = w.arm_event();
+    else if (a == "--writer") {
+      const std::string v = w.value();
+      if (v == "mirror") o.writer = vhca::CosimWriter::mirror;
+      else if (v == "pipelined") o.writer = vhca::CosimWriter::pipelined;
+      else usage("--writer: '" + v + "' is neither mirror nor pipelined");
+    } else if (a == "--cqs") o.num_cqs = uint32_t(w.integer(2, 65536));
+    else if (a == "--rtl-init-seed") o.rtl_init_seed = uint32_t(w.integer(1, UINT32_MAX));
     else if (a == "--fault") {
       std::string f = w.value();
       if (f == "owner") o.faults.flip_owner_at_cqe = 1000;
       else if (f == "late-event") o.faults.delay_event_at = 100;
-      else usage("--fault: '" + f + "' is neither owner nor late-event");
+      else if (f == "unstable-cqe") o.faults.unstable_cqe_at = 3;
+      else usage("--fault: '" + f + "' is not owner, late-event or unstable-cqe");
     } else usage("cosim: unknown option " + a);
   }
   if (o.cqes == 0) usage("--cqes must be at least 1");
+  if (o.writer == vhca::CosimWriter::mirror && o.num_cqs != vhca::RtlCqWriter::kRtlNumCqs)
+    usage("--cqs: the mirror writer's RTL is built with 64 CQs (--writer pipelined takes 64, 4096 or 65536)");
+  if (o.writer == vhca::CosimWriter::pipelined) {
+    const auto& sizes = vhca::rtl_pipelined_sizes();
+    if (std::find(sizes.begin(), sizes.end(), o.num_cqs) == sizes.end())
+      usage("--cqs: the pipelined RTL is built with 64, 4096 or 65536 CQs, not " + std::to_string(o.num_cqs));
+  }
   const vhca::CosimReport lock = vhca::run_cosim(o);
-  std::printf("vhca-sim cosim: lockstep C++ model vs Verilated RTL CQ writer, seed %llu\n%s",
-              static_cast<unsigned long long>(o.seed), lock.summary().c_str());
+  std::printf("vhca-sim cosim: lockstep C++ model vs Verilated RTL CQ writer (%s, %u CQs), seed %llu\n%s",
+              vhca::cosim_writer_name(o.writer), o.num_cqs, static_cast<unsigned long long>(o.seed),
+              lock.summary().c_str());
   if (!lock.vcd_written.empty()) std::printf("waveform around the mismatch: %s\n", lock.vcd_written.c_str());
   if (!lock.fst_written.empty()) std::printf("waveform around the mismatch (FST): %s\n", lock.fst_written.c_str());
   if (!lock.fst_error.empty()) {
@@ -432,7 +454,8 @@ int sc_main(int argc, char* argv[]) {
 // of receive completions per CQ, Poisson over all of them.
 int run_inject(int argc, char** argv) {
   const Options opt = parse(argc, argv);
-  if (opt.rtl && opt.cqs > 62) usage("--rtl supports at most 62 CQs per host");
+  if (opt.rtl && !opt.pipelined && opt.cqs > 62)
+    usage("--rtl supports at most 62 CQs per host (--rtl --pipelined: the pipelined RTL, 65,536 CQs)");
   vhca::TrafficOptions o;
   o.name = "inject";
   o.qps = opt.cqs;
@@ -445,6 +468,7 @@ int run_inject(int argc, char** argv) {
   o.context = opt.context;
   o.seed = opt.seed;
   o.rtl = opt.rtl;
+  o.pipelined = opt.pipelined;
   o.arm_event = opt.arm_event;
   o.workload.sizes = {1024};
   o.workload.write_fraction = 0;

@@ -84,7 +84,9 @@ void CqWriterCore::apply_control(const CqControl& c, uint64_t now) {
   switch (c.op) {
     case CqControl::Op::create: {
       const uint32_t gen = cq.timer_gen + 1;  // timers of an earlier CQ with this CQN stay stale
+      const bool listed = cq.timer_listed;    // a wheel's list still holds the CQN (CqWriterPipeline)
       cq = CqContext{};
+      cq.timer_listed = listed;
       cq.valid = true;
       cq.cfg = c.cfg;
       cq.state = c.cfg.always_armed ? CqState::always_armed : CqState::disarmed;
@@ -130,7 +132,8 @@ void CqWriterCore::apply_access_error(uint32_t cqn, uint64_t now) {
 bool CqWriterCore::apply_ci_response(const CiResponse& r, uint64_t now) {
   // Only the response the head completion waits for counts (a late one, e.g. from before a device
   // reset, is dropped).
-  if (!waiting_ci_ || s_cpl.empty() || s_cpl.front().cqn != r.cqn || r.cqn >= table_.size()) return true;
+  const CompletionRecord* head = head_completion();
+  if (!waiting_ci_ || !head || head->cqn != r.cqn || r.cqn >= table_.size()) return true;
   waiting_ci_ = false;
   CqContext& cq = table_.touch(r.cqn);
   if (!cq.valid) return true;
@@ -138,7 +141,7 @@ bool CqWriterCore::apply_ci_response(const CiResponse& r, uint64_t now) {
     log::error("CQ {}: doorbell record read at {:#x} failed: CQ enters error", r.cqn, cq.cfg.dbr);
     enter_error(cq, r.cqn, eqe::kCqAccessViolation, now);
     ++stats_.dropped;
-    s_cpl.pop(now);
+    retire_head(now);
     return true;
   }
   uint32_t ci = r.ci & kIndexMask;
@@ -147,14 +150,14 @@ bool CqWriterCore::apply_ci_response(const CiResponse& r, uint64_t now) {
                r.cqn, ci, cq.pi);
     enter_error(cq, r.cqn, eqe::kCqBadDoorbellRecord, now);
     ++stats_.dropped;
-    s_cpl.pop(now);
+    retire_head(now);
     return true;
   }
   cq.ci = ci;
   refreshed_ = true;
   if (resizing_) return true;  // decided after the resize commits, with the new size
   // The waiting completion is decided on this same cycle: write it, or overflow.
-  if (apply_completion(s_cpl.front(), now)) s_cpl.pop(now);
+  if (apply_completion(*head, now)) retire_head(now);
   return true;
 }
 
@@ -168,14 +171,16 @@ bool CqWriterCore::expire_timer(uint64_t now) {
     }
     if (t.deadline > now) return false;
     timers_.pop();
-    cq.timer_deadline = 0;
-    ++stats_.timer_expiries;
-    if (armed(cq) && cq.mod_pending > 0) {
-      fire(cq, t.cqn, now, EventCause::period);
-    }
+    timer_due(cq, t.cqn, now);
     return true;
   }
   return false;
+}
+
+void CqWriterCore::timer_due(CqContext& cq, uint32_t cqn, uint64_t now) {
+  cq.timer_deadline = 0;
+  ++stats_.timer_expiries;
+  if (armed(cq) && cq.mod_pending > 0) fire(cq, cqn, now, EventCause::period);
 }
 
 void CqWriterCore::apply_arm(const ArmRequest& a, uint64_t now) {
@@ -263,7 +268,7 @@ bool CqWriterCore::apply_completion(const CompletionRecord& r, uint64_t now) {
   if (!cq.cfg.overrun_ignore && index_distance(cq.ci, cq.pi) >= cq.size()) {
     if (!refreshed) {
       // The cached consumer index says full: read the doorbell record before deciding (S14).
-      m_ci_req->push(CiRequest{r.cqn, cq.cfg.dbr}, now);
+      emit_ci_request(CiRequest{r.cqn, cq.cfg.dbr}, now);
       waiting_ci_ = true;
       ++stats_.ci_refreshes;
       return false;
@@ -287,8 +292,8 @@ void CqWriterCore::write_cqe(CqContext& cq, uint32_t cqn, const CompletionRecord
   w.len = cqe::kSize;
   w.source = DmaSource::cqe;
   w.id = cqn;
-  format_cqe(r, cq.pi, cq.cfg.log_size, now, w.data.data());
-  m_dma->push(w, now);
+  format_cqe(r, cq.pi, cq.cfg.log_size, timestamp(now), w.data.data());
+  emit_dma(w, now);
   log::write(log::Cat::cq, "CQ {} CQE pi={:#x} wr_id={:#x} syndrome={:#x} -> {:#x}", cqn, cq.pi, r.wr_id, r.syndrome,
              w.addr);
   cq.pi = (cq.pi + 1) & kIndexMask;
@@ -341,8 +346,8 @@ void CqWriterCore::reevaluate(CqContext& cq, uint32_t cqn, uint64_t now) {
     return;
   }
   if (cq.cfg.mod_period == 0) return;
-  const uint64_t deadline = cq.timer_start + period_cycles(cq);
-  if (deadline <= now) {
+  const uint64_t deadline = period_deadline(cq);
+  if (deadline_passed(deadline, now)) {
     fire(cq, cqn, now, EventCause::period);
   } else if (cq.timer_deadline != deadline) {
     start_timer(cq, cqn, deadline);
@@ -352,7 +357,7 @@ void CqWriterCore::reevaluate(CqContext& cq, uint32_t cqn, uint64_t now) {
 void CqWriterCore::fire(CqContext& cq, uint32_t cqn, uint64_t now, EventCause cause) {
   ++cq.events_by[int(cause)];
   ++stats_.events_of(cause);
-  m_event->push(DeviceEvent{eqe::kCompletion, cq.cfg.eqn, cqn, 0, cq.pi}, now);
+  emit_event(DeviceEvent{eqe::kCompletion, cq.cfg.eqn, cqn, 0, cq.pi}, now);
   log::write(log::Cat::cq, "CQ {} event -> EQ {} (pending {}, pi {:#x})", cqn, cq.cfg.eqn, cq.mod_pending, cq.pi);
   if (cq.state != CqState::always_armed) cq.state = CqState::disarmed;
   cq.mod_pending = 0;
@@ -367,7 +372,7 @@ void CqWriterCore::fire(CqContext& cq, uint32_t cqn, uint64_t now, EventCause ca
 void CqWriterCore::enter_error(CqContext& cq, uint32_t cqn, uint8_t syndrome, uint64_t now) {
   cq.state = CqState::error;
   stop_timer(cq);
-  m_event->push(DeviceEvent{eqe::kCqError, 0, cqn, syndrome, cq.pi}, now);
+  emit_event(DeviceEvent{eqe::kCqError, 0, cqn, syndrome, cq.pi}, now);
 }
 
 void CqWriterCore::start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline) {

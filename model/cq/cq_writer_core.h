@@ -22,7 +22,21 @@ class CqWriterCore : public CqWriterEngine {
   bool cq_exists(uint32_t cqn) const override { return cqn < table_.size() && table_[cqn].valid; }
   void reset() override;
 
- private:
+ protected:
+  // Hooks the pipelined writer (CqWriterPipeline) overrides: where outputs go, which completion
+  // is the head one, the CQE timestamp and the moderation timer. Everything else - the rules of
+  // every action on a CQ context - is this class's and serves both.
+  virtual void emit_dma(const DmaWrite& w, uint64_t now) { m_dma->push(w, now); }
+  virtual void emit_event(const DeviceEvent& e, uint64_t now) { m_event->push(e, now); }
+  virtual void emit_ci_request(const CiRequest& r, uint64_t now) { m_ci_req->push(r, now); }
+  virtual const CompletionRecord* head_completion() { return s_cpl.empty() ? nullptr : &s_cpl.front(); }
+  virtual void retire_head(uint64_t now) { s_cpl.pop(now); }
+  virtual uint64_t timestamp(uint64_t now) const { return now; }
+  // The deadline of the period that began at cq.timer_start (non-zero), and whether it has passed.
+  virtual uint64_t period_deadline(const CqContext& cq) const { return cq.timer_start + period_cycles(cq); }
+  virtual bool deadline_passed(uint64_t deadline, uint64_t now) const { return deadline <= now; }
+  virtual void start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline);
+
   struct Timer {
     uint64_t deadline;
     uint32_t cqn;
@@ -42,8 +56,9 @@ class CqWriterCore : public CqWriterEngine {
   void reevaluate(CqContext& cq, uint32_t cqn, uint64_t now);
   void fire(CqContext& cq, uint32_t cqn, uint64_t now, EventCause cause);
   void enter_error(CqContext& cq, uint32_t cqn, uint8_t syndrome, uint64_t now);
-  void start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline);
   void stop_timer(CqContext& cq);
+  // A running timer's deadline has come: the period event, if one is owed.
+  void timer_due(CqContext& cq, uint32_t cqn, uint64_t now);
   bool armed(const CqContext& cq) const;
   bool qualifies(const CqContext& cq, const CompletionRecord& r) const;
   uint64_t period_cycles(const CqContext& cq) const;

@@ -51,6 +51,7 @@ struct CqContext {
   uint64_t timer_start = 0;
   uint64_t timer_deadline = 0;  // 0: no timer running
   uint32_t timer_gen = 0;
+  bool timer_listed = false;    // CqWriterPipeline: the CQ is in a timer wheel's slot list
   uint64_t cqes = 0, events = 0, dropped = 0;
   uint64_t events_by[kEventCauses] = {};  // events by EventCause
   uint32_t size() const { return 1u << cfg.log_size; }
@@ -98,6 +99,9 @@ class CqWriterEngine {
   // Told when a control op has been applied (the command unit waits for it).
   std::function<void(const CqControl&, uint64_t cycle)> on_control_done;
 
+  // A writer acting at once may act only with room in every output (outputs_ready); a pipelined
+  // one holds its own outputs (skid buffers) and must be clocked whatever they say.
+  virtual bool holds_outputs() const { return false; }
   bool outputs_ready(uint64_t now) const {
     return m_dma->can_push(now) && m_event->can_push(now) && m_ci_req->can_push(now);
   }

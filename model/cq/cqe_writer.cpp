@@ -40,8 +40,9 @@ void CqeWriter::step() {
   if (!wakeup_.begin_cycle()) return;
   wakeup_.count();
   const uint64_t now = clock_.now();
-  // Asked through the ports: a refusing output wakes this block, and only it, when it drains.
-  if (!(m_dma.can_push(now) && m_event.can_push(now) && m_ci_req.can_push(now))) {
+  // Asked through the ports: a refusing output wakes this block, and only it, when it drains. A
+  // pipelined engine holds its outputs itself (it stays busy, and awake, while they are full).
+  if (!engine_->holds_outputs() && !(m_dma.can_push(now) && m_event.can_push(now) && m_ci_req.can_push(now))) {
     engine_->note_output_stall();  // woken again when the full output drains
     return;
   }

@@ -30,6 +30,7 @@ TimerWheel::Outputs TimerWheel::outputs() const {
   o.ready = heads_ready();
   o.now = now_;
   o.late = late_;
+  o.idle = idle();
   o.ins_ready = ins_ready();
   o.exp_valid = exp_valid_;
   o.exp_cqn = exp_cqn_;

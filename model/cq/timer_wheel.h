@@ -28,6 +28,7 @@ class TimerWheel {
     bool ready = false;  // the head RAM's clearing sweep is done
     uint32_t now = 0;    // the current tick
     bool late = false;   // the insert taken on the last edge was due or unplaceable
+    bool idle = false;   // nothing to do until the next tick (idle())
     bool ins_ready = false;
     bool exp_valid = false;
     uint32_t exp_cqn = 0, exp_tick = 0;
@@ -37,6 +38,9 @@ class TimerWheel {
   void reset();
   Outputs outputs() const;
   void edge(const Inputs& in);
+  // Nothing to do until the next tick begins: the sweep is done, no insert is in flight, every
+  // begun tick's slot has been walked. Edges meanwhile only count time (a writer may skip waking).
+  bool idle() const { return heads_ready() && !walk_busy() && !ins0_valid_ && !ins1_valid_ && !tick_due(); }
 
  private:
   struct Entry {

@@ -1,0 +1,206 @@
+#include "model/cq/cq_writer_pipeline.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace vhca {
+
+CqWriterPipeline::CqWriterPipeline(const CqeWriterConfig& cfg, double clock_mhz)
+    : CqWriterCore(cfg, clock_mhz),
+      cycles_per_us_(uint32_t(std::max<long long>(1, std::llround(clock_mhz)))),
+      wheel_(cfg.num_cqs, cycles_per_us_) {
+  reset();
+}
+
+void CqWriterPipeline::reset() {
+  CqWriterCore::reset();
+  started_ = false;
+  s2_ = s3_ = Op{};
+  replay_.clear();
+  issued_ = 0;
+  dma_skid_.clear();
+  event_skid_.clear();
+  ci_skid_.clear();
+  ins_skid_.clear();
+  wheel_.reset();
+  listed_ = 0;
+  last_expiry_tick_ = written_cqn_ = UINT32_MAX;
+  coverage_ = {};
+}
+
+uint64_t CqWriterPipeline::clearing_cycles() const { return std::max<uint64_t>(cfg_.num_cqs, TimerWheel::kSlots); }
+
+bool CqWriterPipeline::act(uint64_t now) {
+  if (!started_) {
+    started_ = true;
+    first_cycle_ = last_cycle_ = now;
+    clock(now);
+    return true;
+  }
+  for (uint64_t c = last_cycle_ + 1; c <= now; ++c) clock(c);  // idle cycles first
+  last_cycle_ = now;
+  return true;
+}
+
+bool CqWriterPipeline::busy() const {
+  return s2_.kind != Kind::none || s3_.kind != Kind::none || !replay_.empty() || !dma_skid_.empty() ||
+         !event_skid_.empty() || !ci_skid_.empty() || !ins_skid_.empty() || !wheel_.idle() ||
+         cycles_since_reset(last_cycle_ + 1) < clearing_cycles();  // the next cycle is still clearing
+}
+
+// Event-driven: busy, it needs the next cycle; idle with timers in the wheel, the next tick (the
+// cycles between are clocked when it next acts: they only count time); else the next input.
+uint64_t CqWriterPipeline::next_cycle(uint64_t now) {
+  if (!started_ || busy()) return now + 1;
+  uint64_t next = next_input_cycle(now, false, UINT64_MAX);
+  if (listed_ != 0) next = std::min(next, first_cycle_ + (uint64_t(tick_of(now)) + 1) * cycles_per_us_);
+  return next;
+}
+
+// Stage 3 may need every output it has: it holds while any skid buffer is full (their ready is a
+// register, so the hold is decided from registers).
+bool CqWriterPipeline::holds(uint64_t c) const {
+  return !dma_skid_.can_push(c) || !event_skid_.can_push(c) || !ci_skid_.can_push(c) || !ins_skid_.can_push(c);
+}
+
+// One clock cycle: every decision from the registers at its start, then the edge at its end.
+void CqWriterPipeline::clock(uint64_t c) {
+  cycle_ = c;
+  const TimerWheel::Outputs wheel = wheel_.outputs();
+  const bool ready = cycles_since_reset(c) >= cfg_.num_cqs && wheel.ready;
+  const bool advance = ready && !holds(c);
+  const bool take_cpl = ready && replay_.size() < kReplayDepth && s_cpl.ready(c);
+  Op s1 = advance ? select(c, wheel) : Op{};
+  if (ready && !advance) ++coverage_.holds;
+  if (advance) {
+    note_bypasses();
+    if (s3_.kind != Kind::none) perform(s3_, c);
+    written_cqn_ = s3_.kind != Kind::none ? s3_.cqn : UINT32_MAX;
+    s3_ = s2_;
+    s2_ = s1;
+    if (waiting_ci_ || resizing_ != 0) {
+      // Completions issued under the assumption that none would be held: squashed, issued again.
+      for (Op* op : {&s3_, &s2_})
+        if (op->kind == Kind::completion) *op = Op{}, ++coverage_.squashed;
+      issued_ = 0;
+    }
+  }
+  if (take_cpl) replay_.push_back(s_cpl.pop(c));
+  drain_skids(c);
+  TimerWheel::Inputs in;
+  in.exp_ready = s1.kind == Kind::expiry;
+  in.ins_valid = ins_skid_.ready(c);
+  if (in.ins_valid) {
+    in.ins_cqn = ins_skid_.front().cqn;
+    in.ins_deadline = ins_skid_.front().deadline;
+    if (wheel.ins_ready) ins_skid_.pop(c);
+  }
+  wheel_.edge(in);
+}
+
+void CqWriterPipeline::note_bypasses() {
+  if (s2_.kind == Kind::none) return;
+  if (s3_.kind != Kind::none && s3_.cqn == s2_.cqn) ++coverage_.bypass_stage3;
+  else if (written_cqn_ == s2_.cqn) ++coverage_.bypass_written;
+}
+
+CqWriterPipeline::Op CqWriterPipeline::select(uint64_t c, const TimerWheel::Outputs& wheel) {
+  Op op;
+  if (s_ctl.ready(c)) {
+    op.kind = Kind::control;
+    op.control = s_ctl.pop(c);
+    op.cqn = op.control.cqn;
+  } else if (s_access_error.ready(c)) {
+    op.kind = Kind::access_error;
+    op.cqn = s_access_error.pop(c);
+  } else if (s_ci.ready(c)) {
+    op.kind = Kind::ci_response;
+    op.ci = s_ci.pop(c);
+    op.cqn = op.ci.cqn;
+  } else if (wheel.exp_valid) {
+    op.kind = Kind::expiry;
+    op.cqn = wheel.exp_cqn;
+    op.tick = wheel.exp_tick;
+  } else if (s_arm.ready(c)) {
+    op.kind = Kind::arm;
+    op.arm = s_arm.pop(c);
+    op.cqn = op.arm.cqn;
+  } else if (!waiting_ci_ && resizing_ == 0 && issued_ < replay_.size()) {
+    op.kind = Kind::completion;
+    op.cqn = replay_[issued_++].cqn;
+  }
+  return op;
+}
+
+void CqWriterPipeline::perform(const Op& op, uint64_t c) {
+  switch (op.kind) {
+    case Kind::none: break;
+    case Kind::control: apply_control(op.control, c); break;
+    case Kind::access_error: apply_access_error(op.cqn, c); break;
+    case Kind::ci_response: apply_ci_response(op.ci, c); break;
+    case Kind::expiry:
+      if (op.tick == last_expiry_tick_) ++coverage_.same_tick;
+      last_expiry_tick_ = op.tick;
+      expire(op.cqn, c);
+      break;
+    case Kind::arm: apply_arm(op.arm, c); break;
+    case Kind::completion:
+      assert(!replay_.empty());
+      if (apply_completion(replay_.front(), c)) retire_head(c);
+      break;
+  }
+}
+
+void CqWriterPipeline::retire_head(uint64_t) {
+  replay_.pop_front();
+  if (issued_) --issued_;
+}
+
+// An expiry from the wheel: the CQ has left its list. A timer stopped meanwhile does nothing; one
+// whose deadline moved later goes back into the wheel.
+void CqWriterPipeline::expire(uint32_t cqn, uint64_t c) {
+  CqContext& cq = table_.touch(cqn);
+  cq.timer_listed = false;
+  --listed_;
+  if (cq.timer_deadline == 0) {
+    ++coverage_.stale_expiries;
+    return;
+  }
+  if (!deadline_passed(cq.timer_deadline, c)) {
+    ++coverage_.reinserted;
+    start_timer(cq, cqn, cq.timer_deadline);
+    return;
+  }
+  timer_due(cq, cqn, c);
+}
+
+// The first tick at or after the exact deadline, so that a timer is never early.
+uint64_t CqWriterPipeline::period_deadline(const CqContext& cq) const {
+  const uint64_t since = cycles_since_reset(cq.timer_start);
+  const uint32_t start_tick = uint32_t(since / cycles_per_us_);
+  const uint32_t mid = since % cycles_per_us_ != 0;
+  return uint32_t(start_tick + cq.cfg.mod_period + mid);
+}
+
+bool CqWriterPipeline::deadline_passed(uint64_t deadline, uint64_t now) const {
+  return int32_t(tick_of(now) - uint32_t(deadline)) >= 0;
+}
+
+// A CQ is in at most one list: one already listed keeps its place, and its expiry re-inserts it
+// if the deadline is still ahead then.
+void CqWriterPipeline::start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline) {
+  cq.timer_deadline = deadline;
+  if (cq.timer_listed) return;
+  cq.timer_listed = true;
+  ++listed_;
+  ins_skid_.push(Insert{cqn, uint32_t(deadline) & TimerWheel::kTickMask}, cycle_);
+}
+
+void CqWriterPipeline::drain_skids(uint64_t c) {
+  if (dma_skid_.ready(c) && m_dma->can_push(c)) m_dma->push(dma_skid_.pop(c), c);
+  if (event_skid_.ready(c) && m_event->can_push(c)) m_event->push(event_skid_.pop(c), c);
+  if (ci_skid_.ready(c) && m_ci_req->can_push(c)) m_ci_req->push(ci_skid_.pop(c), c);
+}
+
+}  // namespace vhca

@@ -1,0 +1,114 @@
+// The pipelined CQ writer, C++ model: cycle for cycle what rtl/cq_writer_pipelined.v does
+// (docs/rtl.md, "The pipelined writer"; the contract is docs/cosim-guide.md). The rules of every
+// action on a CQ context are CqWriterCore's; this class adds the pipeline around them:
+//
+//   select (stage 1) -> context read (stage 2) -> act (stage 3) -> skid buffers -> m_dma,
+//                                                                  m_event, m_ci_req, the wheel
+//
+// - Stage 1 takes one item a cycle in the fixed priority (control, CQE-write failure,
+//   consumer-index response, timer expiry, arm, completion); stage 3 acts on it two cycles later.
+//   A read-modify-write of one CQ every cycle needs no stall: stage 2 takes the context stage 3
+//   writes (the bypass), so acting at stage 3 sees exactly what a writer acting at once would.
+// - Completions wait in a replay buffer of kReplayDepth records and are issued speculatively:
+//   when stage 3 finds that completions must be held (a consumer-index refresh, a resize), the
+//   completions behind it in stages 1 and 2 are squashed and issued again later, in order.
+// - Outputs leave through skid buffers (registered ready); stage 3 holds, and the stages behind it
+//   with it, when any skid buffer it may need is full.
+// - Moderation periods run on a microsecond tick; a running timer is an entry in the timing wheel
+//   (TimerWheel), its deadline the first tick at or after the exact one. An expiry whose deadline
+//   has moved later (CQE mode) re-inserts the CQ instead of firing.
+// - CQE timestamps are the writer's own cycle counter, from its first cycle after reset. After a
+//   reset the context table and the wheel clear themselves (max(num_cqs, 8,192) cycles), and
+//   no item is taken meanwhile.
+//
+// Clocked every cycle: act(now) also runs the cycles since the last call on which nothing was
+// offered to it.
+#pragma once
+#include <cstdint>
+#include <deque>
+
+#include "model/cq/cq_writer_core.h"
+#include "model/cq/timer_wheel.h"
+
+namespace vhca {
+
+class CqWriterPipeline : public CqWriterCore {
+ public:
+  static constexpr size_t kReplayDepth = 4;
+  CqWriterPipeline(const CqeWriterConfig& cfg, double clock_mhz);
+
+  bool act(uint64_t now) override;
+  uint64_t next_cycle(uint64_t now) override;
+  bool holds_outputs() const override { return true; }  // its skid buffers hold stage 3
+  void reset() override;
+
+  // Cycles after reset until the context table and the wheel are cleared.
+  uint64_t clearing_cycles() const;
+
+  // What the pipeline's own mechanisms did: the co-simulation's coverage that they were exercised.
+  struct Coverage {
+    uint64_t bypass_stage3 = 0;   // stage 2 took the context stage 3 was writing (back-to-back, one CQ)
+    uint64_t bypass_written = 0;  // stage 2 took the context written on the edge that read the RAM
+    uint64_t squashed = 0;        // completions squashed and issued again
+    uint64_t reinserted = 0;      // expiries whose deadline had moved later
+    uint64_t stale_expiries = 0;  // expiries of a timer stopped meanwhile
+    uint64_t same_tick = 0;       // expiries of one tick after the first (timers expiring together)
+    uint64_t holds = 0;           // cycles stage 3 held for a full skid buffer
+  };
+  const Coverage& coverage() const { return coverage_; }
+
+ protected:
+  void emit_dma(const DmaWrite& w, uint64_t now) override { dma_skid_.push(w, now); }
+  void emit_event(const DeviceEvent& e, uint64_t now) override { event_skid_.push(e, now); }
+  void emit_ci_request(const CiRequest& r, uint64_t now) override { ci_skid_.push(r, now); }
+  const CompletionRecord* head_completion() override { return replay_.empty() ? nullptr : &replay_.front(); }
+  void retire_head(uint64_t now) override;
+  uint64_t timestamp(uint64_t now) const override { return now - first_cycle_; }
+  uint64_t period_deadline(const CqContext& cq) const override;
+  bool deadline_passed(uint64_t deadline, uint64_t now) const override;
+  void start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline) override;
+
+ private:
+  enum class Kind : uint8_t { none, control, access_error, ci_response, expiry, arm, completion };
+  struct Op {
+    Kind kind = Kind::none;
+    CqControl control;
+    ArmRequest arm;
+    CiResponse ci;
+    uint32_t cqn = 0;   // the CQ whose context it reads
+    uint32_t tick = 0;  // expiry: the wheel's tick
+  };
+  struct Insert {
+    uint32_t cqn = 0;
+    uint32_t deadline = 0;  // a tick, modulo 16,384
+  };
+
+  void clock(uint64_t c);
+  void note_bypasses();
+  Op select(uint64_t c, const TimerWheel::Outputs& wheel);
+  void perform(const Op& op, uint64_t c);
+  void expire(uint32_t cqn, uint64_t c);
+  void drain_skids(uint64_t c);
+  bool holds(uint64_t c) const;
+  bool busy() const;
+  uint64_t cycles_since_reset(uint64_t c) const { return c - first_cycle_; }
+  uint32_t tick_of(uint64_t c) const { return uint32_t(cycles_since_reset(c) / cycles_per_us_); }
+
+  uint32_t cycles_per_us_;
+  bool started_ = false;
+  uint64_t first_cycle_ = 0, last_cycle_ = 0, cycle_ = 0;  // cycle_: the one being clocked
+  Op s2_, s3_;
+  std::deque<CompletionRecord> replay_;
+  size_t issued_ = 0;  // replay entries in stages 2 and 3 (the oldest ones)
+  Stream<DmaWrite> dma_skid_{"dma_skid", 2};
+  Stream<DeviceEvent> event_skid_{"event_skid", 2};
+  Stream<CiRequest> ci_skid_{"ci_skid", 2};
+  Stream<Insert> ins_skid_{"ins_skid", 2};
+  TimerWheel wheel_;
+  uint64_t listed_ = 0;  // CQs in the wheel's lists
+  uint32_t last_expiry_tick_ = UINT32_MAX;
+  uint32_t written_cqn_ = UINT32_MAX;  // the CQ stage 3 wrote on the last advancing edge
+  Coverage coverage_;
+};
+
+}  // namespace vhca
