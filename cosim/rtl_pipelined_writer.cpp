@@ -98,13 +98,14 @@ class RtlPipelined final : public RtlEngine {
   }
   bool holds_outputs() const override { return true; }
 
-  // As CqWriterPipeline::next_cycle: the next cycle while busy; idle with timers running, the next
-  // microsecond tick (the cycles between only count time and are clocked when it next acts).
+  // As CqWriterPipeline::next_cycle, from the pins: o_busy (something in flight, or the wheel
+  // walking), o_ready (the table and wheel cleared), o_timers (a timer running).
   uint64_t next_cycle(uint64_t now) override {
-    if (!started_ || !top_->o_ready || top_->o_busy || delayed_event_pending_) return now + 1;
-    uint64_t next = next_input_cycle(now, false, UINT64_MAX);
-    if (top_->o_timers) next = std::min(next, first_cycle_ + ((now - first_cycle_) / 500 + 1) * 500);
-    return next;
+    if (!started_ || top_->o_busy || delayed_event_pending_) return now + 1;
+    const uint64_t tick = first_cycle_ + ((now - first_cycle_) / 500 + 1) * 500;
+    if (!top_->o_ready) return std::min<uint64_t>(first_cycle_ + std::max<uint64_t>(cfg_.num_cqs, 8192), tick);
+    const uint64_t next = next_input_cycle(now, false, UINT64_MAX);
+    return top_->o_timers ? std::min(next, tick) : next;
   }
 
   CqContext context(uint32_t cqn) const override {

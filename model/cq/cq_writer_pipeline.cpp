@@ -38,24 +38,38 @@ bool CqWriterPipeline::act(uint64_t now) {
     clock(now);
     return true;
   }
-  for (uint64_t c = last_cycle_ + 1; c <= now; ++c) clock(c);  // idle cycles first
+  // The cycles since the last call first. Where nothing is in flight and the wheel is idle they
+  // only count time, up to the edge that begins the next tick: those are skipped at once.
+  for (uint64_t c = last_cycle_ + 1; c < now;) {
+    const uint64_t skip = quiet() ? std::min<uint64_t>(now - c, wheel_.edges_before_tick()) : 0;
+    if (skip > 0) {
+      wheel_.skip_idle(uint32_t(skip));
+      c += skip;
+    } else {
+      clock(c++);
+    }
+  }
+  clock(now);
   last_cycle_ = now;
   return true;
 }
 
-bool CqWriterPipeline::busy() const {
-  return s2_.kind != Kind::none || s3_.kind != Kind::none || !replay_.empty() || !dma_skid_.empty() ||
-         !event_skid_.empty() || !ci_skid_.empty() || !ins_skid_.empty() || !wheel_.idle() ||
-         cycles_since_reset(last_cycle_ + 1) < clearing_cycles();  // the next cycle is still clearing
+bool CqWriterPipeline::quiet() const {
+  return s2_.kind == Kind::none && s3_.kind == Kind::none && replay_.empty() && dma_skid_.empty() &&
+         event_skid_.empty() && ci_skid_.empty() && ins_skid_.empty() && wheel_.idle();
 }
 
-// Event-driven: busy, it needs the next cycle; idle with timers in the wheel, the next tick (the
-// cycles between are clocked when it next acts: they only count time); else the next input.
+// Event-driven: with something in flight (or the wheel walking), the next cycle; while the table
+// clears, its end or the next tick (the wheel walks each tick's slot); with timers running, the
+// next tick; else the next input. The cycles between are clocked when it next acts: they only
+// count time. RtlPipelined::next_cycle (cosim/rtl_pipelined_writer.cpp) wakes on the same cycles.
 uint64_t CqWriterPipeline::next_cycle(uint64_t now) {
-  if (!started_ || busy()) return now + 1;
-  uint64_t next = next_input_cycle(now, false, UINT64_MAX);
-  if (listed_ != 0) next = std::min(next, first_cycle_ + (uint64_t(tick_of(now)) + 1) * cycles_per_us_);
-  return next;
+  if (!started_ || !quiet()) return now + 1;
+  const uint64_t tick = first_cycle_ + (uint64_t(tick_of(now)) + 1) * cycles_per_us_;
+  const uint64_t ready_at = first_cycle_ + clearing_cycles();
+  if (now + 1 < ready_at) return std::min(ready_at, tick);
+  const uint64_t next = next_input_cycle(now, false, UINT64_MAX);
+  return listed_ != 0 ? std::min(next, tick) : next;
 }
 
 // Stage 3 may need every output it has: it holds while any skid buffer is full (their ready is a

@@ -1,5 +1,7 @@
 #include "model/cq/timer_wheel.h"
 
+#include <cassert>
+
 namespace vhca {
 
 TimerWheel::TimerWheel(uint32_t num_cqs, uint32_t cycles_per_us)
@@ -101,6 +103,14 @@ void TimerWheel::edge(const Inputs& in) {
     exp_valid_ = false;
   }
   if (go) detach_tick_ = (detach_tick_ + 1) & kTickMask;
+}
+
+void TimerWheel::skip_idle(uint32_t edges) {
+  if (edges == 0) return;
+  assert(idle() && edges <= edges_before_tick());
+  presc_ += edges;
+  late_ = false;          // no insert taken
+  wrote_valid_ = false;   // no insert in stage 2
 }
 
 }  // namespace vhca

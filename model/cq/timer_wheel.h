@@ -41,6 +41,12 @@ class TimerWheel {
   // Nothing to do until the next tick begins: the sweep is done, no insert is in flight, every
   // begun tick's slot has been walked. Edges meanwhile only count time (a writer may skip waking).
   bool idle() const { return heads_ready() && !walk_busy() && !ins0_valid_ && !ins1_valid_ && !tick_due(); }
+  // Edges left in the current tick before the one that begins the next (an idle wheel's edges
+  // until then only count time).
+  uint32_t edges_before_tick() const { return cycles_per_us_ - 1 - presc_; }
+  // `edges` edges of an idle wheel with no input, none of them the one that begins a tick: the
+  // state those edges would leave, at once.
+  void skip_idle(uint32_t edges);
 
  private:
   struct Entry {
