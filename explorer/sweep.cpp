@@ -1,5 +1,7 @@
 #include "explorer/sweep.h"
 
+#include <filesystem>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,6 +117,9 @@ std::vector<std::string> point_argv(const SweepOptions& o, const Point& p) {
   return a;
 }
 
+// A point's log, beside its CSV.
+std::string log_of(const Point& p) { return p.csv.substr(0, p.csv.size() - 4) + ".log"; }
+
 // Runs the points as child processes, at most `jobs` at once; their output goes to a log each.
 bool run_points(const SweepOptions& o, const std::vector<Point>& points, int jobs) {
   std::map<pid_t, size_t> running;
@@ -123,7 +128,7 @@ bool run_points(const SweepOptions& o, const std::vector<Point>& points, int job
   while (next < points.size() || !running.empty()) {
     while (next < points.size() && int(running.size()) < jobs) {
       const std::vector<std::string> args = point_argv(o, points[next]);
-      const std::string log = points[next].csv.substr(0, points[next].csv.size() - 4) + ".log";
+      const std::string log = log_of(points[next]);
       std::fflush(stdout);  // else the child's copy of the buffer would be written again
       std::fflush(stderr);
       const pid_t pid = fork();
@@ -277,7 +282,9 @@ std::vector<PlotPoint> summarize_seeds(const SweepOptions& o, const std::vector<
   return plot;
 }
 
-bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
+// Merges and plots; false if a point's CSV is missing or the plot could not be drawn. `passed`:
+// the grid points that passed their checks.
+bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points, size_t& passed) {
   // Points may differ in their columns (a grid over cqs.count changes the per-CQ ones): the CSV
   // has every column any point has, in order of first appearance, and a point leaves the ones it
   // lacks empty.
@@ -322,6 +329,7 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
   csv.close();
   if (!ok) return false;
   if (o.seeds > 1) plot = summarize_seeds(o, points, columns, rows, plot);
+  passed = size_t(std::count_if(plot.begin(), plot.end(), [](const PlotPoint& p) { return p.ok; }));
   // The Pareto frontier: no other point has both fewer interrupts and lower latency.
   std::vector<PlotPoint> front;
   for (const auto& p : plot) {
@@ -418,7 +426,12 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points) {
 
 }  // namespace
 
-int run_sweep(const SweepOptions& o) {
+int run_sweep(const SweepOptions& given) {
+  SweepOptions o = given;
+  if (o.emit_jobs) {  // the emitted lines run from wherever the scheduler starts them
+    o.out = std::filesystem::absolute(o.out).lexically_normal().string();
+    o.scenario = std::filesystem::absolute(o.scenario).lexically_normal().string();
+  }
   std::vector<Point> points;
   try {
     points = make_points(o);
@@ -438,22 +451,43 @@ int run_sweep(const SweepOptions& o) {
     std::fprintf(stderr, "vhca-sim sweep: %s\n", e.what());
     return 2;
   }
+  // The folder the points write into exists before any runs, however they are run.
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec || !std::filesystem::is_directory(o.out)) {
+    std::fprintf(stderr, "vhca-sim sweep: --out %s: cannot create the folder (%s)\n", o.out.c_str(),
+                 ec ? ec.message().c_str() : "a file is in the way");
+    return 2;
+  }
   if (o.emit_jobs) {
+    // One shell line per point, runnable as emitted from any folder (absolute paths), writing its
+    // CSV row and its log beside each other; exit 1 means it ran and failed a check (the row says
+    // why), 2 bad input. GNU parallel or a Slurm array runs them; --collect merges.
     for (const Point& p : points) {
       std::string line;
       for (const auto& a : point_argv(o, p)) line += (line.empty() ? "" : " ") + shell_quote(a);
+      line += " >" + shell_quote(log_of(p)) + " 2>&1";
       std::printf("%s\n", line.c_str());
     }
     return 0;
   }
-  mkdir(o.out.c_str(), 0755);
   if (!o.collect) {
     const int jobs = o.jobs > 0 ? o.jobs : std::max(1, int(std::thread::hardware_concurrency()));
     std::printf("vhca-sim sweep: %s, %zu points, %d at a time, into %s/\n", o.scenario.c_str(), points.size(), jobs,
                 o.out.c_str());
     if (!run_points(o, points, jobs)) return 1;
   }
-  return collect_and_plot(o, points) ? 0 : 1;
+  size_t passed = 0;
+  if (!collect_and_plot(o, points, passed)) return 1;
+  const size_t grid_points = points.size() / size_t(std::max(1, o.seeds));
+  if (passed < grid_points)
+    std::printf("%zu of %zu grid points failed their checks (why: sweep.csv, the plot's key)\n", grid_points - passed,
+                grid_points);
+  if (passed == 0) {
+    std::fprintf(stderr, "vhca-sim sweep: every point failed its checks\n");
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace vhca

@@ -9,7 +9,7 @@ mode=${1:-sim}
 shift || true
 
 packages=(cmake make g++ pkg-config ccache libsystemc-dev verilator catch2 libfmt-dev libyaml-cpp-dev iverilog gnuplot-nox valgrind
-          libibverbs-dev ibverbs-utils perftest yosys gtkwave)
+          libibverbs-dev ibverbs-utils perftest yosys gtkwave parallel)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
