@@ -524,8 +524,14 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
   if (root["pcie"]) read_pcie(r, root["pcie"], o.pcie);
   if (root["hca"]) read_hca(r, root["hca"], o);
   if (const YAML::Node h = root["host"]) {
-    r.check_map(h, "host", {"vectors", "poll", "cpu", "cores"});
+    r.check_map(h, "host", {"vectors", "poll", "cpu", "cores", "memory"});
     if (h["vectors"]) o.vectors = r.integer(h, "host", "vectors", 1, 31);
+    if (h["memory"])
+      o.host_memory = r.value(h, "host", "memory", [](const std::string& v) {
+        const double b = with_unit(v, {{"MiB", 1048576.0}, {"GiB", 1073741824.0}}, "memory: MiB, GiB");
+        if (b < 1048576.0 || b > 1099511627776.0) throw std::invalid_argument("'" + v + "' is outside 1 MiB .. 1024 GiB");
+        return uint64_t(b);
+      });
     if (h["cores"]) {
       const std::string v = r.scalar(h["cores"], "host.cores");
       if (v == "parallel") o.cores = 0;

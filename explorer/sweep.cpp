@@ -1,5 +1,7 @@
 #include "explorer/sweep.h"
 
+#include "explorer/resources.h"
+
 #include <filesystem>
 
 #include <sys/stat.h>
@@ -438,6 +440,7 @@ int run_sweep(const SweepOptions& given) {
     // Check every point before running any: nothing runs half-configured.
     for (const Point& p : points) {
       const TrafficOptions t = load_scenario(o.scenario, p.sets);
+      if (const std::string why = check_resources(t); !why.empty()) throw ScenarioError("point " + p.label + ": " + why);
       const std::vector<std::string> columns = result_columns(t);
       if (!o.latency_column.empty() &&
           std::find(columns.begin(), columns.end(), o.latency_column) == columns.end())

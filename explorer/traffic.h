@@ -96,6 +96,11 @@ struct TrafficOptions {
   std::vector<CqOverride> cq_overrides;
   PollContext context = PollContext::softirq;
   HostCpuConfig cpu;
+  // host.memory: the most simulated host memory one host's buffers, rings and CQs may back (the
+  // host model backs a page when it is first written); a run that may need more is refused
+  // before it starts (explorer/resources.h). 4 GiB is an assumption: two hosts and the simulator
+  // stay well inside the 24 GiB of this project's machines.
+  uint64_t host_memory = 4ull << 30;
   int cores = 0;                // host.cores: 0 parallel contexts (no cores), -1 auto (vectors + 1), else N
   int host_cores() const { return cores < 0 ? vectors + 1 : cores; }  // as run (0: none)
   sc_core::sc_time command_latency{2, sc_core::SC_US};  // firmware time per command (both HCAs)

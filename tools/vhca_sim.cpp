@@ -17,6 +17,7 @@
 #include "model/common/log.h"
 #include "cosim/cosim.h"
 #include "cosim/rtl_pipelined_writer.h"
+#include "explorer/resources.h"
 #include "explorer/profile.h"
 #include "explorer/scenario.h"
 #include "explorer/sweep.h"
@@ -68,6 +69,15 @@ const char* const kUsage =
                "                [--spin-grace-us N] [--port-down DEVICE@[doorbell:N|AT_US][+FOR_US]]... [--quiet]\n"
                "                (the HCAs as devices vhca0, vhca1, ... for verbs programs run with the drop-in\n"
                "                 libibverbs: docs/verbs-programs.md; more than two share an IB switch)\n";
+
+// A run that does not fit the hosts' memory budget or the HCAs' contexts is refused before it
+// starts, with the numbers (explorer/resources.h); the caller exits 2.
+bool refuse_unfit(const vhca::TrafficOptions& o) {
+  const std::string why = vhca::check_resources(o);
+  if (why.empty()) return false;
+  std::fprintf(stderr, "vhca-sim: %s\n", why.c_str());
+  return true;
+}
 
 // Bad input: the reason, then the usage; exit 2 (README: exit codes).
 [[noreturn]] void usage(const std::string& why) {
@@ -365,6 +375,7 @@ int run_scenario_command(int argc, char** argv) {
     std::fprintf(stderr, "vhca-sim: %s\n", why.c_str());
     return 2;
   }
+  if (refuse_unfit(o)) return 2;
   const vhca::TrafficResult r = vhca::run_traffic(o);
   vhca::print_summary(o, r);
   vhca::print_queues(r);
@@ -443,6 +454,7 @@ int sc_main(int argc, char* argv[]) {
   if (command == "serve") return run_serve_command(argc, argv);
   const int first = command == "traffic" ? 2 : 1;
   const vhca::TrafficOptions o = parse_traffic(argc, argv, first);
+  if (refuse_unfit(o)) return 2;
   const vhca::TrafficResult r = vhca::run_traffic(o);
   vhca::print_summary(o, r);
   vhca::print_queues(r);
@@ -477,6 +489,7 @@ int run_inject(int argc, char** argv) {
   o.workload.rate_kmsg = opt.rate_mcqe * 1000;
   o.workload.inject_cqes = true;
   o.wall_limit_s = opt.wall_limit_s;
+  if (refuse_unfit(o)) return 2;
   const vhca::TrafficResult r = vhca::run_traffic(o);
   if (!opt.quiet) vhca::print_summary(o, r);
   return r.ok ? 0 : 1;
