@@ -8,5 +8,8 @@ namespace vhca {
 
 // Converts `vcd` to `fst`; "" on success, else why not (vcd2fst missing, or failing).
 std::string vcd_to_fst(const std::string& vcd, const std::string& fst);
+// "" when vcd2fst is on the PATH, else the message vcd_to_fst would give: asked before a run, so
+// that an FST that cannot be made is refused before the run rather than after it.
+std::string fst_converter_missing();
 
 }  // namespace vhca

@@ -1,5 +1,7 @@
 #include "explorer/arrival_trace.h"
 
+#include <filesystem>
+
 #include <cinttypes>
 #include <fstream>
 #include <sstream>
@@ -71,6 +73,8 @@ std::vector<TracedArrival> parse_arrival_trace(const std::string& text, const st
 }
 
 std::vector<TracedArrival> load_arrival_trace(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ScenarioError(path + ": cannot be read: it is a folder");
   std::ifstream f(path);
   if (!f) throw ScenarioError(path + ": cannot be read");
   std::stringstream s;

@@ -1,8 +1,11 @@
 #include "explorer/scenario.h"
 
+#include <filesystem>
+
 #include "explorer/arrival_trace.h"
 #include "explorer/profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
@@ -77,8 +80,12 @@ class Reader {
   // The node at `key` must be a map whose keys are all in `allowed`.
   void check_map(const YAML::Node& n, const std::string& key, std::initializer_list<const char*> allowed) const {
     if (!n.IsMap()) fail(n, key.empty() ? "(top)" : key, "must be a map of keys");
+    std::vector<std::string> seen;
     for (auto it = n.begin(); it != n.end(); ++it) {
       const std::string k = it->first.as<std::string>();
+      // YAML leaves a repeated key to the reader, and yaml-cpp keeps the first: say so instead.
+      if (std::find(seen.begin(), seen.end(), k) != seen.end()) fail(it->first, join(key, k), "given twice in one map");
+      seen.push_back(k);
       bool ok = false;
       std::string list;
       for (const char* a : allowed) {
@@ -623,12 +630,16 @@ TrafficOptions parse_scenario(const std::string& text, const std::string& source
 
 TrafficOptions load_scenario(const std::string& path, const std::vector<std::string>& sets) {
   YAML::Node root;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ScenarioError(path + ": cannot be read: it is a folder");
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
     throw ScenarioError(path + ": cannot be read");
   } catch (const YAML::ParserException& e) {
     throw ScenarioError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  } catch (const std::exception& e) {  // an unreadable file the stream reports some other way
+    throw ScenarioError(path + ": cannot be read: " + e.what());
   }
   return parse_tree(root, path, sets);
 }

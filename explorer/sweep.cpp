@@ -439,7 +439,12 @@ int run_sweep(const SweepOptions& given) {
     points = make_points(o);
     // Check every point before running any: nothing runs half-configured.
     for (const Point& p : points) {
-      const TrafficOptions t = load_scenario(o.scenario, p.sets);
+      TrafficOptions t;
+      try {
+        t = load_scenario(o.scenario, p.sets);
+      } catch (const ScenarioError& e) {  // a grid value the scenario refuses: say which point
+        throw ScenarioError("point " + p.label + ": " + e.what());
+      }
       if (const std::string why = check_resources(t); !why.empty()) throw ScenarioError("point " + p.label + ": " + why);
       const std::vector<std::string> columns = result_columns(t);
       if (!o.latency_column.empty() &&

@@ -85,6 +85,9 @@ CommandResult Driver::boot() {
   caps_ = DeviceCaps{r.out[0], r.out[1], r.out[2], r.out[3], r.out[4], r.out[5], r.out[6], r.out[7], r.out[8], r.out[9]};
   if ((r = exec(cmd::kInit)); !r.ok()) return r;
 
+  // A boot after another (a driver recovering the device): the reset forgot the event queues of
+  // the last boot; their rings are released here, as teardown does.
+  for (const Eq& eq : eqs_) memory_.unmap(eq.base, (64ull << eq.log_size));
   eqs_.clear();
   comp_eqs_.clear();
   cqs_.clear();

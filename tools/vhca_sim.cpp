@@ -4,7 +4,10 @@
 // Each exits non-zero if any completion was lost, duplicated or reordered (or data damaged), so
 // that its run is also a test.
 #include <algorithm>
+#include <fcntl.h>
+
 #include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -16,6 +19,7 @@
 
 #include "model/common/log.h"
 #include "cosim/cosim.h"
+#include "cosim/fst.h"
 #include "cosim/rtl_pipelined_writer.h"
 #include "explorer/resources.h"
 #include "explorer/profile.h"
@@ -83,6 +87,30 @@ bool refuse_unfit(const vhca::TrafficOptions& o) {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr, "vhca-sim: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
+}
+
+// --log CATEGORIES: a word that names no category is bad input.
+void enable_log(const std::string& spec) {
+  if (const std::string why = vhca::log::enable(spec); !why.empty()) usage("--log: " + why);
+}
+
+// An output file named on the command line must be writable before the run starts, not found
+// unwritable after it (the file is created empty, or appended to nothing, here).
+void require_writable(const char* flag, const std::string& path) {
+  if (path.empty()) return;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) usage(std::string(flag) + ": cannot write " + path + ": " + std::strerror(errno));
+  ::close(fd);
+}
+
+// --fst FILE needs GTKWave's vcd2fst: refused before the run when it is missing.
+void require_fst_converter(const std::string& fst) {
+  if (fst.empty()) return;
+  require_writable("--fst", fst);
+  if (const std::string why = vhca::fst_converter_missing(); !why.empty()) {
+    std::fprintf(stderr, "vhca-sim: --fst: %s\n", why.c_str());
+    std::exit(2);
+  }
 }
 
 // --help on any command: the usage on standard output, exit 0.
@@ -182,8 +210,10 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     else if (a == "--quiet") {}
     else if (a == "--help" || a == "-h") help();
     else if (a == "--queues") o.queues = true;
-    else if (a == "--log") vhca::log::enable(w.value());
+    else if (a == "--log") enable_log(w.value());
     else if (a == "--wall-limit") o.wall_limit_s = w.number(0.001, 1e7);
+    else if (!a.empty() && a[0] != '-' && w.i == first)
+      usage("unknown command '" + a + "' (commands: traffic, run, sweep, inject, cosim, serve)");
     else usage("traffic: unknown option " + a);
   }
   return o;
@@ -207,7 +237,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--rtl") o.rtl = true;
     else if (a == "--pipelined") o.pipelined = true;
     else if (a == "--arm-event") o.arm_event = w.arm_event();
-    else if (a == "--log") vhca::log::enable(w.value());
+    else if (a == "--log") enable_log(w.value());
     else if (a == "--mode") o.mode = w.mode();
     else if (a == "--context") o.context = w.context();
     else if (a == "--wall-limit") o.wall_limit_s = w.number(0.001, 1e7);
@@ -245,6 +275,8 @@ int run_cosim_command(int argc, char** argv) {
     } else usage("cosim: unknown option " + a);
   }
   if (o.cqes == 0) usage("--cqes must be at least 1");
+  require_writable("--vcd", o.vcd);
+  require_fst_converter(o.fst);
   if (o.writer == vhca::CosimWriter::mirror && o.num_cqs != vhca::RtlCqWriter::kRtlNumCqs)
     usage("--cqs: the mirror writer's RTL is built with 64 CQs (--writer pipelined takes 64, 4096 or 65536)");
   if (o.writer == vhca::CosimWriter::pipelined) {
@@ -266,6 +298,16 @@ int run_cosim_command(int argc, char** argv) {
   std::printf("lockstep: %.0f cycles/s, %.0f CQEs/s (wall %.2f s)\n", double(lock.cycles) / lock.wall_seconds,
               double(lock.cqes) / lock.wall_seconds, lock.wall_seconds);
   if (lock.mismatches) return 1;
+  // A deliberate fault that never happened proves nothing: the run is refused rather than passed.
+  const uint64_t fault_at = o.faults.flip_owner_at_cqe ? o.faults.flip_owner_at_cqe : o.faults.delay_event_at;
+  if (fault_at || o.faults.unstable_cqe_at) {
+    std::fprintf(stderr, "vhca-sim: --fault: the fault was never injected in %llu CQEs (%s); raise --cqes%s\n",
+                 static_cast<unsigned long long>(lock.cqes),
+                 o.faults.unstable_cqe_at ? "a CQE must wait at the pins for the third time" : "it comes at the 1,000th CQE or 100th event",
+                 o.faults.unstable_cqe_at && o.writer == vhca::CosimWriter::mirror ? " and use --writer pipelined (the mirror has no skid buffers)" : "");
+    return 2;
+  }
+  if (!lock.coverage_equal) return 1;
   vhca::CosimOptions alone = o;
   alone.cqes = lock.cqes;
   alone.mode = vhca::CosimMode::model_only;
@@ -279,7 +321,11 @@ int run_cosim_command(int argc, char** argv) {
               double(rtl.cycles) / rtl.wall_seconds, rtl.wall_seconds);
   std::printf("model / RTL speed ratio: %.2f\n", model_rate / rtl_rate);
   // Same stream: both alone must have seen exactly what the lockstep run saw.
-  return model.cycles == lock.cycles && rtl.cycles == lock.cycles ? 0 : 1;
+  if (model.cycles == lock.cycles && rtl.cycles == lock.cycles) return 0;
+  std::fprintf(stderr, "vhca-sim: cosim: the model alone ran %llu cycles and the RTL alone %llu, the lockstep %llu\n",
+               static_cast<unsigned long long>(model.cycles), static_cast<unsigned long long>(rtl.cycles),
+               static_cast<unsigned long long>(lock.cycles));
+  return 1;
 }
 
 }  // namespace
@@ -330,6 +376,7 @@ int run_scenario_command(int argc, char** argv) {
   if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) help();
   if (argc < 3) usage("run: which scenario file?");
   const std::string path = argv[2];
+  if (!path.empty() && path[0] == '-') usage("run: the scenario file comes first (run SCENARIO.yaml [options]), not " + path);
   std::vector<std::string> sets;
   std::string json, csv, trace, record, vcd, fst, signals;
   bool queues = false;
@@ -346,7 +393,7 @@ int run_scenario_command(int argc, char** argv) {
     else if (w.a == "--vcd") vcd = w.value();
     else if (w.a == "--fst") fst = w.value();
     else if (w.a == "--signals") signals = w.value();
-    else if (w.a == "--log") vhca::log::enable(w.value());
+    else if (w.a == "--log") enable_log(w.value());
     else if (w.a == "--wall-limit") wall_limit_s = w.number(0.001, 1e7);
     else usage("run: unknown option " + w.a);
   }
@@ -357,6 +404,10 @@ int run_scenario_command(int argc, char** argv) {
     std::fprintf(stderr, "vhca-sim: %s\n", e.what());
     return 2;
   }
+  for (const auto& [flag, file] : {std::pair<const char*, const std::string*>{"--json", &json}, {"--csv", &csv},
+                                  {"--trace", &trace}, {"--record", &record}, {"--vcd", &vcd}})
+    require_writable(flag, *file);
+  require_fst_converter(fst);
   o.trace_path = trace;
   o.record_path = record;
   o.vcd_path = vcd;

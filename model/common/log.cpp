@@ -12,7 +12,7 @@ uint32_t initial_mask() {
   uint32_t mask = static_cast<uint32_t>(Cat::err);
   if (const char* env = std::getenv("VHCA_LOG")) {
     g_enabled = mask;
-    enable(env);
+    if (const std::string why = enable(env); !why.empty()) std::fprintf(stderr, "VHCA_LOG: %s\n", why.c_str());
     return g_enabled;
   }
   return mask;
@@ -38,21 +38,26 @@ const char* name_of(Cat c) {
 uint32_t g_enabled = static_cast<uint32_t>(Cat::err);
 static const uint32_t g_init_once = (g_enabled = initial_mask());
 
-void enable(std::string_view spec) {
+std::string enable(std::string_view spec) {
   static const std::pair<const char*, Cat> names[] = {
       {"mmio", Cat::mmio}, {"dma", Cat::dma}, {"cmd", Cat::cmd}, {"cq", Cat::cq}, {"eq", Cat::eq},
       {"irq", Cat::irq},   {"drv", Cat::drv}, {"err", Cat::err}, {"link", Cat::link}, {"wq", Cat::wq}};
+  std::string why;
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t end = spec.find(',', pos);
     if (end == std::string_view::npos) end = spec.size();
     std::string_view word = spec.substr(pos, end - pos);
+    bool known = word == "all" || word == "none";
     if (word == "all") g_enabled = ~0u;
     if (word == "none") g_enabled = 0;
     for (auto& [n, c] : names)
-      if (word == n) g_enabled |= static_cast<uint32_t>(c);
+      if (word == n) g_enabled |= static_cast<uint32_t>(c), known = true;
+    if (!known && why.empty())
+      why = "'" + std::string(word) + "' is not a log category (mmio, dma, cmd, cq, eq, irq, drv, err, link, wq, all, none)";
     pos = end + 1;
   }
+  return why;
 }
 
 void emit(Cat c, const std::string& text) {

@@ -24,7 +24,9 @@ enum class Cat : uint32_t {
 extern uint32_t g_enabled;
 
 inline bool enabled(Cat c) { return (g_enabled & static_cast<uint32_t>(c)) != 0; }
-void enable(std::string_view spec);  // "cq,eq" / "all" / "none"
+// Turns on the categories of `spec` ("cq,eq" / "all" / "none"); returns "" or the refusal of a
+// word that names no category (the others are still turned on).
+std::string enable(std::string_view spec);
 void emit(Cat c, const std::string& text);
 // Count of error-category messages so far: tests assert that bad input was reported.
 uint64_t error_count();
