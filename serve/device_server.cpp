@@ -127,14 +127,17 @@ bool path_free(const std::string& path) {
   return true;
 }
 
+// The listening socket; kBadPath when the path is bad input (too long, not free), -1 when the
+// system refused.
+constexpr int kBadPath = -2;
 int listen_on(const std::string& path, ino_t& inode) {
   sockaddr_un addr;
   if (!wire::unix_address(path, addr)) {
     std::fprintf(stderr, "vhca-sim serve: socket path '%s' is longer than %zu bytes\n", path.c_str(),
                  sizeof addr.sun_path - 1);
-    return -1;
+    return kBadPath;
   }
-  if (!path_free(path)) return -1;
+  if (!path_free(path)) return kBadPath;
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) {
@@ -1237,7 +1240,7 @@ int run_device_server(const ServeOptions& o) {
         ino_t inode = 0;
         const int listener = listen_on(path, inode);
         if (listener < 0 || ::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-          rc = 1;
+          rc = listener == kBadPath ? 2 : 1;  // a path refused is bad input (README: exit codes)
           return;
         }
         struct sigaction sa{};
