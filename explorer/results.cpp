@@ -129,6 +129,13 @@ void print_summary(const TrafficOptions& o, const TrafficResult& r) {
   row("measured (simulated) time", r.measured_s * 1e3, "ms");
   row("wall time", r.wall_s, "s");
   row("simulated messages per wall second", r.wall_s > 0 ? double(r.completed) / r.wall_s : 0.0, "");
+  if (o.check) {
+    std::printf("  %-44s %12s\n", "S29 invariants held (--check)", r.invariant_violations.empty() ? "yes" : "NO");
+    std::printf("  %-44s %12llu\n", "  observations checked", static_cast<unsigned long long>(r.invariants_checked));
+    for (size_t i = 0; i < r.invariant_violations.size() && i < 20; ++i)
+      std::printf("  broken: %s\n", r.invariant_violations[i].c_str());
+    if (r.invariant_violations.size() > 20) std::printf("  ... and %zu more\n", r.invariant_violations.size() - 20);
+  }
   std::printf("  %-44s %12s\n", "every message intact, completed once, in order", r.ok ? "yes" : "NO");
   if (!r.outstanding.empty()) std::printf("  not drained: %s\n", r.outstanding.c_str());
 }

@@ -172,6 +172,12 @@ class TrafficRun {
     r.ok = r.ok && setup_ok;
     r.wall_s = wall_s;
     if (o_.queues) r.queues = queue_links();
+    if (InvariantChecker* inv = sys_.invariants()) {
+      inv->check_queues(sys_);
+      r.invariants_checked = inv->checked();
+      r.invariant_violations = inv->violations();
+      if (!r.invariant_violations.empty()) r.ok = false;
+    }
     if (!probes_.write_outputs()) r.ok = false;
     if (!o_.record_path.empty()) {
       FILE* f = std::fopen(o_.record_path.c_str(), "w");
@@ -210,6 +216,7 @@ class TrafficRun {
     cfg.hca.cq.arm_event = o.arm_event;
     cfg.ib.seed = o.seed;
     cfg.wall_limit_s = o.wall_limit_s;
+    cfg.check_invariants = o.check;
     if (o.fault_flip_payload) cfg.ib.faults.push_back(LinkFault{LinkFault::Kind::flip_payload, 0, 100});
     if (o.rtl && o.pipelined) {  // the default 65,536 CQ contexts: the RTL's full size
       cfg.hca.cq_engine = [](const CqeWriterConfig& c) { return make_rtl_pipelined_writer(c); };

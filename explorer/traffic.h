@@ -121,6 +121,7 @@ struct TrafficOptions {
   std::string fst_path;             // and/or the same as FST (GTKWave's compressed format)
   std::vector<std::string> vcd_signals;  // glob patterns (`*`, `?`) over signal names; empty: all
   bool queues = false;              // report every queue between blocks: depth, high-water, producers
+  bool check = false;               // run the S29 invariant checker (sim/invariants.h): --check
   double wall_limit_s = 0;          // give up after this much wall-clock time (0: no limit)
 
   // The groups as run: `groups`, or one group "all" of `qps` QPs doing `workload`.
@@ -191,6 +192,9 @@ struct TrafficResult {
   std::map<std::string, LatencyStats> latency;
   std::vector<CqStats> cqs;  // host 0's CQs, then host 1's
   bool ok = false;
+  // With --check: observations the invariant checker checked, and every breach it found.
+  uint64_t invariants_checked = 0;
+  std::vector<std::string> invariant_violations;
   // Empty when every message completed; else what was still outstanding when the drain gave up.
   std::string outstanding;
   TimeSeries series;

@@ -164,6 +164,13 @@ System::System(const SystemConfig& c)
 }
 
 void System::run(std::function<void()> body, sc_core::sc_time limit) {
+  // The checker taps streams through their exports, which answer once elaboration is done: it is
+  // attached on the first run, before the first body runs.
+  if (cfg.check_invariants && !invariants_) invariants_ = std::make_unique<InvariantChecker>();
+  if (invariants_ && !invariants_attached_) {
+    invariants_attached_ = true;
+    invariants_->attach(*this);
+  }
   bool done = false;
   std::exception_ptr error;
   sc_core::sc_spawn(

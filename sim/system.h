@@ -12,6 +12,7 @@
 #include "firmware-shim/driver.h"
 #include "firmware-shim/host_cpu.h"
 #include "model/hca.h"
+#include "sim/invariants.h"
 #include "tlm/host_memory.h"
 #include "tlm/host_router.h"
 #include "tlm/ib_link.h"
@@ -41,6 +42,8 @@ struct SystemConfig {
   // cycles). vhca-bench turns it off: a pause at a wall-clock moment would add a few instructions
   // at a different point on each run, and its counts must repeat exactly.
   bool wall_clock_watch = true;
+  // The S29 invariant checker (sim/invariants.h) watches every node from the first run() on.
+  bool check_invariants = false;
 };
 
 // One host and its HCA. The HCA of node i has LID i + 1 unless the configuration sets one.
@@ -68,6 +71,8 @@ class System {
   // instant), or if cfg.wall_limit_s of wall-clock time passes; rethrows anything `body` threw
   // (a failed test assertion).
   void run(std::function<void()> body, sc_core::sc_time limit = sc_core::sc_time(1, sc_core::SC_SEC));
+  // The invariant checker, when cfg.check_invariants (else null).
+  InvariantChecker* invariants() { return invariants_.get(); }
 
   // Wait in the calling thread until the edge of `cycle` (a device core-clock cycle).
   void wait_cycle(uint64_t cycle);
@@ -81,6 +86,8 @@ class System {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<IbLink>> cables_;  // one link; or, with a switch, one per host
   std::unique_ptr<IbSwitch> switch_;
+  std::unique_ptr<InvariantChecker> invariants_;
+  bool invariants_attached_ = false;
 
  public:
   // The IB link (with a switch: host 0's cable); cable(i): host i's (the one link up to two hosts).

@@ -2,6 +2,7 @@
 // process), then let Catch2 run the cases; each case advances simulated time with sys().run().
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <systemc>
 
 #include "testbench/test_support.h"
@@ -17,6 +18,7 @@ System& sys() { return *g_system; }
 int sc_main(int argc, char* argv[]) {
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
   vhca::SystemConfig cfg;
+  cfg.check_invariants = true;  // S29 on in every test: a breach fails the test (below)
   vhca::test::configure(cfg);
 #ifdef VHCA_RTL_IN_THE_LOOP
   // The same tests with the Verilated RTL in place of the C++ CQ writer.
@@ -25,5 +27,11 @@ int sc_main(int argc, char* argv[]) {
 #endif
   vhca::System system(cfg);
   vhca::test::g_system = &system;
-  return Catch::Session().run(argc, argv);
+  const int failed = Catch::Session().run(argc, argv);
+  if (vhca::InvariantChecker* inv = system.invariants()) {
+    inv->check_queues(system);
+    for (const std::string& v : inv->violations()) std::fprintf(stderr, "S29 invariant broken: %s\n", v.c_str());
+    if (!inv->violations().empty()) return failed ? failed : 1;
+  }
+  return failed;
 }

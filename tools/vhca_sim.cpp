@@ -56,7 +56,7 @@ const char* const kUsage =
                "                [--arm-event moderated|at-arm] [--profile baseline|cx5|cx6] [--fault flip-payload] [--queues]\n"
                "                [--log CATS] [--wall-limit SECONDS] [--pipelined]\n"
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
-               "                [--vcd FILE] [--fst FILE] [--signals GLOB,...] [--record FILE] [--queues] [--log CATS]\n"
+               "                [--vcd FILE] [--fst FILE] [--signals GLOB,...] [--record FILE] [--queues] [--check] [--log CATS]\n"
                "                [--wall-limit SECONDS]\n"
                "       vhca-sim sweep SCENARIO.yaml --grid KEY=V1,V2,... [--grid ...] [--set key=value] [--jobs N]\n"
                "                [--out DIR] [--latency COLUMN] [--x COLUMN] [--seeds N] [--emit-jobs]\n"
@@ -379,13 +379,14 @@ int run_scenario_command(int argc, char** argv) {
   if (!path.empty() && path[0] == '-') usage("run: the scenario file comes first (run SCENARIO.yaml [options]), not " + path);
   std::vector<std::string> sets;
   std::string json, csv, trace, record, vcd, fst, signals;
-  bool queues = false;
+  bool queues = false, check = false;
   double wall_limit_s = 0;
   for (ArgWalker w{argc, argv, 3, {}}; w.i < argc; ++w.i) {
     w.a = argv[w.i];
     if (w.a == "--help" || w.a == "-h") help();
     else if (w.a == "--set") sets.push_back(w.value());
     else if (w.a == "--queues") queues = true;
+    else if (w.a == "--check") check = true;
     else if (w.a == "--json") json = w.value();
     else if (w.a == "--csv") csv = w.value();
     else if (w.a == "--trace") trace = w.value();
@@ -413,6 +414,7 @@ int run_scenario_command(int argc, char** argv) {
   o.vcd_path = vcd;
   o.fst_path = fst;
   o.queues = queues;
+  o.check = check;
   o.wall_limit_s = wall_limit_s;
   if (!signals.empty() && vcd.empty() && fst.empty())
     usage("run: --signals chooses what --vcd FILE (or --fst FILE) dumps; give one of them too");
