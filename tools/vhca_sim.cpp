@@ -22,6 +22,7 @@
 #include "cosim/fst.h"
 #include "cosim/rtl_pipelined_writer.h"
 #include "explorer/resources.h"
+#include "explorer/soak.h"
 #include "explorer/profile.h"
 #include "explorer/scenario.h"
 #include "explorer/sweep.h"
@@ -69,6 +70,8 @@ const char* const kUsage =
                "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fst FILE] [--fault owner|late-event]\n"
                "                [--arm-event moderated|at-arm] [--writer mirror|pipelined] [--cqs 64|4096|65536]\n"
                "                [--rtl-init-seed S] [--fault unstable-cqe]\n"
+               "       vhca-sim soak [--minutes M] [--episodes N] [--seed S] [--no-packet-faults] [--log CATS]\n"
+               "                (randomized traffic and verbs with faults, the S29 checker on)\n"
                "       vhca-sim serve [--socket PATH] [--devices N] [--json FILE] [--timeline FILE]\n"
                "                [--spin-grace-us N] [--port-down DEVICE@[doorbell:N|AT_US][+FOR_US]]... [--quiet]\n"
                "                (the HCAs as devices vhca0, vhca1, ... for verbs programs run with the drop-in\n"
@@ -213,7 +216,7 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     else if (a == "--log") enable_log(w.value());
     else if (a == "--wall-limit") o.wall_limit_s = w.number(0.001, 1e7);
     else if (!a.empty() && a[0] != '-' && w.i == first)
-      usage("unknown command '" + a + "' (commands: traffic, run, sweep, inject, cosim, serve)");
+      usage("unknown command '" + a + "' (commands: traffic, run, sweep, inject, cosim, serve, soak)");
     else usage("traffic: unknown option " + a);
   }
   return o;
@@ -497,6 +500,26 @@ int run_serve_command(int argc, char** argv) {
   return vhca::run_device_server(o);
 }
 
+// `vhca-sim soak [--minutes M] [--episodes N] [--seed S]`: randomized traffic and verbs with
+// faults, the invariant checker on (explorer/soak.h).
+int run_soak_command(int argc, char** argv) {
+  vhca::SoakOptions o;
+  for (ArgWalker w{argc, argv, 2, {}}; w.i < argc; ++w.i) {
+    w.a = argv[w.i];
+    const std::string& a = w.a;
+    if (a == "--help" || a == "-h") help();
+    else if (a == "--minutes") o.minutes = w.number(0.001, 1e4);
+    else if (a == "--episodes") o.episodes = w.integer(1, uint64_t(1) << 40);
+    else if (a == "--no-packet-faults") o.packet_faults = false;
+    else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
+    else if (a == "--log") enable_log(w.value());
+    else usage("soak: unknown option " + a);
+  }
+  const vhca::SoakReport r = vhca::run_soak(o);
+  std::fputs(r.text().c_str(), stdout);
+  return r.ok() ? 0 : 1;
+}
+
 int sc_main(int argc, char* argv[]) {
   sc_core::sc_report_handler::set_actions("/IEEE_Std_1666/deprecated", sc_core::SC_DO_NOTHING);
   const std::string command = argc > 1 ? argv[1] : "";
@@ -505,6 +528,7 @@ int sc_main(int argc, char* argv[]) {
   if (command == "run") return run_scenario_command(argc, argv);
   if (command == "sweep") return run_sweep_command(argc, argv);
   if (command == "serve") return run_serve_command(argc, argv);
+  if (command == "soak") return run_soak_command(argc, argv);
   const int first = command == "traffic" ? 2 : 1;
   const vhca::TrafficOptions o = parse_traffic(argc, argv, first);
   if (refuse_unfit(o)) return 2;

@@ -413,6 +413,12 @@ void Requester::receive(IbPacket& p) {
     scatter(w.sges, k * mtu, p.payload.data(), expect_len);
     if (++w.resp_pkts == w.npkts) w.done = true;
   }
+  if (w.done) {
+    // The whole response is in: it acknowledges the READ or atomic itself, so that a late copy of
+    // it (answering a repeated request) is behind us and ignored, not a bad response.
+    ack_through(qpn, psn_add(w.first_psn, w.npkts - 1));
+    return;
+  }
   s.retry_left = q.retry_cnt;
   arm_retransmit_timer(qpn, q, true);
   complete_ready(qpn);
@@ -428,21 +434,28 @@ void Requester::ack_through(uint32_t qpn, uint32_t psn) {
   const QpContext& q = tables_.qps[qpn];
   SendState& s = qps_[qpn];
   if (psn_diff(psn, s.una_psn) < 0 || psn_diff(psn, s.next_psn) >= 0) return;  // old or beyond: ignore
+  uint32_t covered = psn;
+  bool response_lost = false;
   for (SendWqe& w : s.sq) {
     if (!w.started) break;
     const uint32_t last = psn_add(w.first_psn, w.npkts - 1);
     if (psn_diff(last, psn) > 0) break;
     if (w.is_read_or_atomic()) {
       if (!w.done) {
-        // Later PSNs are acknowledged but this response never came: it was lost.
-        go_back(qpn, w.first_psn);
+        // Later PSNs are acknowledged but this response never came: it was lost. Only what
+        // precedes it is acknowledged: it goes again, and so do the WQEs behind it, which the
+        // responder answers as duplicates (were they taken as acknowledged here, nothing would
+        // ever complete them: found by vhca-sim soak).
+        covered = psn_add(w.first_psn, -1);
+        response_lost = true;
         break;
       }
       continue;
     }
     w.done = true;
   }
-  s.una_psn = psn_add(psn, 1);
+  s.una_psn = psn_add(covered, 1);
+  if (response_lost) go_back(qpn, s.una_psn);
   s.retry_left = q.retry_cnt;
   s.rnr_left = q.rnr_retry;
   if (outstanding(s))
@@ -524,6 +537,11 @@ bool Requester::complete_head(uint32_t qpn) {
   }
   SendWqe w = std::move(s.sq.front());
   s.sq.pop_front();
+  // A WQE completed is acknowledged whole: a READ done by its own response, ahead of the ACK of
+  // what precedes it, moves the unacknowledged PSN past itself too, so that a late copy of its
+  // response (answering a repeated request) is behind us, not a bad response (vhca-sim soak).
+  if (w.started && w.npkts && psn_diff(psn_add(w.first_psn, w.npkts), s.una_psn) > 0)
+    s.una_psn = psn_add(w.first_psn, w.npkts);
   if (s.cursor > 0) {
     --s.cursor;
   } else {
