@@ -22,16 +22,6 @@ using sc_core::sc_time;
 
 void wait_us(double us) { sc_core::wait(sc_time(us, SC_US)); }
 
-// One host's end of the soak's RC connection.
-struct End {
-  Driver* dev = nullptr;
-  Pd* pd = nullptr;
-  Cq* scq = nullptr;
-  Cq* rcq = nullptr;
-  Qp* qp = nullptr;
-  fb::Buffer buf;
-};
-
 class Soak {
  public:
   Soak(System& sys, const SoakOptions& o, SoakReport& r) : sys_(sys), o_(o), r_(r), rng_(o.seed) {}
@@ -79,15 +69,7 @@ class Soak {
   }
 
   void connect() {
-    for (uint32_t h = 0; h < 2; ++h) {
-      End& e = end_[h];
-      e.dev = &sys_.node(h).driver;
-      e.pd = fb::alloc_pd(*e.dev);
-      e.scq = fb::create_cq(*e.dev, 256);
-      e.rcq = fb::create_cq(*e.dev, 256);
-      e.qp = fb::create_qp(*e.pd, e.scq, e.rcq, QpType::rc, 64);
-      e.buf = fb::reg_buffer(*e.pd, 1 << 20);
-    }
+    for (uint32_t h = 0; h < 2; ++h) end_[h] = fb::make_endpoint(sys_.node(h).driver, 1 << 20);
     fb::RcParams p;
     p.timeout = 8;  // 4.096 us x 2^8 = 1 ms: a lost packet costs a millisecond, not 67
     fb::connect_rc(*end_[0].qp, *end_[1].qp, p);
@@ -113,8 +95,8 @@ class Soak {
       sys_.ib.set_loss(loss, rng_());
       ++r_.faults["loss episodes"];
     }
-    End& a = end_[0];
-    End& b = end_[1];
+    fb::Endpoint& a = end_[0];
+    fb::Endpoint& b = end_[1];
     const int n = 1 + int(pick(16));
     std::vector<uint8_t> expect;
     std::vector<SendWr> wrs;
@@ -353,7 +335,7 @@ class Soak {
   const SoakOptions& o_;
   SoakReport& r_;
   std::mt19937_64 rng_;
-  End end_[2];
+  fb::Endpoint end_[2];
   Cq* spare_ = nullptr;
   uint64_t wr_id_ = 0;
   const char* kind_ = "";

@@ -54,6 +54,27 @@ inline Qp* create_qp(Pd& pd, Cq* scq, Cq* rcq, QpType type = QpType::rc, uint32_
   return qp;
 }
 
+// One host's end of a connection: PD, send and receive CQs, QP, and a registered buffer.
+struct Endpoint {
+  Driver* dev = nullptr;
+  Pd* pd = nullptr;
+  Cq* scq = nullptr;
+  Cq* rcq = nullptr;
+  Qp* qp = nullptr;
+  Buffer buf;
+};
+
+inline Endpoint make_endpoint(Driver& dev, uint64_t buf_len, QpType type = QpType::rc, uint32_t depth = 64) {
+  Endpoint e;
+  e.dev = &dev;
+  e.pd = alloc_pd(dev);
+  e.scq = create_cq(dev, 256);
+  e.rcq = create_cq(dev, 256);
+  e.qp = create_qp(*e.pd, e.scq, e.rcq, type, depth);
+  e.buf = reg_buffer(*e.pd, buf_len);
+  return e;
+}
+
 struct RcParams {
   uint8_t path_mtu = 5;        // 4096 bytes
   uint8_t timeout = 14;        // 4.096 us * 2^14 = 67 ms

@@ -11,24 +11,10 @@ namespace vhca::test {
 namespace fb = vhca::fabric;
 
 // One host's side of an RC connection: PD, send and receive CQs, QP, and a registered buffer.
-struct Side {
-  Driver* dev = nullptr;
-  Pd* pd = nullptr;
-  Cq* scq = nullptr;
-  Cq* rcq = nullptr;
-  Qp* qp = nullptr;
-  fb::Buffer buf;
-};
+using Side = fb::Endpoint;
 
 inline Side make_side(uint32_t host, uint64_t buf_len, QpType type = QpType::rc, uint32_t depth = 64) {
-  Side s;
-  s.dev = &sys().node(host).driver;
-  s.pd = fb::alloc_pd(*s.dev);
-  s.scq = fb::create_cq(*s.dev, 256);
-  s.rcq = fb::create_cq(*s.dev, 256);
-  s.qp = fb::create_qp(*s.pd, s.scq, s.rcq, type, depth);
-  s.buf = fb::reg_buffer(*s.pd, buf_len);
-  return s;
+  return fb::make_endpoint(sys().node(host).driver, buf_len, type, depth);
 }
 
 // Boots both hosts and connects an RC pair.
