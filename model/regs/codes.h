@@ -69,7 +69,7 @@
 #define VHCA_CQ_ERROR_SYNDROMES(X)                                                 \
   X(kCqOverrun, 0x01, "a CQE found the CQ full")                                   \
   X(kCqAccessViolation, 0x02, "a CQE write failed at the host")                    \
-  X(kCqBadDoorbellRecord, 0x03, "the doorbell record could not be read")
+  X(kCqBadDoorbellRecord, 0x03, "the doorbell record's consumer index is outside [pi - size, pi] (an unreadable record is 0x02)")
 
 // CQ context state.
 #define VHCA_CQ_STATES(X)                                                 \
