@@ -54,6 +54,15 @@ void write_consumer_index(Cq& cq) {
 
 uint8_t cq_log_size(int min_cqe) { return log2_at_least(uint32_t(std::max(min_cqe, 1))); }
 
+// The CQ's ring and doorbell record, unless they are a program's. (The record's page was kept
+// after a destroy until the MMIO fuzz target, which makes and destroys a CQ per input, showed host
+// memory growing by a page a CQ.)
+void release_cq_memory(Cq& cq) {
+  if (cq.user_memory) return;
+  cq.dev->memory().unmap(cq.buf, uint64_t(cqe::kSize) << cq.log_size);
+  cq.dev->memory().unmap(cq.dbr, 64);
+}
+
 int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const CqModeration& mod,
               uint32_t create_flags, const UserCqMemory* user) {
   *out = nullptr;
@@ -79,7 +88,7 @@ int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const Cq
                                               uint32_t(cq->dbr >> 32), uint32_t(cq->dbr), dev.eqn_for_vector(comp_vector),
                                               mod.count, mod.period_us, flags});
   if (!r.ok()) {
-    if (!user) dev.memory().unmap(cq->buf, uint64_t(cqe::kSize) << log_size);
+    release_cq_memory(*cq);
     delete cq;
     return fail(dev, command_errno(r), "create_cq: " + r.message());
   }
@@ -126,7 +135,7 @@ int destroy_cq(Cq* cq) {
   CommandResult r = dev.exec(cmd::kDestroyCq, {cq->cqn});
   if (!r.ok()) return fail(dev, command_errno(r), "destroy_cq: " + r.message());
   dev.detach(cq);
-  if (!cq->user_memory) dev.memory().unmap(cq->buf, uint64_t(cqe::kSize) << cq->log_size);
+  release_cq_memory(*cq);
   delete cq;
   return 0;
 }

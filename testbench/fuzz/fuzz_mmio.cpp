@@ -66,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // is gone) and the harness releases the host side itself.
     if (vhca::verbs::destroy_cq(cq) != 0) {
       d.detach(cq);
-      d.memory().unmap(cq->buf, uint64_t(vhca::cqe::kSize) << cq->log_size);
+      vhca::verbs::release_cq_memory(*cq);
       delete cq;
     }
   }, sc_core::sc_time(10, sc_core::SC_MS));
