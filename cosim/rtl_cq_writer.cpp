@@ -42,20 +42,38 @@ void RtlCqWriter::eval(uint64_t now, int phase) {
   if (vcd_ && now >= trace_from_ && now <= trace_to_) vcd_->dump(now * 2 + uint64_t(phase));
 }
 
+void PerCqCounts::reset(uint32_t cqs) {
+  cqes_.assign(cqs, 0);
+  events_.assign(cqs, 0);
+  causes_.assign(cqs, {});
+}
+
+void PerCqCounts::restart(uint32_t cqn) {
+  if (cqn < cqes_.size()) cqes_[cqn] = events_[cqn] = 0, causes_[cqn] = {};
+}
+
+void PerCqCounts::cqe(uint32_t cqn) {
+  if (cqn < cqes_.size()) ++cqes_[cqn];
+}
+
+void PerCqCounts::event(uint32_t cqn, uint32_t cov) {
+  if (cqn >= events_.size()) return;
+  ++events_[cqn];
+  for (int k = 0; k < kEventCauses; ++k) causes_[cqn][size_t(k)] += (cov >> (kCovFirstCause + k)) & 1;
+}
+
+void PerCqCounts::fill(uint32_t cqn, CqContext& c) const {
+  if (cqn >= cqes_.size()) return;
+  c.cqes = cqes_[cqn];
+  c.events = events_[cqn];
+  for (int k = 0; k < kEventCauses; ++k) c.events_by[k] = causes_[cqn][size_t(k)];
+}
+
 void RtlCqWriter::reset() {
-  top_->rst = 1;
-  top_->clk = 0;
-  top_->eval();
-  top_->clk = 1;
-  top_->eval();
-  top_->rst = 0;
-  top_->clk = 0;
-  top_->eval();
+  pulse_reset(*top_);
   clear_inputs();
   stats_ = {};
-  cq_cqes_.assign(cfg_.num_cqs, 0);
-  cq_events_.assign(cfg_.num_cqs, 0);
-  cq_causes_.assign(cfg_.num_cqs, {});
+  counts_.reset(cfg_.num_cqs);
   cqes_seen_ = events_seen_ = 0;
   delayed_event_pending_ = false;
 }
@@ -99,17 +117,12 @@ void RtlCqWriter::collect_outputs(uint64_t now) {
   if (t.m_dma_valid) {
     DmaWrite w = cqe_write_on_pins(t);
     if (++cqes_seen_ == faults_.flip_owner_at_cqe) w.data[63] ^= 1;
-    if (w.id < cq_cqes_.size()) ++cq_cqes_[w.id];
+    counts_.cqe(w.id);
     m_dma->push(w, now);
   }
   if (t.m_event_valid) {
     DeviceEvent ev{t.m_event_type, t.m_event_eqn, t.m_event_cqn, t.m_event_syndrome, t.m_event_data};
-    if (ev.type == eqe::kCompletion && ev.cqn < cq_events_.size()) {
-      ++cq_events_[ev.cqn];
-      // The cause is the coverage bit the same action set.
-      for (int c = 0; c < kEventCauses; ++c)
-        if ((t.o_cov >> (kCovFirstCause + c)) & 1) ++cq_causes_[ev.cqn][size_t(c)];
-    }
+    if (ev.type == eqe::kCompletion) counts_.event(ev.cqn, t.o_cov);  // its cause: the same action's o_cov
     if (++events_seen_ == faults_.delay_event_at) {
       delayed_event_ = ev;
       delayed_event_pending_ = true;
@@ -135,7 +148,7 @@ bool RtlCqWriter::act(uint64_t now) {
   CqControl ctl;
   if (t.s_ctl_valid && t.s_ctl_ready) {
     ctl = s_ctl.pop(now);
-    if (ctl.op == CqControl::Op::create && ctl.cqn < cq_cqes_.size()) cq_cqes_[ctl.cqn] = cq_events_[ctl.cqn] = 0, cq_causes_[ctl.cqn] = {};
+    if (ctl.op == CqControl::Op::create) counts_.restart(ctl.cqn);
   }
   if (t.s_aerr_valid && t.s_aerr_ready) s_access_error.pop(now);
   if (t.s_ci_valid && t.s_ci_ready) s_ci.pop(now);
@@ -178,10 +191,7 @@ CqContext RtlCqWriter::context(uint32_t cqn) const {
   c.mod_pending = t.q_pending;
   if (faults_.misread_pending_from && last_cycle_ >= faults_.misread_pending_from && c.mod_pending) ++c.mod_pending;
   c.timer_deadline = t.q_deadline;
-  if (cqn < cq_cqes_.size()) {
-    c.cqes = cq_cqes_[cqn], c.events = cq_events_[cqn];
-    for (int k = 0; k < kEventCauses; ++k) c.events_by[k] = cq_causes_[cqn][size_t(k)];
-  }
+  counts_.fill(cqn, c);
   return c;
 }
 

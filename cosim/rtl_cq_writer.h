@@ -48,6 +48,21 @@ class RtlEngine : public CqWriterEngine {
 constexpr int kCovFirstCause = 2;  // the event-cause bits, in EventCause order
 void count_rtl_coverage(CqeWriterStats& stats, uint32_t cov);
 
+// What the RTL writers count per CQ from their outputs (the RTL keeps no such counters; the C++
+// model's CqContext does): CQEs, completion events, and the events by cause (o_cov's cause bits).
+class PerCqCounts {
+ public:
+  void reset(uint32_t cqs);
+  void restart(uint32_t cqn);  // a CQ made anew counts from zero
+  void cqe(uint32_t cqn);
+  void event(uint32_t cqn, uint32_t cov);
+  void fill(uint32_t cqn, CqContext& c) const;
+
+ private:
+  std::vector<uint64_t> cqes_, events_;
+  std::vector<std::array<uint64_t, kEventCauses>> causes_;
+};
+
 class RtlCqWriter : public RtlEngine {
  public:
   // The Verilated build has NUM_CQS = kRtlNumCqs and CYCLES_PER_US = 500.
@@ -77,8 +92,7 @@ class RtlCqWriter : public RtlEngine {
   uint64_t cqes_seen_ = 0, events_seen_ = 0;
   // CQEs written and completion events raised per CQ, counted at the RTL's outputs (the RTL
   // keeps no such counters; the C++ model's CqContext does).
-  std::vector<uint64_t> cq_cqes_, cq_events_;
-  std::vector<std::array<uint64_t, kEventCauses>> cq_causes_;  // events by cause, per CQ (from o_cov)
+  PerCqCounts counts_;
   bool delayed_event_pending_ = false;
   DeviceEvent delayed_event_;
   uint64_t evals_ = 0;

@@ -9,6 +9,19 @@
 
 namespace vhca {
 
+// One clock edge with rst high, then clk low: the state every run starts from.
+template <typename V>
+void pulse_reset(V& t) {
+  t.rst = 1;
+  t.clk = 0;
+  t.eval();
+  t.clk = 1;
+  t.eval();
+  t.rst = 0;
+  t.clk = 0;
+  t.eval();
+}
+
 // The s_* ports from the heads of the engine's input streams visible on `cycle`.
 template <typename V>
 void drive_input_pins(V& t, CqWriterEngine& e, uint64_t cycle) {

@@ -67,19 +67,10 @@ class RtlPipelined final : public RtlEngine {
   const std::vector<std::string>& protocol_violations() const override { return violations_; }
 
   void reset() override {
-    top_->rst = 1;
-    top_->clk = 0;
-    top_->eval();
-    top_->clk = 1;
-    top_->eval();
-    top_->rst = 0;
-    top_->clk = 0;
-    top_->eval();
+    pulse_reset(*top_);
     clear_inputs();
     stats_ = {};
-    cq_cqes_.assign(cfg_.num_cqs, 0);
-    cq_events_.assign(cfg_.num_cqs, 0);
-    cq_causes_.assign(cfg_.num_cqs, {});
+    counts_.reset(cfg_.num_cqs);
     controls_.clear();
     cqes_seen_ = events_seen_ = 0;
     delayed_event_pending_ = false;
@@ -131,9 +122,7 @@ class RtlPipelined final : public RtlEngine {
     if (faults_.misread_pending_from && last_cycle_ >= faults_.misread_pending_from && c.mod_pending) ++c.mod_pending;
     c.timer_deadline = bits(w, kRun, 1) ? bits(w, kDl, 32) : 0;
     c.timer_listed = bits(w, kListed, 1);
-    c.cqes = cq_cqes_[cqn];
-    c.events = cq_events_[cqn];
-    for (int k = 0; k < kEventCauses; ++k) c.events_by[k] = cq_causes_[cqn][size_t(k)];
+    counts_.fill(cqn, c);
     return c;
   }
   bool cq_exists(uint32_t cqn) const override { return context(cqn).valid; }
@@ -179,11 +168,8 @@ class RtlPipelined final : public RtlEngine {
     if (t.m_ci_req_valid && t.m_ci_req_ready) m_ci_req->push(CiRequest{t.m_ci_req_cqn, t.m_ci_req_dbr}, c);
     // Per CQ, counted as stage 3 acts (as the model's context counts them).
     const uint32_t cov = t.o_cov, cqn = t.o_cov_cqn;
-    if (cqn < cq_cqes_.size()) {
-      cq_cqes_[cqn] += cov & 1;
-      cq_events_[cqn] += (cov >> 1) & 1;
-      for (int k = 0; k < kEventCauses; ++k) cq_causes_[cqn][size_t(k)] += (cov >> (kCovFirstCause + k)) & 1;
-    }
+    if (cov & 1) counts_.cqe(cqn);
+    if ((cov >> 1) & 1) counts_.event(cqn, cov);
     if (t.o_bad_db_valid && on_bad_doorbell) on_bad_doorbell(t.o_bad_db_reason, t.o_bad_db_cqn);
     count_rtl_coverage(stats_, cov);
   }
@@ -228,8 +214,7 @@ class RtlPipelined final : public RtlEngine {
     if (ctl_done && !controls_.empty()) {
       const CqControl k = controls_.front();
       controls_.pop_front();
-      if (k.op == CqControl::Op::create && k.cqn < cq_cqes_.size())  // a new CQ counts from zero
-        cq_cqes_[k.cqn] = cq_events_[k.cqn] = 0, cq_causes_[k.cqn] = {};
+      if (k.op == CqControl::Op::create) counts_.restart(k.cqn);
       if (on_control_done) on_control_done(k, c);
     }
   }
@@ -242,8 +227,7 @@ class RtlPipelined final : public RtlEngine {
   bool started_ = false;
   uint64_t first_cycle_ = 0, last_cycle_ = 0;
   uint64_t cqes_seen_ = 0, events_seen_ = 0, evals_ = 0;
-  std::vector<uint64_t> cq_cqes_, cq_events_;
-  std::vector<std::array<uint64_t, kEventCauses>> cq_causes_;
+  PerCqCounts counts_;
   std::deque<CqControl> controls_;  // controls taken and not yet acted on
   bool delayed_event_pending_ = false;
   DeviceEvent delayed_event_;

@@ -99,7 +99,6 @@ class Soak {
     fb::Endpoint& a = end_[0];
     fb::Endpoint& b = end_[1];
     const int n = 1 + int(pick(16));
-    std::vector<uint8_t> expect;
     std::vector<SendWr> wrs;
     std::vector<RecvWr> recvs;
     struct Check {

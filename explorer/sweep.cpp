@@ -4,7 +4,6 @@
 
 #include <filesystem>
 
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
