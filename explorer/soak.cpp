@@ -314,9 +314,7 @@ class Soak {
     // The ring is gone already: destroy the context, release the rest (the doorbell record).
     const CommandResult r = dev0().exec(cmd::kDestroyCq, {cq->cqn});
     if (!r.ok()) fail("buffer vanished: destroy: " + r.message());
-    dev0().detach(cq);
-    verbs::release_cq_memory(*cq);
-    delete cq;
+    verbs::abandon_cq(cq);
     expect_polled(*spare_, inject(*spare_, 2, 3), "after a CQ error");
   }
 

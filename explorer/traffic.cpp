@@ -158,6 +158,8 @@ class TrafficRun {
               stop_ = sc_core::sc_time_stamp();
               for (int h = 0; h < 2; ++h) last_[h] = take_snapshot(*h_[h], cqs_[h]);
               wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+            } catch (const sc_core::sc_unwind_exception&) {
+              throw;  // killed once the run is over (end_threads): let SystemC unwind it
             } catch (const std::exception& e) {
               std::fprintf(stderr, "vhca-sim: %s\n", e.what());
               setup_ok = false;

@@ -120,7 +120,8 @@ IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const 
     start = CqModeration{dim_profiles()[first_profile].count, dim_profiles()[first_profile].period_us, mod.mode};
   Cq* cq = nullptr;
   if (verbs::create_cq(dev_, nr_cqe, comp_vector, &cq, start) != 0) return nullptr;
-  auto* ib = new IbCq;
+  IbCq* ib = new IbCq;
+  cqs_.emplace(ib, std::unique_ptr<IbCq>(ib));
   ib->cq = cq;
   ib->context = ctx;
   cq->context = ib;
@@ -171,7 +172,7 @@ int CqPool::free_cq(IbCq* ib) {
   verbs::set_comp_handler(*ib->cq, nullptr);  // no new events, so no new DIM decisions
   while (ib->dim_applying) sc_core::wait(ib->dim_idle);  // the worker holds ib until its MODIFY_CQ is done
   int rc = verbs::destroy_cq(ib->cq);
-  if (rc == 0) delete ib;
+  if (rc == 0) cqs_.erase(ib);
   return rc;
 }
 

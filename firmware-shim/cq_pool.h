@@ -110,6 +110,7 @@ class CqPool {
   std::map<std::pair<int, uint32_t>, std::unique_ptr<Poller>> shared_pollers_;
   std::vector<std::unique_ptr<Poller>> own_pollers_;
   std::set<CqeDone*> live_;
+  std::map<const IbCq*, std::unique_ptr<IbCq>> cqs_;  // every CQ alloc_cq made until free_cq
   int dim_workers_ = 0;
   uint64_t unknown_wr_ids_ = 0;
 };

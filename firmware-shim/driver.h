@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <systemc>
 #include <vector>
 
@@ -90,6 +92,17 @@ class Driver {
   void attach(Qp* qp);
   void detach(Qp* qp);
   Qp* find_qp(uint32_t qpn) const;
+  // Every verbs object the library hands out (CQ, QP, PD, MR, SRQ) is owned here until its
+  // destroy verb frees it; what a program leaves behind goes with the driver, as the kernel frees
+  // a process's objects when its verbs context closes.
+  template <class T>
+  T* own(std::unique_ptr<T> object) {
+    T* raw = object.get();
+    owned_.emplace(raw, std::shared_ptr<T>(std::move(object)));
+    return raw;
+  }
+  void free_owned(const void* object) { owned_.erase(object); }
+  size_t objects_owned() const { return owned_.size(); }
 
   std::function<void(const AsyncEvent&)> async_handler;
   const std::string& last_error() const { return last_error_; }
@@ -135,6 +148,7 @@ class Driver {
   std::vector<size_t> comp_eqs_;
   std::map<uint32_t, Cq*> cqs_;
   std::map<uint32_t, Qp*> qps_;
+  std::unordered_map<const void*, std::shared_ptr<void>> owned_;
   bool booted_ = false;
   std::string last_error_;
   uint64_t eqes_handled_ = 0;

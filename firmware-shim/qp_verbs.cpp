@@ -35,14 +35,14 @@ void unmap_rings(Qp& qp) {
 int alloc_pd(Driver& dev, Pd** out) {
   CommandResult r = dev.exec(cmd::kAllocPd);
   if (!r.ok()) return fail(dev, command_errno(r), "alloc_pd: " + r.message());
-  *out = new Pd{&dev, r.out[0]};
+  *out = dev.own(std::make_unique<Pd>(Pd{&dev, r.out[0]}));
   return 0;
 }
 
 int dealloc_pd(Pd* pd) {
   CommandResult r = pd->dev->exec(cmd::kDeallocPd, {pd->pdn});
   if (!r.ok()) return fail(*pd->dev, command_errno(r), "dealloc_pd: " + r.message());
-  delete pd;
+  pd->dev->free_owned(pd);
   return 0;
 }
 
@@ -52,14 +52,14 @@ int reg_mr(Pd& pd, uint64_t addr, uint64_t length, uint32_t access, Mr** out, co
                                                uint32_t(length), access | (host_address ? kRegMrTranslated : 0),
                                                uint32_t(pa >> 32), uint32_t(pa)});
   if (!r.ok()) return fail(*pd.dev, command_errno(r), "reg_mr: " + r.message());
-  *out = new Mr{&pd, addr, length, access, r.out[0], r.out[1]};
+  *out = pd.dev->own(std::make_unique<Mr>(Mr{&pd, addr, length, access, r.out[0], r.out[1]}));
   return 0;
 }
 
 int dereg_mr(Mr* mr) {
   CommandResult r = mr->pd->dev->exec(cmd::kDeregMr, {mr->lkey});
   if (!r.ok()) return fail(*mr->pd->dev, command_errno(r), "dereg_mr: " + r.message());
-  delete mr;
+  mr->pd->dev->free_owned(mr);
   return 0;
 }
 
@@ -71,7 +71,7 @@ int create_qp(Pd& pd, const QpInitAttr& attr, Qp** out) {
   if (!attr.send_cq || !attr.recv_cq) return fail(dev, EINVAL, "create_qp: a send and a receive CQ are required");
   if (attr.max_send_wr < 1 || attr.max_send_wr > 32768 || (!attr.srq && (attr.max_recv_wr < 1 || attr.max_recv_wr > 32768)))
     return fail(dev, EINVAL, "create_qp: max_send_wr and max_recv_wr (without an SRQ) must be in 1..32768");
-  auto* qp = new Qp;
+  Qp* qp = dev.own(std::make_unique<Qp>());
   qp->pd = &pd;
   qp->type = attr.type;
   qp->send_cq = attr.send_cq;
@@ -93,7 +93,7 @@ int create_qp(Pd& pd, const QpInitAttr& attr, Qp** out) {
                                 on_srq ? (1u << 31) | attr.srq->srqn : 0u});
   if (!r.ok()) {
     if (!qp->user_memory) unmap_rings(*qp);
-    delete qp;
+    dev.free_owned(qp);
     return fail(dev, command_errno(r), "create_qp: " + r.message());
   }
   qp->qpn = r.out[0];
@@ -142,7 +142,7 @@ int destroy_qp(Qp* qp) {
   qp->recv_cq->wq_depth -= qp->rq_depth;
   dev.detach(qp);
   if (!qp->user_memory) unmap_rings(*qp);
-  delete qp;
+  dev.free_owned(qp);
   return 0;
 }
 
@@ -256,7 +256,7 @@ int create_srq(Pd& pd, const SrqInitAttr& attr, Srq** out) {
   *out = nullptr;
   if (attr.max_wr < 1 || attr.max_wr > 32768) return fail(dev, EINVAL, "create_srq: max_wr must be in 1..32768");
   const uint8_t log_size = wq_log_size(attr.max_wr);
-  auto* srq = new Srq;
+  Srq* srq = dev.own(std::make_unique<Srq>());
   srq->pd = &pd;
   srq->depth = 1u << log_size;
   srq->user_memory = attr.user_ring && attr.user_dbr;
@@ -269,7 +269,7 @@ int create_srq(Pd& pd, const SrqInitAttr& attr, Srq** out) {
       dev.memory().unmap(srq->base, uint64_t(rqwqe::kSize) * srq->depth);
       dev.memory().unmap(srq->dbr, 64);
     }
-    delete srq;
+    dev.free_owned(srq);
     return fail(dev, command_errno(r), "create_srq: " + r.message());
   }
   srq->srqn = r.out[0];
@@ -285,7 +285,7 @@ int destroy_srq(Srq* srq) {
     dev.memory().unmap(srq->base, uint64_t(rqwqe::kSize) * srq->depth);
     dev.memory().unmap(srq->dbr, 64);
   }
-  delete srq;
+  dev.free_owned(srq);
   return 0;
 }
 

@@ -54,6 +54,8 @@ void write_consumer_index(Cq& cq) {
 
 uint8_t cq_log_size(int min_cqe) { return log2_at_least(uint32_t(std::max(min_cqe, 1))); }
 
+namespace {
+
 // The CQ's ring and doorbell record, unless they are a program's. (The record's page was kept
 // after a destroy until the MMIO fuzz target, which makes and destroys a CQ per input, showed host
 // memory growing by a page a CQ.)
@@ -61,6 +63,15 @@ void release_cq_memory(Cq& cq) {
   if (cq.user_memory) return;
   cq.dev->memory().unmap(cq.buf, uint64_t(cqe::kSize) << cq.log_size);
   cq.dev->memory().unmap(cq.dbr, 64);
+}
+
+}  // namespace
+
+void abandon_cq(Cq* cq) {
+  Driver& dev = *cq->dev;
+  dev.detach(cq);
+  release_cq_memory(*cq);
+  dev.free_owned(cq);
 }
 
 int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const CqModeration& mod,
@@ -75,7 +86,7 @@ int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const Cq
   if (log_size > dev.caps().log_max_cq_sz)
     return fail(dev, EINVAL, fmt::format("create_cq: size {} is above the device maximum {}", min_cqe,
                                          1u << dev.caps().log_max_cq_sz));
-  auto* cq = new Cq;
+  Cq* cq = dev.own(std::make_unique<Cq>());
   cq->dev = &dev;
   cq->log_size = log_size;
   cq->cqe = 1u << log_size;
@@ -89,7 +100,7 @@ int create_cq(Driver& dev, int min_cqe, uint32_t comp_vector, Cq** out, const Cq
                                               mod.count, mod.period_us, flags});
   if (!r.ok()) {
     release_cq_memory(*cq);
-    delete cq;
+    dev.free_owned(cq);
     return fail(dev, command_errno(r), "create_cq: " + r.message());
   }
   cq->cqn = r.out[0];
@@ -134,9 +145,7 @@ int destroy_cq(Cq* cq) {
   Driver& dev = *cq->dev;
   CommandResult r = dev.exec(cmd::kDestroyCq, {cq->cqn});
   if (!r.ok()) return fail(dev, command_errno(r), "destroy_cq: " + r.message());
-  dev.detach(cq);
-  release_cq_memory(*cq);
-  delete cq;
+  abandon_cq(cq);
   return 0;
 }
 

@@ -64,9 +64,10 @@ uint8_t cq_log_size(int min_cqe);
 int query_cq(Cq& cq, CqInfo& info);                     // S2
 int resize_cq(Cq& cq, int min_cqe);                     // S3: returns the new actual size or -errno
 int destroy_cq(Cq* cq);                                 // S4
-// Unmaps the CQ's ring and doorbell record (unless a program's): destroy_cq does; a caller that
-// cannot destroy the CQ on a device that was reset under it releases the host side with it.
-void release_cq_memory(Cq& cq);
+// The host side of a CQ the device no longer has: forgets it, unmaps its ring and doorbell record
+// (unless a program's) and frees it. destroy_cq ends with it; a caller that cannot destroy a CQ on
+// a device that was reset under it releases the CQ with it.
+void abandon_cq(Cq* cq);
 void set_comp_handler(Cq& cq, std::function<void(Cq&)> handler);  // S5
 // S6: up to n oldest CQEs, consumed in order; 0 when empty; never blocks.
 int poll_cq(Cq& cq, int n, Wc* wc, CpuContext ctx = CpuContext::app);

@@ -1218,7 +1218,7 @@ int run_device_server(const ServeOptions& o) {
   cfg.hosts = o.devices;
   cfg.wall_clock_watch = false;  // the loop waits for clients in poll(): wall time passes with no simulated time
   System sys(cfg);
-  Served served{sys, o, {}, {}, {}, {}, {}, {}};
+  Served served{sys, o, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   int rc = 0;
   // The serving loop is a SystemC thread: between requests it waits for clients, and a command
   // runs the device's driver in simulated time (the clients' time rule: docs/verbs-programs.md).

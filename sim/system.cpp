@@ -1,5 +1,7 @@
 #include "sim/system.h"
 
+#include "model/common/sanitizer_stack.h"
+
 #include <signal.h>
 #include <sys/time.h>
 
@@ -163,6 +165,41 @@ System::System(const SystemConfig& c)
   }
 }
 
+namespace {
+
+void collect_threads(const std::vector<sc_core::sc_object*>& objects, std::vector<sc_core::sc_process_handle>& out) {
+  for (sc_core::sc_object* o : objects) {
+    sc_core::sc_process_handle h(o);
+    if (h.valid() && h.proc_kind() != sc_core::SC_METHOD_PROC_ && !h.terminated()) out.push_back(h);
+    collect_threads(o->get_child_objects(), out);
+  }
+}
+
+}  // namespace
+
+// SystemC never resumes a thread still waiting when the simulation ends, so its stack is never
+// unwound and whatever its locals own is never freed (a run's pollers, drivers, test bodies cut
+// off by a limit). Killing each one unwinds it: the destructors run, and a leak checker sees only
+// real leaks. A kill must come from a process (SystemC's kill dereferences the current one), so a
+// method does it, in one delta cycle at the instant the simulation stopped.
+void end_threads() {
+  if (!sc_core::sc_is_running()) return;
+  sc_core::sc_spawn_options method;
+  method.spawn_method();
+  sc_core::sc_spawn(
+      [] {
+        std::vector<sc_core::sc_process_handle> threads;
+        collect_threads(sc_core::sc_get_top_level_objects(), threads);
+        for (sc_core::sc_process_handle& h : threads)
+          if (!h.terminated()) h.kill();
+      },
+      sc_core::sc_gen_unique_name("end_threads"), &method);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  restore_main_stack_bounds();
+}
+
+System::~System() { end_threads(); }
+
 void System::run(std::function<void()> body, sc_core::sc_time limit) {
   // The checker taps streams through their exports, which answer once elaboration is done: it is
   // attached on the first run, before the first body runs.
@@ -171,19 +208,27 @@ void System::run(std::function<void()> body, sc_core::sc_time limit) {
     invariants_attached_ = true;
     invariants_->attach(*this);
   }
-  bool done = false;
-  std::exception_ptr error;
+  // The body's thread outlives this call when a limit cuts it off (it waits on, and is killed
+  // at the end: end_threads), so what it shares with this call is on the heap, not this frame.
+  struct Outcome {
+    bool done = false;
+    std::exception_ptr error;
+  };
+  auto outcome = std::make_shared<Outcome>();
   sc_core::sc_spawn(
-      [&] {
+      [outcome, body = std::move(body)] {
         try {
           body();
+        } catch (const sc_core::sc_unwind_exception&) {
+          throw;  // killed (end_threads): SystemC's unwinding goes on through
         } catch (...) {
-          error = std::current_exception();
+          outcome->error = std::current_exception();
         }
-        done = true;
+        outcome->done = true;
         sc_core::sc_pause();
       },
       sc_core::sc_gen_unique_name("run"));
+  const bool& done = outcome->done;
   const sc_core::sc_time start = sc_core::sc_time_stamp(), end = start + limit;
   auto limit_reached = [&](const std::string& detail) {
     return std::runtime_error("simulated time limit reached before the body finished: " + limit.to_string() +
@@ -199,6 +244,7 @@ void System::run(std::function<void()> body, sc_core::sc_time limit) {
     // SC_EXIT_ON_STARVATION returns when no event is left before `end` without moving time to
     // it, so each outcome is told apart here; none may start the loop over unchanged.
     sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+    restore_main_stack_bounds();
     if (done) break;
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (g_wall_tick) {  // paused by the wall-clock tick: look, then go on
@@ -224,7 +270,7 @@ void System::run(std::function<void()> body, sc_core::sc_time limit) {
     const sc_core::sc_time next = now + sc_core::sc_time_to_pending_activity();
     if (next > end) throw limit_reached("; the next event is at " + next.to_string());
   }
-  if (error) std::rethrow_exception(error);
+  if (outcome->error) std::rethrow_exception(outcome->error);
 }
 
 void System::wait_cycle(uint64_t c) {

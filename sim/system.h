@@ -60,9 +60,15 @@ class Node : public sc_core::sc_module {
   Driver driver;
 };
 
+// Kills every SystemC thread still waiting, so that each unwinds (see system.cpp); System's
+// destructor calls it.
+void end_threads();
+
 class System {
  public:
   explicit System(const SystemConfig& cfg = {});
+  // Kills the threads still waiting (end_threads) before the blocks they use go.
+  ~System();
 
   // Runs `body` in a new SC_THREAD and advances the simulation until it returns. Throws (a
   // std::runtime_error saying which, and the simulated time) if the simulation starves (no more

@@ -53,11 +53,13 @@ TEST_CASE("System::run stops at its time limit with a message, even when the nex
 TEST_CASE("System::run stops when simulated time stops advancing (a delta-cycle livelock), naming the instant") {
   CHECK_THROWS_WITH(sys().run([] {
     auto* ev = new sc_core::sc_event("livelock");  // lives as long as the simulation
-    sc_core::sc_spawn_options o;
-    o.spawn_method();
-    o.set_sensitivity(ev);
-    o.dont_initialize();
-    sc_core::sc_spawn([ev] { ev->notify(sc_core::SC_ZERO_TIME); }, "spinner", &o);
+    {  // the options go before this thread blocks for ever (its stack is never unwound)
+      sc_core::sc_spawn_options o;
+      o.spawn_method();
+      o.set_sensitivity(ev);
+      o.dont_initialize();
+      sc_core::sc_spawn([ev] { ev->notify(sc_core::SC_ZERO_TIME); }, "spinner", &o);
+    }
     sc_core::wait(sc_core::sc_time(1, sc_core::SC_US));
     ev->notify(sc_core::SC_ZERO_TIME);
     sc_core::wait(sc_core::sc_time(1, sc_core::SC_MS));
@@ -71,11 +73,13 @@ TEST_CASE("System::run stops at its wall-clock limit with the simulated time rea
   CHECK_THROWS_WITH(sys().run([] {
     // A method woken every nanosecond of a ten-second run: far more than a second of wall time.
     auto* ev = new sc_core::sc_event("tick");
-    sc_core::sc_spawn_options o;
-    o.spawn_method();
-    o.set_sensitivity(ev);
-    o.dont_initialize();
-    sc_core::sc_spawn([ev] { ev->notify(sc_core::sc_time(1, sc_core::SC_NS)); }, "ticker", &o);
+    {
+      sc_core::sc_spawn_options o;
+      o.spawn_method();
+      o.set_sensitivity(ev);
+      o.dont_initialize();
+      sc_core::sc_spawn([ev] { ev->notify(sc_core::sc_time(1, sc_core::SC_NS)); }, "ticker", &o);
+    }
     ev->notify(sc_core::SC_ZERO_TIME);
     sc_core::wait(sc_core::sc_time(10, sc_core::SC_SEC));
   }, sc_core::sc_time(20, sc_core::SC_SEC)),

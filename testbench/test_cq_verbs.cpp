@@ -214,9 +214,19 @@ TEST_CASE("[S4] destroy: a destroyed CQ is gone, destroying an unknown CQ is ref
   // S4's refusal while a WQ is associated needs QPs: tested with the work-request path.
   sys().run([] {
     boot();
+    const size_t owned = sys().driver.objects_owned();
     Cq* cq = make_cq(16);
     const uint32_t cqn = cq->cqn;
+    // The library owns what it hands out until the destroy verb (what a program leaves goes with
+    // the driver): a failed create leaves nothing behind.
+    CHECK(sys().driver.objects_owned() == owned + 1);
+    Cq* refused = nullptr;
+    CHECK(verbs::create_cq(sys().driver, 8, 99, &refused) == -EINVAL);  // refused by the library
+    CHECK(verbs::create_cq(sys().driver, 8, 0, &refused, {}, 1u << 31) != 0);  // refused by the device
+    CHECK(refused == nullptr);
+    CHECK(sys().driver.objects_owned() == owned + 1);
     REQUIRE(verbs::destroy_cq(cq) == 0);
+    CHECK(sys().driver.objects_owned() == owned);
     CHECK_FALSE(sys().hca.cq.cq_exists(cqn));
     CommandResult r = sys().driver.exec(cmd::kDestroyCq, {cqn});
     CHECK(r.status == cmd::kBadResource);

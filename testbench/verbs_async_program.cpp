@@ -61,6 +61,15 @@ bool make_side(Side& s, const char* name, int cqe) {
   return true;
 }
 
+// A program frees what it made before closing its context (the library's objects are its memory).
+bool free_side(Side& s) {
+  bool ok = !s.qp || ibv_destroy_qp(s.qp) == 0;
+  ok = (!s.mr || ibv_dereg_mr(s.mr) == 0) && ok;
+  ok = (!s.cq || ibv_destroy_cq(s.cq) == 0) && ok;
+  ok = (!s.pd || ibv_dealloc_pd(s.pd) == 0) && ok;
+  return (!s.ctx || ibv_close_device(s.ctx) == 0) && ok;
+}
+
 bool connect(Side& s, const Side& peer) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
@@ -235,7 +244,6 @@ int main() {
     if (opd) ibv_dealloc_pd(opd);
     ibv_close_device(other);
   }
-  ibv_close_device(b.ctx);
-  ibv_close_device(a.ctx);
+  check(free_side(b) && free_side(a), "every object destroyed, both contexts closed");
   return failures ? 1 : 0;
 }

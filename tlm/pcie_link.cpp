@@ -137,9 +137,9 @@ tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::
 void PcieLink::start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_event* waiter) {
   Read* r;
   if (free_reads_.empty()) {
-    r = new Read;
+    r = reads_.emplace_back(std::make_unique<Read>()).get();
   } else {
-    r = free_reads_.back().release();
+    r = free_reads_.back();
     free_reads_.pop_back();
   }
   const uint64_t len = tx.get_data_length();
@@ -201,7 +201,7 @@ void PcieLink::send_completion(Read* r) {
   const sc_time now = sc_core::sc_time_stamp();
   const sc_time back_at = serialize(back, now, r->tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
   const Read done = *r;
-  free_reads_.emplace_back(r);
+  free_reads_.push_back(r);
   if (done.waiter) {
     done.waiter->notify(back_at - now);
     return;

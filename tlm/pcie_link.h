@@ -215,7 +215,10 @@ class PcieLink : public sc_core::sc_module {
 
   PcieLinkConfig cfg_;
   ActionQueue actions_{"actions"};
-  std::vector<std::unique_ptr<Read>> free_reads_;
+  // Every read record made, and those free for reuse: the link owns them all, so reads still in
+  // flight when the simulation ends are freed with it.
+  std::vector<std::unique_ptr<Read>> reads_;
+  std::vector<Read*> free_reads_;
   Direction dir_[2];  // 0 upstream, 1 downstream
   uint64_t down_stalls_ = 0;
   tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write

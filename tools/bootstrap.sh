@@ -3,6 +3,7 @@
 # configure and build, then run either the main job or the whole test suite.
 #   bash tools/bootstrap.sh sim [vhca-sim args...]   build and run vhca-sim on its default scenario
 #   bash tools/bootstrap.sh test                     build and run every test under ctest
+#   bash tools/bootstrap.sh sanitize                 the same suite built with ASan + UBSan (build-asan/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-sim}
@@ -27,7 +28,10 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # a minute instead of ten. Paths are made relative to the clone and the working directory is left
 # out of the hash (with debug info it is in by default), so clones in other folders share it.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+build=build
+sanitize=OFF
+[ "$mode" = sanitize ] && { build=build-asan; sanitize=ON; }
+cmake -S . -B $build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DVHCA_SANITIZE=$sanitize >/dev/null
 
 case "$mode" in
   sim)  # only what the simulator needs: no test is built
@@ -36,5 +40,12 @@ case "$mode" in
   test)
     cmake --build build -j "$jobs"
     cd build && exec ctest --output-on-failure -j "$jobs" "$@" ;;
-  *) echo "usage: bash tools/bootstrap.sh sim|test" >&2; exit 2 ;;
+  sanitize)
+    # Every test under AddressSanitizer (leaks checked at each program's exit) and
+    # UndefinedBehaviorSanitizer; any report fails its test (docs/testing.md).
+    cmake --build $build -j "$jobs"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+    cd $build && exec ctest --output-on-failure -j "$jobs" "$@" ;;
+  *) echo "usage: bash tools/bootstrap.sh sim|test|sanitize" >&2; exit 2 ;;
 esac

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -108,11 +109,19 @@ int call_for(int fd, wire::Op op, const void* body, uint32_t len, T& out) {
 }
 
 // The library's objects, each with the verbs.h struct first (programs see only that).
+// A device is held by the list that made it and by each context opened on it, as the real
+// library counts its references: the last to let go frees it.
 struct Device {
   ibv_device dev;
   uint32_t index;
   uint64_t guid;
+  std::atomic<int> refs{1};
 };
+
+void release(ibv_device* device) {
+  auto* d = reinterpret_cast<Device*>(device);
+  if (d->refs.fetch_sub(1) == 1) delete d;
+}
 
 uint32_t device_index(ibv_context* c) { return client::context_of(c)->index; }
 
@@ -153,9 +162,12 @@ ibv_device** ibv_get_device_list(int* num_devices) {
   return list;
 }
 
-// The devices stay valid for contexts opened on them (the real library reference-counts them);
-// the array goes.
-void ibv_free_device_list(ibv_device** list) { std::free(list); }
+// The devices stay valid for contexts opened on them; the array goes.
+void ibv_free_device_list(ibv_device** list) {
+  if (!list) return;
+  for (ibv_device** d = list; *d; ++d) release(*d);
+  std::free(list);
+}
 
 const char* ibv_get_device_name(ibv_device* device) { return device ? device->name : nullptr; }
 
@@ -183,6 +195,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
   }
   c->fd = fd;
   c->index = reinterpret_cast<Device*>(device)->index;
+  ++reinterpret_cast<Device*>(device)->refs;
   c->ctx.device = device;
   c->ctx.cmd_fd = fd;
   c->ctx.async_fd = -1;
@@ -198,6 +211,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
     ::close(fd);
     pthread_mutex_destroy(&c->ctx.mutex);
     pthread_mutex_destroy(&c->objects_lock);
+    release(device);
     delete c;
     errno = rc;
     return nullptr;
@@ -221,6 +235,7 @@ int ibv_close_device(ibv_context* context) {
   if (context->async_fd >= 0) ::close(context->async_fd);
   pthread_mutex_destroy(&c->ctx.mutex);
   pthread_mutex_destroy(&c->objects_lock);
+  release(context->device);
   delete c;
   return 0;
 }

@@ -64,11 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)d.read_register(vhca::reg::health);
     // The CQ goes with the input. If the input reset the device, DESTROY_CQ is refused (the context
     // is gone) and the harness releases the host side itself.
-    if (vhca::verbs::destroy_cq(cq) != 0) {
-      d.detach(cq);
-      vhca::verbs::release_cq_memory(*cq);
-      delete cq;
-    }
+    if (vhca::verbs::destroy_cq(cq) != 0) vhca::verbs::abandon_cq(cq);
   }, sc_core::sc_time(10, sc_core::SC_MS));
   return 0;
 }
