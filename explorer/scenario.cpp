@@ -455,11 +455,13 @@ void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
                          "rq_prefetch", "ack_coalesce", "ack_delay", "max_inflight"});
   if (n["cq_writer"]) {
     const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
-    if (v == "model" || v == "rtl" || v == "pipelined" || v == "rtl-pipelined") {
-      o.rtl = v == "rtl" || v == "rtl-pipelined";
-      o.pipelined = v == "pipelined" || v == "rtl-pipelined";
+    // rtl: the pipelined RTL, whose C++ twin is pipelined (rtl-pipelined, its former name, is
+    // still read); rtl-mirror: the first RTL, the default model's twin, at most 62 CQs.
+    if (v == "model" || v == "pipelined" || v == "rtl" || v == "rtl-pipelined" || v == "rtl-mirror") {
+      o.rtl = v == "rtl" || v == "rtl-pipelined" || v == "rtl-mirror";
+      o.pipelined = v == "pipelined" || v == "rtl" || v == "rtl-pipelined";
     } else {
-      r.fail(n["cq_writer"], "hca.cq_writer", "'" + v + "' is not model, rtl, pipelined or rtl-pipelined");
+      r.fail(n["cq_writer"], "hca.cq_writer", "'" + v + "' is not model, pipelined, rtl or rtl-mirror");
     }
   }
   if (n["arm_event"]) {

@@ -44,8 +44,9 @@ struct Options {
   vhca::PollContext context = vhca::PollContext::softirq;
   uint64_t seed = 1;
   bool quiet = false;
-  bool rtl = false;  // the Verilated RTL CQ writer inside the HCA
-  bool pipelined = false;  // the pipelined CQ writer (with --rtl: its RTL, at 65,536 CQs)
+  bool rtl = false;  // the Verilated RTL CQ writer inside the HCA (choose_rtl)
+  bool rtl_mirror = false;
+  bool pipelined = false;  // the pipelined CQ writer's C++ model (with --rtl: its RTL)
   vhca::ArmEvent arm_event = vhca::ArmEvent::moderated;
   double wall_limit_s = 0;
 };
@@ -53,7 +54,7 @@ struct Options {
 const char* const kUsage =
                "usage: vhca-sim [traffic] [--qps N] [--cqs N] [--vectors N] [--msg-size BYTES] [--write-fraction F]\n"
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
-               "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
+               "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl|--rtl-mirror]\n"
                "                [--arm-event moderated|at-arm] [--profile baseline|cx5|cx6] [--fault flip-payload] [--queues]\n"
                "                [--log CATS] [--wall-limit SECONDS] [--pipelined]\n"
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
@@ -65,7 +66,7 @@ const char* const kUsage =
                "                (KEY: count, period, mode, policy or a dotted key, list items as name[k])\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
-               "                [--seed S] [--rtl] [--arm-event moderated|at-arm] [--log CATEGORIES] [--quiet]\n"
+               "                [--seed S] [--rtl|--rtl-mirror] [--arm-event moderated|at-arm] [--log CATEGORIES] [--quiet]\n"
                "                [--wall-limit SECONDS] [--pipelined]\n"
                "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fst FILE] [--fault owner|late-event]\n"
                "                [--arm-event moderated|at-arm] [--writer mirror|pipelined] [--cqs 64|4096|65536]\n"
@@ -122,6 +123,17 @@ void require_fst_converter(const std::string& fst) {
   std::exit(0);
 }
 
+// The CQ writer inside both HCAs: --pipelined its pipelined C++ model; --rtl the pipelined RTL (an
+// RTL a hardware team would take, docs/rtl.md) at the default 65,536 CQs, whose C++ twin is
+// --pipelined; --rtl-mirror the first RTL, written as the default model's mirror (at most 62 CQs),
+// kept as the default model's cycle-exact twin.
+void choose_rtl(bool& rtl, bool& pipelined, bool mirror) {
+  if (mirror && rtl) usage("--rtl and --rtl-mirror: choose one");
+  if (mirror && pipelined) usage("--rtl-mirror is the unpipelined RTL: not with --pipelined");
+  if (rtl) pipelined = true;
+  if (mirror) rtl = true;
+}
+
 // Walks argv from `first`, handing each option to `on` with helpers for its value.
 struct ArgWalker {
   int argc;
@@ -173,6 +185,7 @@ struct ArgWalker {
 };
 
 vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
+  bool mirror = false;
   vhca::TrafficOptions o;
   // The profile first, wherever it stands: every other flag overrides what it sets.
   for (ArgWalker w{argc, argv, first, {}}; w.i < argc; ++w.i) {
@@ -202,6 +215,7 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     else if (a == "--context") o.context = w.context();
     else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
     else if (a == "--rtl") o.rtl = true;
+    else if (a == "--rtl-mirror") mirror = true;
     else if (a == "--pipelined") o.pipelined = true;
     else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--loss") o.link.loss_rate = w.number(0, 0.5);
@@ -219,6 +233,7 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
       usage("unknown command '" + a + "' (commands: traffic, run, sweep, inject, cosim, serve, soak)");
     else usage("traffic: unknown option " + a);
   }
+  choose_rtl(o.rtl, o.pipelined, mirror);
   return o;
 }
 
@@ -238,6 +253,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--quiet") o.quiet = true;
     else if (a == "--help" || a == "-h") help();
     else if (a == "--rtl") o.rtl = true;
+    else if (a == "--rtl-mirror") o.rtl_mirror = true;
     else if (a == "--pipelined") o.pipelined = true;
     else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--log") enable_log(w.value());
@@ -246,6 +262,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--wall-limit") o.wall_limit_s = w.number(0.001, 1e7);
     else usage("inject: unknown option " + a);
   }
+  choose_rtl(o.rtl, o.pipelined, o.rtl_mirror);
   return o;
 }
 
@@ -544,7 +561,7 @@ int sc_main(int argc, char* argv[]) {
 int run_inject(int argc, char** argv) {
   const Options opt = parse(argc, argv);
   if (opt.rtl && !opt.pipelined && opt.cqs > 62)
-    usage("--rtl supports at most 62 CQs per host (--rtl --pipelined: the pipelined RTL, 65,536 CQs)");
+    usage("--rtl-mirror supports at most 62 CQs per host (--rtl: the pipelined RTL, 65,536 CQs)");
   vhca::TrafficOptions o;
   o.name = "inject";
   o.qps = opt.cqs;
