@@ -122,6 +122,39 @@ TEST_CASE("[S19] remote access: an RDMA WRITE with a bad rkey and a READ of an M
   });
 }
 
+// The host took the memory under a registered MR away (unmapped it): the MR is valid, so the
+// WQE passes the protection check, and the gather's DMA read fails on the PCIe side.
+TEST_CASE("[S19] local access: a SEND whose registered buffer the host unmapped fails with 0x11, nothing sent") {
+  sys().run([] {
+    auto [a, b] = rc_pair(1 << 16);
+    fb::post_recv(*b.qp, RecvWr{1, {b.buf.sge(0, 4096)}});
+    sys().node(0).memory.unmap(a.buf.addr, a.buf.length);
+    fb::post_send(*a.qp, send_wr(0xA0, a.buf.sge(0, 64)));
+    auto s = poll_n(*a.scq, 1);
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].wr_id == 0xA0);
+    CHECK(s[0].status == syndrome::kLocalAccess);
+    CHECK(sys().node(0).hca.transport.stats().packets_sent == 0);
+    CHECK(device_state(*a.qp) == QpState::err);
+    CHECK(verbs::peek_cq(*b.rcq, 4) == 0);
+  });
+}
+
+// The responder's memory under an MR it registered is gone: its DMA read of the READ's source
+// fails, it answers with a remote operational NAK, and the requester completes the READ with 0x14.
+TEST_CASE("[S19] remote operation: an RDMA READ of a peer MR whose memory the peer unmapped fails with 0x14") {
+  sys().run([] {
+    auto [a, b] = rc_pair(1 << 16);
+    sys().node(1).memory.unmap(b.buf.addr, b.buf.length);
+    fb::post_send(*a.qp, remote_wr(0xA1, a.buf.sge(0, 64), sqwqe::kRdmaRead, b.buf));
+    auto s = poll_n(*a.scq, 1);
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].wr_id == 0xA1);
+    CHECK(s[0].status == syndrome::kRemoteOp);
+    CHECK(device_state(*a.qp) == QpState::err);
+  });
+}
+
 TEST_CASE("[S19] transport retry exceeded: with every packet lost, retry_cnt retransmissions a timeout apart, then the error") {
   sys().run([] {
     fb::RcParams p;
