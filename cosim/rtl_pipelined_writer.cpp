@@ -141,6 +141,7 @@ class RtlPipelined final : public RtlEngine {
     t.m_dma_ready = t.m_dma_valid && m_dma->can_push(c);
     t.m_event_ready = t.m_event_valid && !delayed_event_pending_ && m_event->can_push(c);
     t.m_ci_req_ready = t.m_ci_req_valid && m_ci_req->can_push(c);
+    t.i_timestamp = c;  // the device's cycle count (its timestamp unit)
     drive_input_pins(t, *this, c);
   }
 

@@ -20,7 +20,9 @@
 //   starts at a tick and a phase, its deadline is the first tick at or after the exact end; a
 //   running timer is one entry in the timing wheel (cq_timer_wheel), whose expiries are stage 1's
 //   fourth source. An expiry whose deadline moved later re-inserts the CQ.
-// - CQE timestamps come from the writer's own cycle counter, zero on the first cycle after reset.
+// - CQE timestamps are sampled from i_timestamp, the device's free-running core-clock cycle count
+//   (its timestamp unit, shared by every block that stamps: docs/formats.md), on the cycle stage 3
+//   acts. Nothing else reads it: the writer's own time is its microsecond tick, from reset.
 //
 // Side band (o_ctl_done, o_bad_db_*, o_cov) is valid in the cycle stage 3 acts; o_ready is high
 // once the context table and the wheel are cleared (no item is taken before).
@@ -36,6 +38,7 @@ module cq_writer_pipelined #(
     output wire         o_ready,
     // 1 raises the event owed at an arm at once (the rule before S26); 0 hands it to moderation.
     input  wire         cfg_arm_at_once,
+    input  wire [63:0]  i_timestamp,        // the device's cycle count, written into each CQE
 
     input  wire         s_ctl_valid,
     output wire         s_ctl_ready,
@@ -143,14 +146,11 @@ module cq_writer_pipelined #(
   // ---------------------------------------------------------------- time
   reg [PRESC_W-1:0] presc;
   reg [31:0]        now_tick;   // microseconds since reset
-  reg [63:0]        cyc;        // cycles since reset: CQE timestamps
   always @(posedge clk) begin
     if (rst) begin
       presc <= {PRESC_W{1'b0}};
       now_tick <= 32'd0;
-      cyc <= 64'd0;
     end else begin
-      cyc <= cyc + 64'd1;
       if (presc == PRESC_LAST[PRESC_W-1:0]) begin
         presc <= {PRESC_W{1'b0}};
         now_tick <= now_tick + 32'd1;
@@ -499,7 +499,7 @@ module cq_writer_pipelined #(
         we = 1'b1;
         retire = 1'b1;
         cqe[`CQE_WR_ID_LO +: `CQE_WR_ID_W] = rb_wr_id[h];
-        cqe[`CQE_TIMESTAMP_LO +: `CQE_TIMESTAMP_W] = cyc;
+        cqe[`CQE_TIMESTAMP_LO +: `CQE_TIMESTAMP_W] = i_timestamp;
         cqe[`CQE_QPN_LO +: `CQE_QPN_W] = rb_qpn[h];
         cqe[`CQE_WQE_COUNTER_LO +: `CQE_WQE_COUNTER_W] = rb_wqe_counter[h];
         if (rb_syndrome[h] != 8'd0) begin

@@ -17,9 +17,9 @@
 // - Moderation periods run on a microsecond tick; a running timer is an entry in the timing wheel
 //   (TimerWheel), its deadline the first tick at or after the exact one. An expiry whose deadline
 //   has moved later (CQE mode) re-inserts the CQ instead of firing.
-// - CQE timestamps are the writer's own cycle counter, from its first cycle after reset. After a
-//   reset the context table and the wheel clear themselves (max(num_cqs, 8,192) cycles), and
-//   no item is taken meanwhile.
+// - CQE timestamps are the device's cycle on which stage 3 acts (the RTL samples the device's
+//   cycle count, i_timestamp). After a reset the context table and the wheel clear themselves
+//   (max(num_cqs, 8,192) cycles), and no item is taken meanwhile.
 //
 // Clocked every cycle: act(now) also runs the cycles since the last call on which nothing was
 // offered to it.
@@ -63,7 +63,6 @@ class CqWriterPipeline : public CqWriterCore {
   void emit_ci_request(const CiRequest& r, uint64_t now) override { ci_skid_.push(r, now); }
   const CompletionRecord* head_completion() override { return replay_.empty() ? nullptr : &replay_.front(); }
   void retire_head(uint64_t now) override;
-  uint64_t timestamp(uint64_t now) const override { return now - first_cycle_; }
   uint64_t period_deadline(const CqContext& cq) const override;
   bool deadline_passed(uint64_t deadline, uint64_t now) const override;
   void start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline) override;
