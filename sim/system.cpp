@@ -183,7 +183,9 @@ void collect_threads(const std::vector<sc_core::sc_object*>& objects, std::vecto
 // real leaks. A kill must come from a process (SystemC's kill dereferences the current one), so a
 // method does it, in one delta cycle at the instant the simulation stopped.
 void end_threads() {
-  if (!sc_core::sc_is_running()) return;
+  // Only a paused simulation can run the delta cycle (never started: no thread has a stack yet;
+  // stopped: it cannot be resumed).
+  if (sc_core::sc_get_status() != sc_core::SC_PAUSED) return;
   sc_core::sc_spawn_options method;
   method.spawn_method();
   sc_core::sc_spawn(
