@@ -179,6 +179,7 @@ void Hca::upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) {
   const uint64_t now = clock.now();
   switch (source) {
     case DmaSource::cqe:
+    case DmaSource::cqe_copy:
       if (cq.s_access_error->can_push(now)) {
         cq.s_access_error->push(id, now);
       } else {

@@ -28,7 +28,12 @@ void InvariantChecker::cqe_issued(uint32_t node, uint32_t cqn, uint64_t addr, co
     violation(node, fmt::format("a CQE for CQ {}, which the host has not created", cqn));
     return;
   }
-  if (!host.in_ring(addr)) return;  // a resize copying entries into the new ring
+  // Resize copies carry their own source (DmaSource::cqe_copy) and never come here.
+  if (!host.in_ring(addr)) {
+    violation(node, fmt::format("CQ {}: a CQE written at {:#x}, outside its ring ({:#x}, {} entries)", cqn, addr,
+                                host.base, host.size));
+    return;
+  }
   ++checked_;
   CqTrack& t = cqs_[{node, cqn}];
   const uint32_t index = t.issued++ & kIndex;

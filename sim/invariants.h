@@ -55,8 +55,8 @@ class InvariantChecker {
   void attach(System& sys);
 
   // What the observers report (also called by tests with made-up traffic).
-  // A CQE write outside the CQ's current ring is the firmware copying entries into a resized
-  // ring: neither counted nor checked.
+  // A CQE issued to CQ `cqn` at `addr` (resize copies, DmaSource::cqe_copy, are not CQEs and do
+  // not come here): it must fall inside the ring the device holds for the CQ.
   void cqe_issued(uint32_t node, uint32_t cqn, uint64_t addr, const uint8_t* cqe);
   void event_raised(uint32_t node, const DeviceEvent& ev);
   // The CQ writer was told to create CQ `cqn`: its CQEs count from 0.

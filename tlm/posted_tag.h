@@ -6,7 +6,9 @@
 
 namespace vhca {
 
-enum class DmaSource : uint8_t { cqe = 1, eqe = 2, msix = 3, command = 4, other = 5 };
+// cqe_copy: an entry the firmware moves into a resized ring (a CQE already counted, not a new one;
+// a failed copy is a CQ access error like a failed CQE).
+enum class DmaSource : uint8_t { cqe = 1, eqe = 2, msix = 3, command = 4, other = 5, cqe_copy = 6 };
 
 struct PostedTag : tlm::tlm_extension<PostedTag> {
   DmaSource source = DmaSource::other;

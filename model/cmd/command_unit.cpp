@@ -343,7 +343,7 @@ CommandUnit::Result CommandUnit::resize_cq(uint32_t cqn, const In& in) {
     put_field(w.data.data(), cqe::owner, (index >> new_log) & 1);
     w.addr = new_base + uint64_t(index & ((1u << new_log) - 1)) * cqe::kSize;
     w.len = cqe::kSize;
-    w.source = DmaSource::cqe;
+    w.source = DmaSource::cqe_copy;
     w.id = cqn;
     dma_.write_blocking(w);
   }
