@@ -190,7 +190,10 @@ void Hca::upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) {
     default:
       log::error("posted write (source {}, id {}) to {:#x} failed at the host", int(source), id, addr);
       // An MSI-X write that fails has no event to raise (it would be another interrupt).
-      if (source != DmaSource::msix) eq.report(DeviceEvent{eqe::kDmaError, 0, 0, uint8_t(source), addr});
+      if (source != DmaSource::msix) {
+        const DmaSource reported = source == DmaSource::recv_data ? DmaSource::other : source;  // the transport's data
+        eq.report(DeviceEvent{eqe::kDmaError, 0, 0, uint8_t(reported), addr});
+      }
       break;
   }
 }

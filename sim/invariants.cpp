@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <systemc>
 
 #include "firmware-shim/qp_verbs.h"
@@ -21,6 +22,39 @@ void InvariantChecker::violation(uint32_t node, const std::string& what) {
 }
 
 void InvariantChecker::cq_created(uint32_t node, uint32_t cqn) { cqs_[{node, cqn}] = CqTrack{}; }
+
+void InvariantChecker::data_placed(uint32_t node, uint32_t qpn, uint8_t wqe, bool starts, uint32_t bytes) {
+  const HostQp qp = hosts_.at(node).qp(qpn);
+  Placed& p = placed_[{node, qpn}];
+  if (p.generation != qp.generation) p = Placed{qp.generation, {}};  // a QP made anew
+  if (starts && !p.messages.empty() && p.messages.back().first == wqe)
+    p.messages.back().second = 0;  // the WQE's message begun again (UC: the one before was dropped)
+  else if (starts || p.messages.empty())
+    p.messages.emplace_back(wqe, 0);
+  p.messages.back().second += bytes;
+}
+
+// A receive CQE ends its WQE's message: a successful SEND's must count every byte placed for it
+// (RDMA WRITE with immediate places through the write path; an error or a flush may stop midway,
+// or place nothing). The next message's first bytes may be placed before this CQE is issued.
+void InvariantChecker::check_byte_count(uint32_t node, uint32_t qpn, uint64_t generation, const uint8_t* cqe) {
+  Placed& p = placed_[{node, qpn}];
+  if (p.generation != generation) p = Placed{generation, {}};
+  const uint8_t wqe = uint8_t(get_field(cqe, cqe::wqe_counter) & 0x7F);
+  uint64_t placed = 0;
+  auto it = std::find_if(p.messages.begin(), p.messages.end(), [wqe](const auto& m) { return m.first == wqe; });
+  if (it != p.messages.end()) {
+    placed = it->second;
+    p.messages.erase(p.messages.begin(), it + 1);  // and any older one that never completed
+  }
+  const uint8_t opcode = uint8_t(get_field(cqe, cqe::opcode));
+  if (opcode != cqe::kRespSend && opcode != cqe::kRespSendImm) return;
+  ++checked_;
+  const uint64_t count = get_field(cqe, cqe::byte_cnt);
+  if (count != placed)
+    violation(node, fmt::format("QP {}: a receive CQE (WQE {}) counts {} bytes, {} were placed in its buffers", qpn,
+                                get_field(cqe, cqe::wqe_counter), count, placed));
+}
 
 void InvariantChecker::cqe_issued(uint32_t node, uint32_t cqn, uint64_t addr, const uint8_t* cqe) {
   const HostCq host = hosts_.at(node).cq(cqn);
@@ -46,6 +80,7 @@ void InvariantChecker::cqe_issued(uint32_t node, uint32_t cqn, uint64_t addr, co
   if (!qp.exists) return;  // an injected record, or a QP gone: no work queue to order against
   const uint8_t opcode = uint8_t(get_field(cqe, cqe::opcode));
   const bool send = opcode == cqe::kReq || opcode == cqe::kReqErr;
+  if (!send) check_byte_count(node, qpn, qp.generation, cqe);
   if (!send && qp.on_srq) return;  // the SRQ's order, not the QP's
   WqTrack& w = wqs_[{node, qpn, send}];
   if (w.generation != qp.generation) w = WqTrack{qp.generation, false, 0};  // a QP made anew
@@ -129,6 +164,8 @@ void InvariantChecker::attach(System& sys) {
     add_host(std::move(host));
     node.hca.dma.s_write->on_push.add([this, n](const DmaWrite& w, uint64_t) {
       if (w.source == DmaSource::cqe) cqe_issued(n, w.id, w.addr, w.data.data());
+      else if (w.source == DmaSource::recv_data)
+        data_placed(n, recv_data_qpn(w.id), recv_data_wqe(w.id), recv_data_starts(w.id), w.len);
     });
     node.hca.eq.s_event->on_push.add([this, n](const DeviceEvent& ev, uint64_t) { event_raised(n, ev); });
     node.hca.cq.s_ctl->on_push.add([this, n](const CqControl& c, uint64_t) {

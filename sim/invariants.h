@@ -62,6 +62,11 @@ class InvariantChecker {
   // The CQ writer was told to create CQ `cqn`: its CQEs count from 0.
   void cq_created(uint32_t node, uint32_t cqn);
   void cqe_landed(uint32_t node, uint32_t cqn, uint64_t addr);
+  // `bytes` of a message placed in the buffers of QP `qpn`'s receive WQE `wqe` (its index's low 7
+  // bits; the GRH of a UD datagram included), `starts` at the message's offset 0: a successful
+  // receive CQE's byte count must be what its WQE's last message placed (a UC message dropped
+  // midway is begun again in the same WQE by the next one).
+  void data_placed(uint32_t node, uint32_t qpn, uint8_t wqe, bool starts, uint32_t bytes);
   void eqe_landed(uint32_t node, uint32_t eqn);
   // A queue's bound and high-water mark (checked when a run ends).
   void queue_seen(const std::string& name, size_t depth, size_t high_water);
@@ -80,11 +85,17 @@ class InvariantChecker {
     bool any = false;
     uint16_t last = 0;
   };
+  struct Placed {  // the messages of one QP placed and not yet completed, oldest first
+    uint64_t generation = 0;
+    std::deque<std::pair<uint8_t, uint64_t>> messages;  // (WQE index's low 7 bits, bytes)
+  };
+  void check_byte_count(uint32_t node, uint32_t qpn, uint64_t generation, const uint8_t* cqe);
   void violation(uint32_t node, const std::string& what);
 
   std::vector<Host> hosts_;
   std::map<std::pair<uint32_t, uint32_t>, CqTrack> cqs_;                 // (node, cqn)
   std::map<std::tuple<uint32_t, uint32_t, bool>, WqTrack> wqs_;          // (node, qpn, send)
+  std::map<std::pair<uint32_t, uint32_t>, Placed> placed_;               // (node, qpn)
   std::map<std::pair<uint32_t, uint32_t>, std::deque<std::pair<uint32_t, uint32_t>>> owed_;  // (node, eqn) -> (cqn, CQEs)
   std::vector<std::string> violations_;
   uint64_t checked_ = 0;

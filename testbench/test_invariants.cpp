@@ -90,6 +90,33 @@ TEST_CASE("[S29] the invariant checker catches a CQE written outside its CQ's ri
                        fmt::format("{:x}", kRing) + ", 4 entries)"));
 }
 
+// Byte counts: a receive CQE counts what its WQE's message placed (receive data is tagged with its
+// QP and WQE), also when the next message's first bytes are placed before it, and when a UC
+// message dropped midway is begun again in the same WQE.
+TEST_CASE("[S29] the invariant checker catches a receive CQE whose byte count is not the data placed") {
+  FakeHost h = one_cq(8);
+  InvariantChecker c = checker_over(h);
+  c.cq_created(0, 1);
+  auto receive = [&](uint32_t index, uint16_t counter, uint32_t bytes) {
+    auto e = make_cqe(7, counter, false);
+    put_field(e.data(), cqe::byte_cnt, bytes);
+    c.cqe_issued(0, 1, kRing + uint64_t(index) * 64, e.data());
+  };
+  c.data_placed(0, 7, 0, true, 4096);   // WQE 0: two packets
+  c.data_placed(0, 7, 0, false, 904);
+  c.data_placed(0, 7, 1, true, 64);     // WQE 1's first bytes, before WQE 0's CQE
+  receive(0, 0, 5000);
+  c.data_placed(0, 7, 1, true, 32);     // WQE 1 begun again: its first message was dropped (UC)
+  receive(1, 1, 32);
+  receive(2, 2, 0);                     // a zero-length SEND places nothing
+  CHECK(c.violations().empty());
+  c.data_placed(0, 7, 3, true, 100);
+  receive(3, 3, 64);                    // counts less than was placed
+  CHECK(reports(c, "QP 7: a receive CQE (WQE 3) counts 64 bytes, 100 were placed in its buffers"));
+  receive(4, 4, 16);                    // counts bytes that were never placed
+  CHECK(reports(c, "QP 7: a receive CQE (WQE 4) counts 16 bytes, 0 were placed in its buffers"));
+}
+
 TEST_CASE("[S29] the invariant checker catches a CQE overwriting an entry the host has not consumed") {
   FakeHost h = one_cq(4);
   InvariantChecker c = checker_over(h);

@@ -22,7 +22,7 @@ Outbox::Outbox(const sc_core::sc_module_name& name, const SimClock& clock, size_
   dont_initialize();
 }
 
-void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len) {
+void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len, DmaSource source, uint32_t id) {
   constexpr uint32_t kChunk = 4096;
   while (len > 0) {
     const uint32_t n = std::min(len, kChunk);
@@ -30,7 +30,8 @@ void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len) {
     w.addr = addr;
     w.len = n;
     w.bulk.assign(data, data + n);
-    w.source = DmaSource::other;
+    w.source = source;
+    w.id = id;
     add(std::move(w));
     addr += n;
     data += n;

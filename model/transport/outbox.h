@@ -30,7 +30,7 @@ class Outbox : public sc_core::sc_module {
          sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats);
 
   // Payload bytes to host memory (split into DMA writes of at most 4 KiB).
-  void write(uint64_t addr, const uint8_t* data, uint32_t len);
+  void write(uint64_t addr, const uint8_t* data, uint32_t len, DmaSource source = DmaSource::other, uint32_t id = 0);
   void complete(const CompletionRecord& r);
   bool empty() const { return items_.empty(); }
   bool has_room(size_t n = 1) const { return items_.size() + n <= depth_; }

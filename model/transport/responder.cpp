@@ -4,6 +4,7 @@
 
 #include "model/common/log.h"
 #include "model/regs/tables.h"
+#include "tlm/posted_tag.h"
 
 namespace vhca {
 
@@ -35,8 +36,10 @@ CompletionRecord Responder::completion(const QpContext& q, uint32_t qpn, const R
   return r;
 }
 
-void Responder::scatter(const std::vector<Sge>& sges, uint32_t offset, const uint8_t* data, uint32_t len) {
-  for_each_piece(sges, offset, len, [&](uint64_t addr, uint32_t n, uint32_t at) { outbox_.write(addr, data + at, n); });
+void Responder::scatter(uint32_t qpn, const RecvWqe& w, uint32_t offset, const uint8_t* data, uint32_t len) {
+  for_each_piece(w.sges, offset, len, [&](uint64_t addr, uint32_t n, uint32_t at) {
+    outbox_.write(addr, data + at, n, DmaSource::recv_data, recv_data_id(qpn, w.index, offset + at == 0));
+  });
 }
 
 // A receive WQE's buffers belong to the PD of the queue it came from: the QP's, or its SRQ's.
@@ -322,7 +325,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
         responder_error(qpn, syndrome::kLocalLength, kNakInvalidRequest, p.psn);  // S19 local length
         return Step::done;
       }
-      scatter(w.sges, s.recv_offset, p.payload.data(), uint32_t(p.payload.size()));
+      scatter(qpn, w, s.recv_offset, p.payload.data(), uint32_t(p.payload.size()));
       s.recv_offset += uint32_t(p.payload.size());
       if (p.op == IbOp::send_last || p.op == IbOp::send_only) {
         CompletionRecord r = completion(q, qpn, w);
@@ -487,9 +490,9 @@ Responder::Step Responder::receive_ud(IbPacket& p, const Resume& resume) {
     grh[4] = uint8_t(p.payload.size() >> 8);
     grh[5] = uint8_t(p.payload.size());
     grh[6] = 0x1B;
-    scatter(w.sges, 0, grh, 40);
+    scatter(qpn, w, 0, grh, 40);
   }
-  scatter(w.sges, grh_bytes, p.payload.data(), uint32_t(p.payload.size()));
+  scatter(qpn, w, grh_bytes, p.payload.data(), uint32_t(p.payload.size()));
   r.opcode = p.has_imm ? cqe::kRespSendImm : cqe::kRespSend;
   r.byte_cnt = total;
   r.imm_present = p.has_imm;

@@ -115,7 +115,8 @@ class Responder : public sc_core::sc_module {
   void queue_ack(uint32_t qpn, RecvState& s);
   void responder_error(uint32_t qpn, uint8_t syndrome, uint8_t nak_code, uint32_t psn);
   void owe_response(const ResponseJob& job);
-  void scatter(const std::vector<Sge>& sges, uint32_t offset, const uint8_t* data, uint32_t len);
+  // Places a message's bytes in a receive WQE's buffers (tagged with the QP for the S29 checker).
+  void scatter(uint32_t qpn, const RecvWqe& w, uint32_t offset, const uint8_t* data, uint32_t len);
   CompletionRecord completion(const QpContext& q, uint32_t qpn, const RecvWqe& w) const;
 
   const SimClock& clock_;
