@@ -17,12 +17,14 @@ struct FakeHost {
   std::map<uint32_t, InvariantChecker::HostQp> qps;
 };
 
+// A checker over host 0 = `h`, told of the creation of each of h's CQs (their CQEs count from 0).
 InvariantChecker checker_over(FakeHost& h) {
   InvariantChecker c;
   InvariantChecker::Host host;
   host.cq = [&h](uint32_t cqn) { return h.cqs.count(cqn) ? h.cqs[cqn] : InvariantChecker::HostCq{}; };
   host.qp = [&h](uint32_t qpn) { return h.qps.count(qpn) ? h.qps[qpn] : InvariantChecker::HostQp{}; };
   c.add_host(host);
+  for (const auto& [cqn, cq] : h.cqs) c.cq_created(0, cqn);
   return c;
 }
 
@@ -58,7 +60,6 @@ bool reports(const InvariantChecker& c, const std::string& what) {
 TEST_CASE("[S29] the invariant checker: traffic that keeps the rules breaks none") {
   FakeHost h = one_cq(4);
   InvariantChecker c = checker_over(h);
-  c.cq_created(0, 1);
   for (uint32_t i = 0; i < 12; ++i) {
     issue(c, 4, i, 7, uint16_t(i), false);  // RQ: consecutive
     h.cqs[1].ci = i + 1;                    // the host keeps up
@@ -83,7 +84,6 @@ TEST_CASE("[S29] the invariant checker: traffic that keeps the rules breaks none
 TEST_CASE("[S29] the invariant checker catches a CQE written outside its CQ's ring") {
   FakeHost h = one_cq(4);
   InvariantChecker c = checker_over(h);
-  c.cq_created(0, 1);
   const auto stray = make_cqe(7, 0, false);
   c.cqe_issued(0, 1, kRing + 4 * 64, stray.data());  // one entry past the end
   CHECK(reports(c, "CQ 1: a CQE written at 0x" + fmt::format("{:x}", kRing + 4 * 64) + ", outside its ring (0x" +
@@ -96,7 +96,6 @@ TEST_CASE("[S29] the invariant checker catches a CQE written outside its CQ's ri
 TEST_CASE("[S29] the invariant checker catches a receive CQE whose byte count is not the data placed") {
   FakeHost h = one_cq(8);
   InvariantChecker c = checker_over(h);
-  c.cq_created(0, 1);
   auto receive = [&](uint32_t index, uint16_t counter, uint32_t bytes) {
     auto e = make_cqe(7, counter, false);
     put_field(e.data(), cqe::byte_cnt, bytes);
@@ -120,7 +119,6 @@ TEST_CASE("[S29] the invariant checker catches a receive CQE whose byte count is
 TEST_CASE("[S29] the invariant checker catches a CQE overwriting an entry the host has not consumed") {
   FakeHost h = one_cq(4);
   InvariantChecker c = checker_over(h);
-  c.cq_created(0, 1);
   for (uint32_t i = 0; i < 4; ++i) issue(c, 4, i, 7, uint16_t(i), false);
   CHECK(c.violations().empty());  // four in a ring of four: full, nothing overwritten
   issue(c, 4, 4, 7, 4, false);    // the fifth takes entry 0, which the host has not read
@@ -129,7 +127,6 @@ TEST_CASE("[S29] the invariant checker catches a CQE overwriting an entry the ho
   FakeHost oi = one_cq(4);
   oi.cqs[1].overrun_ignore = true;
   InvariantChecker c2 = checker_over(oi);
-  c2.cq_created(0, 1);
   for (uint32_t i = 0; i < 6; ++i) issue(c2, 4, i, 7, uint16_t(i), false);
   CHECK(c2.violations().empty());
 }
@@ -137,24 +134,20 @@ TEST_CASE("[S29] the invariant checker catches a CQE overwriting an entry the ho
 TEST_CASE("[S29] the invariant checker catches a WQE completed twice, out of order, or one skipped on an RQ") {
   FakeHost h = one_cq(64);
   InvariantChecker twice = checker_over(h);
-  twice.cq_created(0, 1);
   issue(twice, 64, 0, 7, 3, true);
   issue(twice, 64, 1, 7, 3, true);
   CHECK(reports(twice, "QP 7 SQ: CQE for WQE 3 after WQE 3 (twice)"));
   InvariantChecker reordered = checker_over(h);
-  reordered.cq_created(0, 1);
   issue(reordered, 64, 0, 7, 5, true);
   issue(reordered, 64, 1, 7, 4, true);
   CHECK(reports(reordered, "QP 7 SQ: CQE for WQE 4 after WQE 5 (out of order)"));
   InvariantChecker skipped = checker_over(h);
-  skipped.cq_created(0, 1);
   issue(skipped, 64, 0, 7, 0, false);
   issue(skipped, 64, 1, 7, 2, false);
   CHECK(reports(skipped, "QP 7 RQ: CQE for WQE 2 after WQE 0 (out of order or one missing)"));
   // A QP made anew under the same number starts its order over; an SRQ's receives are not a QP's.
   FakeHost again = one_cq(64);
   InvariantChecker renewed = checker_over(again);
-  renewed.cq_created(0, 1);
   issue(renewed, 64, 0, 7, 9, false);
   again.qps[7].generation = 0x6000;
   issue(renewed, 64, 1, 7, 0, false);
@@ -166,13 +159,11 @@ TEST_CASE("[S29] the invariant checker catches a WQE completed twice, out of ord
 TEST_CASE("[S29][S24] the invariant checker catches an event raised before its CQEs, and an EQE landing before them") {
   FakeHost h = one_cq(64);
   InvariantChecker early = checker_over(h);
-  early.cq_created(0, 1);
   issue(early, 64, 0, 7, 0, false);
   early.event_raised(0, DeviceEvent{eqe::kCompletion, 3, 1, 0, 2});  // covers two, one written
   CHECK(reports(early, "CQ 1: completion event at producer index 2 raised before its CQEs were written (1 issued)"));
 
   InvariantChecker landed = checker_over(h);
-  landed.cq_created(0, 1);
   issue(landed, 64, 0, 7, 0, false);
   issue(landed, 64, 1, 7, 1, false);
   landed.event_raised(0, DeviceEvent{eqe::kCompletion, 3, 1, 0, 2});
