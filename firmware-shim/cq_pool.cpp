@@ -120,8 +120,9 @@ IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const 
     start = CqModeration{dim_profiles()[first_profile].count, dim_profiles()[first_profile].period_us, mod.mode};
   Cq* cq = nullptr;
   if (verbs::create_cq(dev_, nr_cqe, comp_vector, &cq, start) != 0) return nullptr;
-  IbCq* ib = new IbCq;
-  cqs_.emplace(ib, std::unique_ptr<IbCq>(ib));
+  auto owned = std::make_unique<IbCq>();
+  IbCq* ib = owned.get();
+  cqs_.emplace(ib, std::move(owned));
   ib->cq = cq;
   ib->context = ctx;
   cq->context = ib;
