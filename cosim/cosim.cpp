@@ -60,9 +60,10 @@ std::string CosimReport::summary() const {
       output_stall_cycles);
   if (pipelined)
     s += fmt::format("pipeline: back-to-back on one CQ (stage-3 bypass) {}  one apart (write bypass) {}  completions "
-                     "squashed {}  expiries re-inserted {}  stale expiries {}  expiring on one tick {}  holds {}\n",
+                     "squashed {}  expiries re-inserted {}  stale expiries {}  expiring on one tick {}  holds {}\n"
+                     "          quiet cycles (the next clock wanted later than the next cycle, compared) {}\n",
                      pipeline.bypass_stage3, pipeline.bypass_written, pipeline.squashed, pipeline.reinserted,
-                     pipeline.stale_expiries, pipeline.same_tick, pipeline.holds);
+                     pipeline.stale_expiries, pipeline.same_tick, pipeline.holds, quiet_cycles);
   for (const std::string& v : protocol_violations) s += "protocol: " + v + "\n";
   if (!first_mismatch.empty()) s += first_mismatch;
   return s;
@@ -515,6 +516,13 @@ class Lockstep {
       return mismatch(c, "stream protocol broken at the RTL's pins: " + violations.back());
     }
     if (m.controls_done != r.controls_done) return mismatch(c, "control completions differ");
+    // The pipelined writer asks for the clock from its pins (o_busy, o_timers): it must ask for the
+    // same next cycle as its model, or an event-driven run would skip an edge it needs.
+    if (report_.pipelined) {
+      const uint64_t wm = m.engine->next_cycle(c), wr = r.engine->next_cycle(c);
+      if (wm != wr) return mismatch(c, fmt::format("next clock wanted: model cycle {} RTL cycle {}", wm, wr));
+      if (wm > c + 1) ++report_.quiet_cycles;
+    }
     report_.compared += m.bad_doorbells.size() + m.controls_done.size();
     // The pipelined writer's table means nothing until its clearing sweep is done.
     if (!report_.pipelined || c > static_cast<CqWriterPipeline&>(*m.engine).clearing_cycles())

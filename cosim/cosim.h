@@ -72,6 +72,7 @@ struct CosimReport {
   std::vector<std::string> protocol_violations;  // the stream checker on the RTL's pins
   bool coverage_equal = true;    // model and RTL coverage counters agree (lockstep)
   uint64_t output_stall_cycles = 0;
+  uint64_t quiet_cycles = 0;     // pipelined: cycles on which both sides wanted no clock until later
   uint64_t arms_next = 0, arms_solicited = 0;  // arm kinds delivered to the writer
   double wall_seconds = 0;
   std::string vcd_written;

@@ -27,7 +27,7 @@ namespace {
 enum CtxField : unsigned {
   kValid = 0, kState = 1, kLog = 4, kBase = 9, kDbr = 73, kEqn = 137, kMcount = 161, kMperiod = 177, kPmode = 189,
   kOi = 190, kAlways = 191, kPi = 192, kCi = 216, kLastN = 240, kLastS = 264, kAnyS = 288, kSn = 289, kPend = 291,
-  kTsTick = 307, kTsMid = 339, kRun = 340, kDl = 341, kListed = 373
+  kPeriodEnd = 307, kRun = 339, kDl = 340, kListed = 372
 };
 
 template <typename Words>

@@ -136,21 +136,27 @@ module cq_writer_pipelined #(
                      COV_BAD_RECORD = 14, COV_TIMER_EXPIRY = 15, COV_ARM_OWED = 16;
 
   // ---------------------------------------------------------------- the context word
-  // {listed, tm_dl, tm_run, ts_mid, ts_tick, pending, arm_sn, any_sol, last_sol, last_notified,
+  // {listed, tm_dl, tm_run, period_end, pending, arm_sn, any_sol, last_sol, last_notified,
   //  ci, pi, always, oi, period_mode, mod_period, mod_count, eqn, dbr, base, log_size, state, valid}
+  // period_end is the tick a period begun at the CQ's last period start would end on (the start
+  // tick, plus one when it began between ticks, plus mod_period): kept as that sum, taken when the
+  // period starts, so that deciding whether it is due is one subtraction (docs/rtl.md, "Logic depth").
   localparam integer F_VALID = 0, F_STATE = 1, F_LOG = 4, F_BASE = 9, F_DBR = 73, F_EQN = 137, F_MCOUNT = 161,
                      F_MPERIOD = 177, F_PMODE = 189, F_OI = 190, F_ALWAYS = 191, F_PI = 192, F_CI = 216,
-                     F_LASTN = 240, F_LASTS = 264, F_ANYS = 288, F_SN = 289, F_PEND = 291, F_TST = 307,
-                     F_TSM = 339, F_RUN = 340, F_DL = 341, F_LISTED = 373, CTX_W = 374;
+                     F_LASTN = 240, F_LASTS = 264, F_ANYS = 288, F_SN = 289, F_PEND = 291, F_PEND_END = 307,
+                     F_RUN = 339, F_DL = 340, F_LISTED = 372, CTX_W = 373;
 
   // ---------------------------------------------------------------- time
   reg [PRESC_W-1:0] presc;
   reg [31:0]        now_tick;   // microseconds since reset
+  reg [31:0]        now_ceil;   // now_tick + now_mid: the first tick at or after now
   always @(posedge clk) begin
     if (rst) begin
       presc <= {PRESC_W{1'b0}};
       now_tick <= 32'd0;
+      now_ceil <= 32'd0;
     end else begin
+      now_ceil <= now_tick + 32'd1;  // on a tick's edge the tick itself, otherwise the next one
       if (presc == PRESC_LAST[PRESC_W-1:0]) begin
         presc <= {PRESC_W{1'b0}};
         now_tick <= now_tick + 32'd1;
@@ -159,7 +165,6 @@ module cq_writer_pipelined #(
       end
     end
   end
-  wire now_mid = presc != {PRESC_W{1'b0}};
 
   // ---------------------------------------------------------------- skid buffers (outputs)
   reg          dma_in_valid;
@@ -260,6 +265,7 @@ module cq_writer_pipelined #(
   // ---------------------------------------------------------------- stage registers
   reg [2:0]  s2_kind, s3_kind;
   reg [23:0] s2_cqn, s3_cqn;
+  reg        s3_in;                        // s3_cqn names a CQ of the table
   reg [2:0]  s2_op, s3_op;                 // control
   reg [4:0]  s2_log, s3_log;
   reg [63:0] s2_base, s3_base, s2_dbr, s3_dbr;
@@ -303,292 +309,278 @@ module cq_writer_pipelined #(
   assign ram_raddr = s1_cqn[CQN_W-1:0];
 
   // ---------------------------------------------------------------- stage 3: act
-  // The context, field by field (from s3_ctx), and its next value (n_*).
-  wire        c_in = s3_cqn < NUM_CQS_24;
-  reg         n_valid, n_pmode, n_oi, n_always, n_any_sol, n_ts_mid, n_run, n_listed;
-  reg  [2:0]  n_state;
-  reg  [4:0]  n_log;
-  reg  [63:0] n_base, n_dbr;
-  reg  [23:0] n_eqn, n_pi, n_ci, n_last_notified, n_last_sol;
-  reg  [15:0] n_mcount, n_pending;
-  reg  [11:0] n_mperiod;
-  reg  [1:0]  n_sn;
-  reg  [31:0] n_ts_tick, n_dl;
-  reg         n_waiting_ci, n_refreshed;
-  reg  [7:0]  n_resizing;
-  reg         we, retire;
+  // Written for logic depth (docs/rtl.md, "Logic depth"): every sum, difference and comparison is
+  // taken from the context as it arrives, side by side, and the decisions that pick among them
+  // come last; no result waits for another's arithmetic. What it decides is the rule set of
+  // rtl/cq_writer.v, unchanged (the lockstep with model/cq/cq_writer_pipeline.cpp holds it).
 
-  reg         do_cpl, use_refresh, do_moderate, do_reeval, do_fire, do_err, armed_now, qual, nomod, sol;
-  reg         start_timer, due;
-  reg  [7:0]  err_syn;
-  reg  [24:0] size;
-  reg  [23:0] newer, dsol, mask24;
-  reg  [31:0] dl;
-  reg  [511:0] cqe;
+  // The context as it arrives.
+  wire        c_in = s3_in;
+  wire        x_valid = s3_ctx[F_VALID] && c_in;
+  wire [2:0]  x_state = s3_ctx[F_STATE +: 3];
+  wire [4:0]  x_log = s3_ctx[F_LOG +: 5];
+  wire [63:0] x_base = s3_ctx[F_BASE +: 64];
+  wire [63:0] x_dbr = s3_ctx[F_DBR +: 64];
+  wire [23:0] x_eqn = s3_ctx[F_EQN +: 24];
+  wire [15:0] x_mcount = s3_ctx[F_MCOUNT +: 16];
+  wire [11:0] x_mperiod = s3_ctx[F_MPERIOD +: 12];
+  wire        x_pmode = s3_ctx[F_PMODE];
+  wire        x_oi = s3_ctx[F_OI];
+  wire [23:0] x_pi = s3_ctx[F_PI +: 24];
+  wire [23:0] x_ci = s3_ctx[F_CI +: 24];
+  wire [23:0] x_last_sol = s3_ctx[F_LASTS +: 24];
+  wire        x_any_sol = s3_ctx[F_ANYS];
+  wire [1:0]  x_sn = s3_ctx[F_SN +: 2];
+  wire [15:0] x_pending = s3_ctx[F_PEND +: 16];
+  wire [31:0] x_period_end = s3_ctx[F_PEND_END +: 32];
+  wire        x_run = s3_ctx[F_RUN];
+  wire [31:0] x_dl = s3_ctx[F_DL +: 32];
+  wire        x_listed = s3_ctx[F_LISTED];
 
+  // What the item is.
+  wire is_ctl = advance && s3_kind == K_CTL;
+  wire is_aerr = advance && s3_kind == K_AERR;
+  wire is_ci = advance && s3_kind == K_CI;
+  wire is_exp = advance && s3_kind == K_EXP;
+  wire is_arm = advance && s3_kind == K_ARM;
+  wire is_cpl = advance && s3_kind == K_CPL;
+  wire ctl_in = is_ctl && c_in;
+  wire op_create = ctl_in && s3_op == CQ_CTL_CREATE;
+  wire op_modify = ctl_in && s3_op == CQ_CTL_MODIFY_MODERATION;
+  wire op_commit = ctl_in && s3_op == CQ_CTL_RESIZE_COMMIT;
+  wire op_destroy = ctl_in && s3_op == CQ_CTL_DESTROY;
+
+  // States.
+  wire st_error = x_state == CQ_STATE_ERROR;
+  wire st_next = x_state == CQ_STATE_ARMED_NEXT;
+  wire st_sol = x_state == CQ_STATE_ARMED_SOLICITED;
+  wire st_always = x_state == CQ_STATE_ALWAYS_ARMED;
+  wire st_armed = st_next || st_sol || st_always;
+
+  // The ring: its size (a power of two), and differences of indices compared with it. A difference
+  // is at least the size when a bit at or above log_size is set.
+  wire [24:0] size = 25'd1 << x_log;
+  wire [23:0] mask24 = ~(24'hFFFFFF << x_log);  // size - 1, decoded without a carry
+  wire [23:0] d_s3 = x_pi - s3_ci;             // newer than the arm's index / the refreshed index
+  wire [23:0] d_ci = x_pi - x_ci;              // CQEs the cached consumer index leaves unread
+  wire [23:0] dsol = x_last_sol - s3_ci;
+  wire        size_zero = x_log >= 5'd25;        // 1 << log_size overflows the 25-bit size
+  wire        s3_ge = size_zero || (d_s3 & ~mask24) != 24'd0;
+  wire        s3_gt = size_zero ? d_s3 != 24'd0 : s3_ge && {1'b0, d_s3} != size;
+  wire        ci_ge = size_zero || (d_ci & ~mask24) != 24'd0;
+  wire [23:0] pi1 = x_pi + 24'd1;
+  wire        sol_expire = {1'b0, pi1 - x_last_sol} > size;
+  wire        owner_wrap = (x_pi & mask24) == mask24;
+  wire        owner = (({1'b0, x_pi} >> x_log) & 25'd1) != 25'd0;
+
+  // The head completion record.
+  wire sol = (rb_syndrome[h] != 8'd0) || (!rb_is_send[h] && rb_se[h]);
+
+  // Consumer-index response.
+  wire ci_match = is_ci && waiting_ci && rb_count != 3'd0 && rb_cqn[h] == s3_cqn && c_in;
+  wire ci_fail = ci_match && x_valid && !s3_ok;
+  wire ci_bad = ci_match && x_valid && s3_ok && s3_gt;
+  wire ci_accept = ci_match && x_valid && s3_ok && !s3_gt;
+
+  // Completion of the head record (S13, S14): from the replay buffer, or after a refresh. The
+  // two ways to write it are decided apart, each from its own index difference.
+  wire do_cpl = is_cpl || (ci_accept && resizing == 8'd0);
+  wire use_refresh = is_cpl ? refreshed : 1'b1;
+  wire full = !x_oi && (is_ci ? s3_ge : ci_ge);
+  wire cpl_bad_record = do_cpl && !x_valid;
+  wire cpl_dropped = do_cpl && x_valid && st_error;
+  wire cpl_full = do_cpl && x_valid && !st_error && full;
+  wire cpl_refresh = cpl_full && !use_refresh;
+  wire cpl_overflow = cpl_full && use_refresh;
+  wire write_cpl = is_cpl && x_valid && !st_error && !(!x_oi && ci_ge);
+  wire write_ci = ci_match && x_valid && s3_ok && !s3_gt && resizing == 8'd0 && !st_error && !(!x_oi && s3_ge);
+  wire do_write = write_cpl || write_ci;
+
+  // Arm doorbell (S9-S11, S26).
+  wire arm_unknown = is_arm && !x_valid;
+  wire arm_in_error = is_arm && x_valid && st_error;
+  wire arm_range = is_arm && x_valid && !st_error && s3_gt;
+  wire arm_stale = is_arm && x_valid && !st_error && !s3_gt && s3_sn != x_sn;
+  wire arm_checked = is_arm && x_valid && !st_error && !s3_gt && s3_sn == x_sn;
+  wire arm_ignored = arm_checked && (st_next || st_always || (st_sol && s3_cmd));
+  wire arm_ok = arm_checked && !(st_next || st_always || (st_sol && s3_cmd));
+  wire arm_upgrade = arm_ok && st_sol;
+  wire arm_to_next = st_sol || !s3_cmd;     // the state an accepted arm leaves: ARMED_NEXT or ARMED_SOLICITED
+  wire arm_owes = arm_to_next ? d_s3 != 24'd0 : (x_any_sol && dsol != 24'd0 && dsol <= d_s3);
+  wire arm_at_arm = arm_ok && arm_owes && cfg_arm_at_once;
+  wire arm_owed = arm_ok && arm_owes && !cfg_arm_at_once;
+  wire [15:0] arm_pending = !arm_to_next ? 16'd1 : d_s3[23:16] != 8'd0 ? 16'hFFFF : d_s3[15:0];
+
+  // Timer expiry: a running timer whose deadline moved later goes back into the wheel.
+  wire exp_moved = is_exp && x_run && $signed(now_tick - x_dl) < 0;
+  wire exp_ends = is_exp && x_run && $signed(now_tick - x_dl) >= 0;
+  wire exp_fire = exp_ends && st_armed && x_pending != 16'd0;
+
+  // Moderation (S12, S26) after a CQE written (w_), new settings (m_) or an arm that owes an
+  // event (a_): each case's outcome is decided on its own, from the context, and the case that
+  // happened picks one at the end. An event fires at once without moderation, when the count is
+  // reached, or when the period is over; otherwise a timer runs to the period's deadline (the first
+  // tick at or after its exact end), unless that very deadline is running already.
+  wire        qual = st_sol ? sol : st_armed;
+  wire        pend_inc = qual && x_pending != 16'hFFFF;
+  wire        nomod = x_mcount == 16'd0 && x_mperiod == 12'd0;
+  wire        pend_nz = x_pending != 16'd0;
+  wire [31:0] dl_then = x_period_end;             // the period began earlier: measured from its start
+  wire        due_then = $signed(now_tick - dl_then) >= 0;
+  wire        same_then = x_run && x_dl == dl_then;
+  wire [31:0] dl_now = now_ceil + {20'd0, x_mperiod};     // a period begun now: never due yet
+  wire [31:0] dl_new = now_ceil + {20'd0, s3_mperiod};    // the same, with new settings
+  wire        same_now = x_run && x_dl == dl_now;
+
+  wire        w_restart = x_pmode && (qual || !cfg_arm_at_once);   // the CQE restarts the period
+  wire        w_live = st_armed && (pend_inc || pend_nz);
+  wire        w_count = x_mcount != 16'd0 && (pend_inc ? {1'b0, x_pending} + 17'd1 >= {1'b0, x_mcount}
+                                                       : x_pending >= x_mcount);
+  wire        w_due = x_mperiod != 12'd0 && !w_restart && due_then;
+  wire        w_fire = w_live && (nomod || w_count || w_due);
+  wire        w_start = w_live && !nomod && !w_count && x_mperiod != 12'd0 &&
+                        (w_restart ? !same_now : !due_then && !same_then);
+
+  wire        m_nomod = s3_mcount == 16'd0 && s3_mperiod == 12'd0;
+  wire        m_count = s3_mcount != 16'd0 && x_pending >= s3_mcount;
+  wire        m_live = st_armed && pend_nz;
+  wire        m_fire = m_live && (m_nomod || m_count);
+  wire        m_start = m_live && !m_nomod && !m_count && s3_mperiod != 12'd0;  // its timer was stopped
+
+  wire        a_count = x_mcount != 16'd0 &&
+                        (!arm_to_next ? x_mcount <= 16'd1 : d_s3[23:16] != 8'd0 || d_s3[15:0] >= x_mcount);
+  wire        a_due = x_mperiod != 12'd0 && due_then;
+  wire        a_fire = nomod || a_count || a_due;
+  wire        a_start = !nomod && !a_count && x_mperiod != 12'd0 && !due_then && !same_then;
+
+  wire        fire_immediate = (do_write && w_live && nomod) || (op_modify && m_live && m_nomod) || (arm_owed && nomod);
+  wire        fire_count = (do_write && w_live && !nomod && w_count) || (op_modify && m_live && !m_nomod && m_count) ||
+                           (arm_owed && !nomod && a_count);
+  wire        fire_period = (do_write && w_live && !nomod && !w_count && w_due) || (arm_owed && !nomod && !a_count && a_due);
+  wire        r_start = (do_write && w_start) || (op_modify && m_start) || (arm_owed && a_start);
+  wire        ts_restart = op_modify || (do_write && w_restart);
+  wire [31:0] dl = op_modify ? dl_new : ts_restart ? dl_now : dl_then;
+  wire        r_run = !op_modify && x_run;
+  wire        start_timer = r_start || exp_moved;
+  wire        do_insert = start_timer && (is_exp || !x_listed);
+  wire        do_fire = arm_at_arm || exp_fire || (do_write && w_fire) || (op_modify && m_fire) || (arm_owed && a_fire);
+
+  // Errors (S15): the CQ enters its error state and reports it.
+  wire aerr_ok = is_aerr && x_valid && !st_error;
+  wire do_err = aerr_ok || ci_fail || ci_bad || cpl_overflow;
+  wire [7:0] err_syn = ci_bad ? CQ_ERROR_CQ_BAD_DOORBELL_RECORD : cpl_overflow ? CQ_ERROR_CQ_OVERRUN
+                                                                  : CQ_ERROR_CQ_ACCESS_VIOLATION;
+
+  // The next context, field by field.
+  wire [23:0] n_pi = op_create ? 24'd0 : do_write ? pi1 : x_pi;
+  wire [2:0]  fire_state = (!arm_ok && st_always) ? CQ_STATE_ALWAYS_ARMED : CQ_STATE_DISARMED;
+  wire [2:0]  arm_state = arm_to_next ? CQ_STATE_ARMED_NEXT : CQ_STATE_ARMED_SOLICITED;
+  wire [2:0]  n_state = do_err ? CQ_STATE_ERROR : do_fire ? fire_state : arm_ok ? arm_state :
+                        op_create ? (s3_flags[2] ? CQ_STATE_ALWAYS_ARMED : CQ_STATE_DISARMED) : x_state;
+  wire        n_valid = op_create ? 1'b1 : op_destroy ? 1'b0 : x_valid;
+  wire        ctl_ring = op_create || op_commit;
+  wire [4:0]  n_log = ctl_ring ? s3_log : x_log;
+  wire [63:0] n_base = ctl_ring ? s3_base : x_base;
+  wire [63:0] n_dbr = op_create ? s3_dbr : x_dbr;
+  wire [23:0] n_eqn = op_create ? s3_eqn : x_eqn;
+  wire        ctl_mod = op_create || op_modify;
+  wire [15:0] n_mcount = ctl_mod ? s3_mcount : x_mcount;
+  wire [11:0] n_mperiod = ctl_mod ? s3_mperiod : x_mperiod;
+  wire        n_pmode = ctl_mod ? s3_flags[0] : x_pmode;
+  wire        n_oi = op_create ? s3_flags[1] : x_oi;
+  wire        n_always = op_create ? s3_flags[2] : s3_ctx[F_ALWAYS];
+  wire [23:0] n_ci = op_create ? 24'd0 : ci_accept ? s3_ci : x_ci;
+  wire [23:0] n_last_notified = op_create ? 24'd0 : do_fire ? n_pi : s3_ctx[F_LASTN +: 24];
+  wire [23:0] n_last_sol = op_create ? 24'd0 : (do_write && sol) ? pi1 : x_last_sol;
+  wire        n_any_sol = op_create ? 1'b0 : (do_write && sol) ? 1'b1 : (do_write && sol_expire) ? 1'b0 : x_any_sol;
+  wire [1:0]  n_sn = op_create ? 2'd0 : do_fire ? x_sn + 2'd1 : x_sn;
+  wire [15:0] n_pending = (op_create || do_fire) ? 16'd0 : arm_owed ? arm_pending : (arm_ok && !arm_upgrade) ? 16'd0 :
+                          (do_write && pend_inc) ? x_pending + 16'd1 : x_pending;
+  wire        ts_now = op_create || ts_restart || do_fire;
+  wire [31:0] n_period_end = !ts_now ? x_period_end : ctl_mod ? dl_new : dl_now;
+  wire        n_run = (op_create || op_destroy || do_fire || do_err || exp_ends) ? 1'b0 : r_start ? 1'b1 : r_run;
+  wire [31:0] n_dl = op_create ? 32'd0 : r_start ? dl : x_dl;
+  wire        n_listed = do_insert ? 1'b1 : is_exp ? 1'b0 : x_listed;
   always @(*) begin
-    n_valid = s3_ctx[F_VALID] && c_in;  n_state = s3_ctx[F_STATE +: 3];     n_log = s3_ctx[F_LOG +: 5];
-    n_base = s3_ctx[F_BASE +: 64];       n_dbr = s3_ctx[F_DBR +: 64];         n_eqn = s3_ctx[F_EQN +: 24];
-    n_mcount = s3_ctx[F_MCOUNT +: 16];   n_mperiod = s3_ctx[F_MPERIOD +: 12]; n_pmode = s3_ctx[F_PMODE];
-    n_oi = s3_ctx[F_OI];                 n_always = s3_ctx[F_ALWAYS];         n_pi = s3_ctx[F_PI +: 24];
-    n_ci = s3_ctx[F_CI +: 24];           n_last_notified = s3_ctx[F_LASTN +: 24];
-    n_last_sol = s3_ctx[F_LASTS +: 24];  n_any_sol = s3_ctx[F_ANYS];          n_sn = s3_ctx[F_SN +: 2];
-    n_pending = s3_ctx[F_PEND +: 16];    n_ts_tick = s3_ctx[F_TST +: 32];     n_ts_mid = s3_ctx[F_TSM];
-    n_run = s3_ctx[F_RUN];               n_dl = s3_ctx[F_DL +: 32];           n_listed = s3_ctx[F_LISTED];
-    n_waiting_ci = waiting_ci;
-    n_refreshed = refreshed;
-    n_resizing = resizing;
-    we = 1'b0;
-    retire = 1'b0;
-    dma_in_valid = 1'b0; dma_in_data = 600'd0;
-    ev_in_valid = 1'b0; ev_in_data = 128'd0;
-    cir_in_valid = 1'b0; cir_in_data = 88'd0;
-    ins_in_valid = 1'b0; ins_in_data = {(CQN_W + 14){1'b0}};
-    o_ctl_done = 1'b0; o_bad_db_valid = 1'b0; o_bad_db_reason = 8'd0; o_bad_db_cqn = 24'd0;
-    o_cov = 17'd0;
-    do_cpl = 1'b0; use_refresh = 1'b0; do_moderate = 1'b0; do_reeval = 1'b0; do_fire = 1'b0; do_err = 1'b0;
-    start_timer = 1'b0; due = 1'b0;
-    err_syn = 8'd0; qual = 1'b0; nomod = 1'b0; newer = 24'd0; dsol = 24'd0; dl = 32'd0; cqe = 512'd0;
-    armed_now = 1'b0;
-    sol = (rb_syndrome[h] != 8'd0) || (!rb_is_send[h] && rb_se[h]);
-    size = 25'd1 << n_log;
-    mask24 = size[23:0] - 24'd1;
-
-    if (advance) begin
-      case (s3_kind)
-        K_CTL: begin
-          o_ctl_done = 1'b1;
-          if (c_in) begin
-            we = 1'b1;
-            case (s3_op)
-              CQ_CTL_CREATE: begin
-                n_valid = 1'b1; n_log = s3_log; n_base = s3_base; n_dbr = s3_dbr; n_eqn = s3_eqn;
-                n_mcount = s3_mcount; n_mperiod = s3_mperiod; n_pmode = s3_flags[0]; n_oi = s3_flags[1];
-                n_always = s3_flags[2];
-                n_state = s3_flags[2] ? CQ_STATE_ALWAYS_ARMED : CQ_STATE_DISARMED;
-                n_pi = 24'd0; n_ci = 24'd0; n_last_notified = 24'd0; n_last_sol = 24'd0; n_any_sol = 1'b0;
-                n_sn = 2'd0; n_pending = 16'd0; n_ts_tick = now_tick; n_ts_mid = now_mid; n_run = 1'b0;
-                n_dl = 32'd0;  // n_listed stays: the wheel may still hold the CQN
-              end
-              CQ_CTL_MODIFY_MODERATION: begin
-                n_mcount = s3_mcount; n_mperiod = s3_mperiod; n_pmode = s3_flags[0];
-                n_run = 1'b0; n_ts_tick = now_tick; n_ts_mid = now_mid;
-                do_reeval = 1'b1;
-              end
-              CQ_CTL_RESIZE_BEGIN: n_resizing = resizing + 8'd1;
-              CQ_CTL_RESIZE_COMMIT: begin
-                n_log = s3_log; n_base = s3_base;
-                if (resizing != 8'd0) n_resizing = resizing - 8'd1;
-              end
-              CQ_CTL_RESIZE_ABORT: if (resizing != 8'd0) n_resizing = resizing - 8'd1;
-              CQ_CTL_DESTROY: begin n_run = 1'b0; n_valid = 1'b0; end
-              default: ;
-            endcase
-            size = 25'd1 << n_log;
-            mask24 = size[23:0] - 24'd1;
-          end
-        end
-
-        K_AERR: begin
-          if (n_valid && n_state != CQ_STATE_ERROR) begin
-            we = 1'b1; do_err = 1'b1; err_syn = CQ_ERROR_CQ_ACCESS_VIOLATION;
-          end
-        end
-
-        K_CI: begin
-          if (waiting_ci && rb_count != 3'd0 && rb_cqn[h] == s3_cqn && c_in) begin
-            n_waiting_ci = 1'b0;
-            if (n_valid) begin
-              we = 1'b1;
-              if (!s3_ok) begin
-                do_err = 1'b1; err_syn = CQ_ERROR_CQ_ACCESS_VIOLATION; o_cov[COV_DROPPED] = 1'b1; retire = 1'b1;
-              end else if ({1'b0, n_pi - s3_ci} > size) begin
-                do_err = 1'b1; err_syn = CQ_ERROR_CQ_BAD_DOORBELL_RECORD; o_cov[COV_DROPPED] = 1'b1; retire = 1'b1;
-              end else begin
-                n_ci = s3_ci;
-                n_refreshed = 1'b1;
-                if (resizing == 8'd0) begin do_cpl = 1'b1; use_refresh = 1'b1; end
-              end
-            end
-          end
-        end
-
-        K_EXP: begin
-          we = 1'b1;
-          n_listed = 1'b0;
-          if (n_run) begin
-            if ($signed(now_tick - n_dl) < 0) begin
-              start_timer = 1'b1;                       // the deadline moved later: back into the wheel
-            end else begin
-              n_run = 1'b0;
-              o_cov[COV_TIMER_EXPIRY] = 1'b1;
-              armed_now = n_state == CQ_STATE_ARMED_NEXT || n_state == CQ_STATE_ARMED_SOLICITED ||
-                          n_state == CQ_STATE_ALWAYS_ARMED;
-              if (armed_now && n_pending != 16'd0) begin
-                o_cov[COV_BY_PERIOD] = 1'b1; do_fire = 1'b1;
-              end
-            end
-          end
-        end
-
-        K_ARM: begin
-          o_cov[COV_ARM] = 1'b1;
-          if (!n_valid) begin
-            o_bad_db_valid = 1'b1; o_bad_db_reason = DB_ERR_UNKNOWN_OBJECT; o_bad_db_cqn = s3_cqn;
-          end else if (n_state == CQ_STATE_ERROR) begin
-            o_bad_db_valid = 1'b1; o_bad_db_reason = DB_ERR_OBJECT_IN_ERROR; o_bad_db_cqn = s3_cqn;
-          end else if ({1'b0, n_pi - s3_ci} > size) begin
-            o_bad_db_valid = 1'b1; o_bad_db_reason = DB_ERR_INDEX_OUT_OF_RANGE; o_bad_db_cqn = s3_cqn;
-          end else if (s3_sn != n_sn) begin
-            o_cov[COV_ARM_STALE] = 1'b1;
-            o_bad_db_valid = 1'b1; o_bad_db_reason = DB_ERR_STALE_ARM_SN; o_bad_db_cqn = s3_cqn;
-          end else if (n_state == CQ_STATE_ARMED_NEXT || n_state == CQ_STATE_ALWAYS_ARMED ||
-                       (n_state == CQ_STATE_ARMED_SOLICITED && s3_cmd)) begin
-            o_cov[COV_ARM_IGNORED] = 1'b1;             // S10
-          end else begin
-            we = 1'b1;
-            if (n_state == CQ_STATE_ARMED_SOLICITED) begin
-              n_state = CQ_STATE_ARMED_NEXT;           // S11
-              o_cov[COV_ARM_UPGRADED] = 1'b1;
-            end else begin
-              n_state = s3_cmd ? CQ_STATE_ARMED_SOLICITED : CQ_STATE_ARMED_NEXT;
-              n_pending = 16'd0;
-            end
-            newer = n_pi - s3_ci;
-            dsol = n_last_sol - s3_ci;
-            if (n_state == CQ_STATE_ARMED_NEXT ? (newer != 24'd0)
-                                               : (n_any_sol && dsol != 24'd0 && dsol <= newer)) begin
-              if (cfg_arm_at_once) begin
-                o_cov[COV_AT_ARM] = 1'b1; do_fire = 1'b1;   // S9
-              end else begin                                // S26
-                o_cov[COV_ARM_OWED] = 1'b1; do_reeval = 1'b1;
-                if (n_state != CQ_STATE_ARMED_NEXT) n_pending = 16'd1;
-                else if (newer[23:16] != 8'd0) n_pending = 16'hFFFF;
-                else n_pending = newer[15:0];
-              end
-            end
-          end
-        end
-
-        K_CPL: begin
-          do_cpl = 1'b1;
-          use_refresh = refreshed;
-        end
-
-        default: ;
-      endcase
-    end
-
-    // -------------------------------------------------------------- completion (the head record)
-    if (do_cpl) begin
-      n_refreshed = 1'b0;
-      if (!n_valid) begin
-        o_cov[COV_BAD_RECORD] = 1'b1; retire = 1'b1;
-      end else if (n_state == CQ_STATE_ERROR) begin
-        we = 1'b1; o_cov[COV_DROPPED] = 1'b1; retire = 1'b1;
-      end else if (!n_oi && {1'b0, n_pi - n_ci} >= size) begin
-        we = 1'b1;
-        if (!use_refresh) begin                    // cached index says full: read the doorbell record
-          cir_in_valid = 1'b1; cir_in_data = {rb_cqn[h], n_dbr};
-          n_waiting_ci = 1'b1; o_cov[COV_CI_REFRESH] = 1'b1;
-        end else begin                             // S14 overflow: not written
-          o_cov[COV_OVERFLOW] = 1'b1; o_cov[COV_DROPPED] = 1'b1;
-          do_err = 1'b1; err_syn = CQ_ERROR_CQ_OVERRUN; retire = 1'b1;
-        end
-      end else begin
-        we = 1'b1;
-        retire = 1'b1;
-        cqe[`CQE_WR_ID_LO +: `CQE_WR_ID_W] = rb_wr_id[h];
-        cqe[`CQE_TIMESTAMP_LO +: `CQE_TIMESTAMP_W] = i_timestamp;
-        cqe[`CQE_QPN_LO +: `CQE_QPN_W] = rb_qpn[h];
-        cqe[`CQE_WQE_COUNTER_LO +: `CQE_WQE_COUNTER_W] = rb_wqe_counter[h];
-        if (rb_syndrome[h] != 8'd0) begin
-          cqe[`CQE_SYNDROME_LO +: `CQE_SYNDROME_W] = rb_syndrome[h];
-          cqe[`CQE_VENDOR_SYNDROME_LO +: `CQE_VENDOR_SYNDROME_W] = rb_vendor_syndrome[h];
-          cqe[`CQE_OPCODE_LO +: `CQE_OPCODE_W] = rb_is_send[h] ? CQE_OP_REQ_ERR : CQE_OP_RESP_ERR;
-        end else begin
-          cqe[`CQE_OPCODE_LO +: `CQE_OPCODE_W] = rb_opcode[h];
-          cqe[`CQE_BYTE_CNT_LO +: `CQE_BYTE_CNT_W] = rb_byte_cnt[h];
-          cqe[`CQE_IMM_PRESENT_LO +: `CQE_IMM_PRESENT_W] = rb_imm_present[h];
-          cqe[`CQE_IMM_LO +: `CQE_IMM_W] = rb_imm[h];
-          if (rb_is_send[h]) begin
-            cqe[`CQE_SEND_OPCODE_LO +: `CQE_SEND_OPCODE_W] = rb_send_opcode[h];
-          end else begin
-            cqe[`CQE_SRC_QPN_LO +: `CQE_SRC_QPN_W] = rb_src_qpn[h];
-            cqe[`CQE_SLID_LO +: `CQE_SLID_W] = rb_slid[h];
-            cqe[`CQE_SL_LO +: `CQE_SL_W] = rb_sl[h];
-            cqe[`CQE_GRH_LO +: `CQE_GRH_W] = rb_grh[h];
-            cqe[`CQE_PKEY_INDEX_LO +: `CQE_PKEY_INDEX_W] = rb_pkey_index[h];
-            cqe[`CQE_SE_LO +: `CQE_SE_W] = rb_se[h];
-          end
-        end
-        cqe[`CQE_OWNER_LO +: `CQE_OWNER_W] = (({1'b0, n_pi} >> n_log) & 25'd1) != 25'd0;
-        dma_in_valid = 1'b1;
-        dma_in_data = {rb_cqn[h], n_base + {34'd0, n_pi & mask24, 6'd0}, cqe};
-        o_cov[COV_CQE] = 1'b1;
-        n_pi = n_pi + 24'd1;
-        if ((n_pi & mask24) == 24'd0) o_cov[COV_OWNER_WRAP] = 1'b1;
-        if (sol) begin
-          n_last_sol = n_pi; n_any_sol = 1'b1;
-        end else if (n_any_sol && {1'b0, n_pi - n_last_sol} > size) begin
-          n_any_sol = 1'b0;
-        end
-        do_moderate = 1'b1;
-      end
-    end
-
-    // -------------------------------------------------------------- moderation (S12, S26)
-    armed_now = n_state == CQ_STATE_ARMED_NEXT || n_state == CQ_STATE_ARMED_SOLICITED || n_state == CQ_STATE_ALWAYS_ARMED;
-    if (do_moderate) begin
-      qual = (n_state == CQ_STATE_ARMED_SOLICITED) ? sol : armed_now;
-      if (n_pmode && (qual || !cfg_arm_at_once)) begin n_ts_tick = now_tick; n_ts_mid = now_mid; end
-      if (qual && n_pending != 16'hFFFF) n_pending = n_pending + 16'd1;
-      do_reeval = 1'b1;
-    end
-    if (do_reeval && armed_now && n_pending != 16'd0) begin
-      nomod = n_mcount == 16'd0 && n_mperiod == 12'd0;
-      if (nomod) begin
-        o_cov[COV_IMMEDIATE] = 1'b1; do_fire = 1'b1;
-      end else if (n_mcount != 16'd0 && n_pending >= n_mcount) begin
-        o_cov[COV_BY_COUNT] = 1'b1; do_fire = 1'b1;
-      end else if (n_mperiod != 12'd0) begin
-        // The first tick at or after the exact end of the period.
-        dl = n_ts_tick + {20'd0, n_mperiod} + {31'd0, n_ts_mid};
-        due = $signed(now_tick - dl) >= 0;
-        if (due) begin
-          o_cov[COV_BY_PERIOD] = 1'b1; do_fire = 1'b1;
-        end else if (!n_run || n_dl != dl) begin
-          n_run = 1'b1; n_dl = dl; start_timer = 1'b1;
-        end
-      end
-    end
-    if (start_timer && !n_listed) begin
-      n_listed = 1'b1;
-      ins_in_valid = 1'b1;
-      ins_in_data = {s3_cqn[CQN_W-1:0], n_dl[13:0]};
-    end
-
-    // -------------------------------------------------------------- fire / error
-    if (do_fire) begin
-      ev_in_valid = 1'b1;
-      ev_in_data = {EQE_TYPE_COMPLETION, n_eqn, s3_cqn, 8'd0, 40'd0, n_pi};
-      o_cov[COV_EVENT] = 1'b1;
-      if (n_state != CQ_STATE_ALWAYS_ARMED) n_state = CQ_STATE_DISARMED;
-      n_pending = 16'd0;
-      n_last_notified = n_pi;
-      n_ts_tick = now_tick; n_ts_mid = now_mid;
-      n_sn = n_sn + 2'd1;
-      n_run = 1'b0;
-    end
-    if (do_err) begin
-      n_state = CQ_STATE_ERROR;
-      n_run = 1'b0;
-      ev_in_valid = 1'b1;
-      ev_in_data = {EQE_TYPE_CQ_ERROR, 24'd0, s3_cqn, err_syn, 40'd0, n_pi};
-    end
-
-    n_ctx = {n_listed, n_dl, n_run, n_ts_mid, n_ts_tick, n_pending, n_sn, n_any_sol, n_last_sol, n_last_notified,
+    n_ctx = {n_listed, n_dl, n_run, n_period_end, n_pending, n_sn, n_any_sol, n_last_sol, n_last_notified,
              n_ci, n_pi, n_always, n_oi, n_pmode, n_mperiod, n_mcount, n_eqn, n_dbr, n_base, n_log, n_state, n_valid};
+  end
+
+  // Writer state.
+  wire       n_waiting_ci = cpl_refresh ? 1'b1 : ci_match ? 1'b0 : waiting_ci;
+  wire       n_refreshed = do_cpl ? 1'b0 : ci_accept ? 1'b1 : refreshed;
+  wire [7:0] n_resizing = !ctl_in ? resizing :
+                          s3_op == CQ_CTL_RESIZE_BEGIN ? resizing + 8'd1 :
+                          (s3_op == CQ_CTL_RESIZE_COMMIT || s3_op == CQ_CTL_RESIZE_ABORT) && resizing != 8'd0 ? resizing - 8'd1 :
+                          resizing;
+  wire we = ctl_in || aerr_ok || (ci_match && x_valid) || is_exp || arm_ok || (do_cpl && x_valid);
+  wire retire = ci_fail || ci_bad || cpl_bad_record || cpl_dropped || cpl_overflow || do_write;
+
+  // The CQE (docs/formats.md).
+  reg [511:0] cqe;
+  always @(*) begin
+    cqe = 512'd0;
+    cqe[`CQE_WR_ID_LO +: `CQE_WR_ID_W] = rb_wr_id[h];
+    cqe[`CQE_TIMESTAMP_LO +: `CQE_TIMESTAMP_W] = i_timestamp;
+    cqe[`CQE_QPN_LO +: `CQE_QPN_W] = rb_qpn[h];
+    cqe[`CQE_WQE_COUNTER_LO +: `CQE_WQE_COUNTER_W] = rb_wqe_counter[h];
+    if (rb_syndrome[h] != 8'd0) begin
+      cqe[`CQE_SYNDROME_LO +: `CQE_SYNDROME_W] = rb_syndrome[h];
+      cqe[`CQE_VENDOR_SYNDROME_LO +: `CQE_VENDOR_SYNDROME_W] = rb_vendor_syndrome[h];
+      cqe[`CQE_OPCODE_LO +: `CQE_OPCODE_W] = rb_is_send[h] ? CQE_OP_REQ_ERR : CQE_OP_RESP_ERR;
+    end else begin
+      cqe[`CQE_OPCODE_LO +: `CQE_OPCODE_W] = rb_opcode[h];
+      cqe[`CQE_BYTE_CNT_LO +: `CQE_BYTE_CNT_W] = rb_byte_cnt[h];
+      cqe[`CQE_IMM_PRESENT_LO +: `CQE_IMM_PRESENT_W] = rb_imm_present[h];
+      cqe[`CQE_IMM_LO +: `CQE_IMM_W] = rb_imm[h];
+      if (rb_is_send[h]) begin
+        cqe[`CQE_SEND_OPCODE_LO +: `CQE_SEND_OPCODE_W] = rb_send_opcode[h];
+      end else begin
+        cqe[`CQE_SRC_QPN_LO +: `CQE_SRC_QPN_W] = rb_src_qpn[h];
+        cqe[`CQE_SLID_LO +: `CQE_SLID_W] = rb_slid[h];
+        cqe[`CQE_SL_LO +: `CQE_SL_W] = rb_sl[h];
+        cqe[`CQE_GRH_LO +: `CQE_GRH_W] = rb_grh[h];
+        cqe[`CQE_PKEY_INDEX_LO +: `CQE_PKEY_INDEX_W] = rb_pkey_index[h];
+        cqe[`CQE_SE_LO +: `CQE_SE_W] = rb_se[h];
+      end
+    end
+    cqe[`CQE_OWNER_LO +: `CQE_OWNER_W] = owner;
+  end
+
+  // Outputs to the skid buffers, and the side band.
+  always @(*) begin
+    dma_in_valid = do_write;
+    dma_in_data = {rb_cqn[h], x_base + {34'd0, x_pi & mask24, 6'd0}, cqe};
+    ev_in_valid = do_fire || do_err;
+    ev_in_data = do_err ? {EQE_TYPE_CQ_ERROR, 24'd0, s3_cqn, err_syn, 40'd0, n_pi}
+                        : {EQE_TYPE_COMPLETION, x_eqn, s3_cqn, 8'd0, 40'd0, n_pi};
+    cir_in_valid = cpl_refresh;
+    cir_in_data = {rb_cqn[h], x_dbr};
+    ins_in_valid = do_insert;
+    ins_in_data = {s3_cqn[CQN_W-1:0], n_dl[13:0]};
+    o_ctl_done = is_ctl;
+    o_bad_db_valid = arm_unknown || arm_in_error || arm_range || arm_stale;
+    o_bad_db_reason = arm_unknown ? DB_ERR_UNKNOWN_OBJECT : arm_in_error ? DB_ERR_OBJECT_IN_ERROR :
+                      arm_range ? DB_ERR_INDEX_OUT_OF_RANGE : arm_stale ? DB_ERR_STALE_ARM_SN : 8'd0;
+    o_bad_db_cqn = o_bad_db_valid ? s3_cqn : 24'd0;
+    o_cov = 17'd0;
+    o_cov[COV_CQE] = do_write;
+    o_cov[COV_EVENT] = do_fire;
+    o_cov[COV_BY_COUNT] = fire_count;
+    o_cov[COV_BY_PERIOD] = fire_period || exp_fire;
+    o_cov[COV_IMMEDIATE] = fire_immediate;
+    o_cov[COV_AT_ARM] = arm_at_arm;
+    o_cov[COV_ARM] = is_arm;
+    o_cov[COV_ARM_UPGRADED] = arm_upgrade;
+    o_cov[COV_ARM_IGNORED] = arm_ignored;
+    o_cov[COV_ARM_STALE] = arm_stale;
+    o_cov[COV_CI_REFRESH] = cpl_refresh;
+    o_cov[COV_OVERFLOW] = cpl_overflow;
+    o_cov[COV_OWNER_WRAP] = do_write && owner_wrap;
+    o_cov[COV_DROPPED] = ci_fail || ci_bad || cpl_dropped || cpl_overflow;
+    o_cov[COV_BAD_RECORD] = cpl_bad_record;
+    o_cov[COV_TIMER_EXPIRY] = exp_ends;
+    o_cov[COV_ARM_OWED] = arm_owed;
   end
 
   assign ram_we = advance && we && c_in;
@@ -603,11 +595,22 @@ module cq_writer_pipelined #(
   wire squash = n_waiting_ci || n_resizing != 8'd0;
 
   // CQs in the wheel's lists (each is one insert, and leaves with its expiry).
+  // Counted a cycle late (an insert and an expiry are registered first) so that the decision to
+  // start a timer does not run on into an adder; o_timers adds the cycle's change back.
   reg [CQN_W:0] listed_count;
+  reg           listed_in, listed_out;
   wire          expiring = advance && s3_kind == K_EXP;
   assign o_busy = s2_kind != K_NONE || s3_kind != K_NONE || rb_count != 3'd0 || m_dma_valid || m_event_valid ||
                   m_ci_req_valid || ins_valid || !wheel_idle;
-  assign o_timers = listed_count != {(CQN_W + 1){1'b0}};
+  wire   listed_zero = listed_count == {(CQN_W + 1){1'b0}};
+  wire   listed_one = listed_count == {{CQN_W{1'b0}}, 1'b1};
+  assign o_timers = listed_in ? (!listed_out || !listed_zero) : listed_out ? !listed_one : !listed_zero;
+
+  // The replay buffer's counts with and without a retirement, summed before stage 3 decides.
+  wire [2:0] issued_only = rb_issued + {2'd0, s1_kind == K_CPL};
+  wire [2:0] issued_then_retired = issued_only - 3'd1;
+  wire [2:0] count_same = rb_count + {2'd0, s_cpl_valid && s_cpl_ready};
+  wire [2:0] count_less_one = count_same - 3'd1;
 
   // ---------------------------------------------------------------- registers
   always @(posedge clk) begin
@@ -622,8 +625,12 @@ module cq_writer_pipelined #(
       rb_count <= 3'd0;
       rb_issued <= 3'd0;
       listed_count <= {(CQN_W + 1){1'b0}};
+      listed_in <= 1'b0;
+      listed_out <= 1'b0;
     end else begin
-      listed_count <= listed_count + {{CQN_W{1'b0}}, ins_in_valid} - {{CQN_W{1'b0}}, expiring};
+      listed_count <= listed_count + {{CQN_W{1'b0}}, listed_in} - {{CQN_W{1'b0}}, listed_out};
+      listed_in <= ins_in_valid;
+      listed_out <= expiring;
       if (advance) begin
         waiting_ci <= n_waiting_ci;
         refreshed <= n_refreshed;
@@ -633,6 +640,7 @@ module cq_writer_pipelined #(
         wb_ctx <= n_ctx;
         s3_kind <= (squash && s2_kind == K_CPL) ? K_NONE : s2_kind;
         s3_cqn <= s2_cqn;
+        s3_in <= s2_cqn < NUM_CQS_24;
         s3_op <= s2_op; s3_log <= s2_log; s3_base <= s2_base; s3_dbr <= s2_dbr; s3_eqn <= s2_eqn;
         s3_mcount <= s2_mcount; s3_mperiod <= s2_mperiod; s3_flags <= s2_flags;
         s3_sn <= s2_sn; s3_cmd <= s2_cmd; s3_ci <= s2_ci; s3_ok <= s2_ok;
@@ -646,11 +654,11 @@ module cq_writer_pipelined #(
         s2_ci <= s1_kind == K_CI ? s_ci_ci : s_arm_ci;
         s2_ok <= s_ci_ok;
         if (squash) rb_issued <= 3'd0;
-        else rb_issued <= rb_issued + {2'd0, s1_kind == K_CPL} - {2'd0, retire && s3_kind == K_CPL};
+        else rb_issued <= (retire && s3_kind == K_CPL) ? issued_then_retired : issued_only;
       end
       // The replay buffer: the head leaves as stage 3 retires it, a record joins at the tail.
       if (retire) rb_head <= rb_head + 2'd1;
-      rb_count <= rb_count - {2'd0, retire} + {2'd0, s_cpl_valid && s_cpl_ready};
+      rb_count <= retire ? count_less_one : count_same;
       if (s_cpl_valid && s_cpl_ready) begin
         rb_cqn[rb_tail] <= s_cpl_cqn;                 rb_is_send[rb_tail] <= s_cpl_is_send;
         rb_opcode[rb_tail] <= s_cpl_opcode;           rb_send_opcode[rb_tail] <= s_cpl_send_opcode;

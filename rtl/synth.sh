@@ -6,7 +6,8 @@
 #   rtl/synth.sh [--require-rams N] [--require-ram MEMORY]... [--report FILE] TOP [NAME=VALUE ...] -- FILE.v ...
 #
 # The flow: coarse synthesis with memories kept as memories (`synth -run begin:fine`, which ends
-# with `memory -nomap`), then generic gates (techmap, abc onto simple two-input gates and MUX);
+# with `memory -nomap`), then generic gates (techmap, abc onto simple two-input gates and MUX,
+# mapped for delay as a timing-driven flow would: `strash; dch; map`);
 # the longest path is yosys' `ltp -noff` over those gates (flip-flops cut paths; a memory cell
 # counts as one level). --require-rams N fails (exit 1) when fewer than N RAM-able memories are
 # inferred: a table written as flip-flop arrays, or read combinationally, is not one.
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
     --require-rams) require=$2; shift 2 ;;
     --require-ram) named="$named $2"; shift 2 ;;
     --report) report=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -52,7 +53,7 @@ synth -top $top -flatten -run begin:fine
 tee -q -o $dir/mems.txt dump t:\$mem_v2
 techmap
 opt -fast
-abc -g AND,NAND,OR,NOR,XOR,XNOR,ANDNOT,ORNOT,MUX
+abc -g AND,NAND,OR,NOR,XOR,XNOR,ANDNOT,ORNOT,MUX -script +strash;dch;map
 opt_clean
 tee -q -o $dir/gates.txt stat
 tee -q -o $dir/ltp.txt ltp -noff
