@@ -59,10 +59,10 @@ std::string CosimReport::summary() const {
       coverage.overflows, coverage.owner_wraps, coverage.dropped, coverage.bad_records, coverage.timer_expiries,
       output_stall_cycles);
   if (pipelined)
-    s += fmt::format("pipeline: back-to-back on one CQ (stage-3 bypass) {}  one apart (write bypass) {}  completions "
+    s += fmt::format("pipeline: back-to-back on one CQ (hazard stalls) {}  one apart (write bypass) {}  completions "
                      "squashed {}  expiries re-inserted {}  stale expiries {}  expiring on one tick {}  holds {}\n"
                      "          quiet cycles (the next clock wanted later than the next cycle, compared) {}\n",
-                     pipeline.bypass_stage3, pipeline.bypass_written, pipeline.squashed, pipeline.reinserted,
+                     pipeline.hazard_stalls, pipeline.bypass_written, pipeline.squashed, pipeline.reinserted,
                      pipeline.stale_expiries, pipeline.same_tick, pipeline.holds, quiet_cycles);
   for (const std::string& v : protocol_violations) s += "protocol: " + v + "\n";
   if (!first_mismatch.empty()) s += first_mismatch;

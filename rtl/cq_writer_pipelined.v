@@ -5,9 +5,12 @@
 //
 //   stage 1  select one item in fixed priority (control, CQE-write failure, consumer-index
 //            response, timer expiry, arm, completion); its CQN addresses the context RAM
-//   stage 2  the context arrives from the RAM's output register; the context stage 3 writes on
-//            this edge, or wrote on the edge that read the RAM, is taken instead (the bypass)
-//   stage 3  act on one context; write it back; offer outputs to the skid buffers
+//   stage 2  the context arrives from the RAM's output register, or from the write bypass when
+//            stage 3 wrote it on the edge that read the RAM; every difference and comparison
+//            stage 3 decides on is taken here into registers. An item for the CQ stage 3 acts on
+//            waits here a cycle (the hazard stall), so stage 2 never needs a context stage 3 is
+//            still deciding
+//   stage 3  decide from those registers; write the context back; offer outputs to the skid buffers
 //
 // - The CQ context table is one RAM of CTX_W bits per CQ with a registered read (cq_context_table:
 //   cleared after reset by a sweep of NUM_CQS cycles). Nothing is compared across CQs.
@@ -149,17 +152,17 @@ module cq_writer_pipelined #(
   // ---------------------------------------------------------------- time
   reg [PRESC_W-1:0] presc;
   reg [31:0]        now_tick;   // microseconds since reset
-  reg [31:0]        now_ceil;   // now_tick + now_mid: the first tick at or after now
+  reg [31:0]        now_tick1;  // now_tick + 1, kept beside it (no incrementer on the paths that read it)
   always @(posedge clk) begin
     if (rst) begin
       presc <= {PRESC_W{1'b0}};
       now_tick <= 32'd0;
-      now_ceil <= 32'd0;
+      now_tick1 <= 32'd1;
     end else begin
-      now_ceil <= now_tick + 32'd1;  // on a tick's edge the tick itself, otherwise the next one
       if (presc == PRESC_LAST[PRESC_W-1:0]) begin
         presc <= {PRESC_W{1'b0}};
-        now_tick <= now_tick + 32'd1;
+        now_tick <= now_tick1;
+        now_tick1 <= now_tick1 + 32'd1;
       end else begin
         presc <= presc + 1'b1;
       end
@@ -278,18 +281,40 @@ module cq_writer_pipelined #(
   reg [23:0] s2_ci, s3_ci;                 // arm's index, or the refreshed consumer index
   reg        s2_ok, s3_ok;                 // consumer-index response
   reg [CTX_W-1:0] s3_ctx;
-  reg             wb_valid;                // the context written on the last advancing edge
-  reg [23:0]      wb_cqn;
-  reg [CTX_W-1:0] wb_ctx;
+  reg             wb_hit;                  // stage 2's CQ was written on the last advancing edge
+  reg [CTX_W-1:0] wb_ctx;                  // the context written then
+  // Taken in stage 2 from the context (docs/rtl.md, "Logic depth").
+  reg        s3_ge, s3_gt;                 // pi - (arm or refreshed index) >= size, > size
+  reg        s3_ci_ge;                     // pi - ci >= size: the cached index says full
+  reg        s3_newer;                     // pi != the arm's index
+  reg        s3_sol_newer;                 // a solicited CQE newer than the arm's index
+  reg [15:0] s3_arm_pending;               // the count an owed arm leaves
+  reg        s3_arm_count;                 // and whether it reaches the moderation count
+  reg [23:0] s3_pi1;
+  reg        s3_sol_expire;                // the last solicited CQE falls out of the ring with this one
+  reg        s3_owner, s3_owner_wrap;
+  reg [63:0] s3_cqe_addr;
+  reg        s3_pend_ge, s3_pend1_ge;      // pending (+ 1) >= mod_count
+  reg        s3_pend_ge_new;               // pending >= a new mod_count
+  reg [15:0] s3_pending1;
+  reg        s3_same_then;                 // the running timer is the period's own deadline
+  // Taken every cycle for the next one (the tick moves while stage 3 holds).
+  reg        s3_due;                       // the period's deadline has come
+  reg        s3_dl_passed;                 // the running timer's deadline has come
+  reg [31:0] s3_dl_now, s3_dl_new;         // the deadline of a period begun now (new settings)
+  reg        s3_same_now;                  // the running timer has that deadline
 
   // ---------------------------------------------------------------- stage 1: select
   wire advance = o_ready && dma_in_ready && ev_in_ready && cir_in_ready && ins_in_ready;
+  // Stage 2 holds an item for the CQ stage 3 acts on: it waits a cycle (see stage 2).
+  wire hazard = s2_kind != K_NONE && s3_kind != K_NONE && s2_cqn == s3_cqn;
+  wire load = advance && !hazard;   // stage 3 takes stage 2's item, stage 2 stage 1's, on this edge
   reg  [2:0]  s1_kind;
   reg  [23:0] s1_cqn;
   always @(*) begin
     s1_kind = K_NONE;
     s1_cqn = 24'd0;
-    if (advance) begin
+    if (load) begin
       if (s_ctl_valid) begin s1_kind = K_CTL; s1_cqn = s_ctl_cqn; end
       else if (s_aerr_valid) begin s1_kind = K_AERR; s1_cqn = s_aerr_cqn; end
       else if (s_ci_valid) begin s1_kind = K_CI; s1_cqn = s_ci_cqn; end
@@ -305,7 +330,7 @@ module cq_writer_pipelined #(
   assign s_ci_ready = s1_kind == K_CI;
   assign exp_ready = s1_kind == K_EXP;
   assign s_arm_ready = s1_kind == K_ARM;
-  assign ram_re = advance;
+  assign ram_re = load;
   assign ram_raddr = s1_cqn[CQN_W-1:0];
 
   // ---------------------------------------------------------------- stage 3: act
@@ -337,13 +362,14 @@ module cq_writer_pipelined #(
   wire [31:0] x_dl = s3_ctx[F_DL +: 32];
   wire        x_listed = s3_ctx[F_LISTED];
 
-  // What the item is.
-  wire is_ctl = advance && s3_kind == K_CTL;
-  wire is_aerr = advance && s3_kind == K_AERR;
-  wire is_ci = advance && s3_kind == K_CI;
-  wire is_exp = advance && s3_kind == K_EXP;
-  wire is_arm = advance && s3_kind == K_ARM;
-  wire is_cpl = advance && s3_kind == K_CPL;
+  // What the item is. Stage 3 decides whether or not it acts on this edge (advance); the effects
+  // are gated by advance at the end, so that the decision does not wait for the skid buffers.
+  wire is_ctl = s3_kind == K_CTL;
+  wire is_aerr = s3_kind == K_AERR;
+  wire is_ci = s3_kind == K_CI;
+  wire is_exp = s3_kind == K_EXP;
+  wire is_arm = s3_kind == K_ARM;
+  wire is_cpl = s3_kind == K_CPL;
   wire ctl_in = is_ctl && c_in;
   wire op_create = ctl_in && s3_op == CQ_CTL_CREATE;
   wire op_modify = ctl_in && s3_op == CQ_CTL_MODIFY_MODERATION;
@@ -357,21 +383,8 @@ module cq_writer_pipelined #(
   wire st_always = x_state == CQ_STATE_ALWAYS_ARMED;
   wire st_armed = st_next || st_sol || st_always;
 
-  // The ring: its size (a power of two), and differences of indices compared with it. A difference
-  // is at least the size when a bit at or above log_size is set.
-  wire [24:0] size = 25'd1 << x_log;
-  wire [23:0] mask24 = ~(24'hFFFFFF << x_log);  // size - 1, decoded without a carry
-  wire [23:0] d_s3 = x_pi - s3_ci;             // newer than the arm's index / the refreshed index
-  wire [23:0] d_ci = x_pi - x_ci;              // CQEs the cached consumer index leaves unread
-  wire [23:0] dsol = x_last_sol - s3_ci;
-  wire        size_zero = x_log >= 5'd25;        // 1 << log_size overflows the 25-bit size
-  wire        s3_ge = size_zero || (d_s3 & ~mask24) != 24'd0;
-  wire        s3_gt = size_zero ? d_s3 != 24'd0 : s3_ge && {1'b0, d_s3} != size;
-  wire        ci_ge = size_zero || (d_ci & ~mask24) != 24'd0;
-  wire [23:0] pi1 = x_pi + 24'd1;
-  wire        sol_expire = {1'b0, pi1 - x_last_sol} > size;
-  wire        owner_wrap = (x_pi & mask24) == mask24;
-  wire        owner = (({1'b0, x_pi} >> x_log) & 25'd1) != 25'd0;
+  // The differences and comparisons of this context (s3_ge ... owner, the time tests) were taken
+  // in stage 2 ("stage 2: the context, and what stage 3 will decide on", below).
 
   // The head completion record.
   wire sol = (rb_syndrome[h] != 8'd0) || (!rb_is_send[h] && rb_se[h]);
@@ -386,13 +399,13 @@ module cq_writer_pipelined #(
   // two ways to write it are decided apart, each from its own index difference.
   wire do_cpl = is_cpl || (ci_accept && resizing == 8'd0);
   wire use_refresh = is_cpl ? refreshed : 1'b1;
-  wire full = !x_oi && (is_ci ? s3_ge : ci_ge);
+  wire full = !x_oi && (is_ci ? s3_ge : s3_ci_ge);
   wire cpl_bad_record = do_cpl && !x_valid;
   wire cpl_dropped = do_cpl && x_valid && st_error;
   wire cpl_full = do_cpl && x_valid && !st_error && full;
   wire cpl_refresh = cpl_full && !use_refresh;
   wire cpl_overflow = cpl_full && use_refresh;
-  wire write_cpl = is_cpl && x_valid && !st_error && !(!x_oi && ci_ge);
+  wire write_cpl = is_cpl && x_valid && !st_error && !(!x_oi && s3_ci_ge);
   wire write_ci = ci_match && x_valid && s3_ok && !s3_gt && resizing == 8'd0 && !st_error && !(!x_oi && s3_ge);
   wire do_write = write_cpl || write_ci;
 
@@ -406,14 +419,14 @@ module cq_writer_pipelined #(
   wire arm_ok = arm_checked && !(st_next || st_always || (st_sol && s3_cmd));
   wire arm_upgrade = arm_ok && st_sol;
   wire arm_to_next = st_sol || !s3_cmd;     // the state an accepted arm leaves: ARMED_NEXT or ARMED_SOLICITED
-  wire arm_owes = arm_to_next ? d_s3 != 24'd0 : (x_any_sol && dsol != 24'd0 && dsol <= d_s3);
+  wire arm_owes = arm_to_next ? s3_newer : (x_any_sol && s3_sol_newer);
   wire arm_at_arm = arm_ok && arm_owes && cfg_arm_at_once;
   wire arm_owed = arm_ok && arm_owes && !cfg_arm_at_once;
-  wire [15:0] arm_pending = !arm_to_next ? 16'd1 : d_s3[23:16] != 8'd0 ? 16'hFFFF : d_s3[15:0];
+  wire [15:0] arm_pending = s3_arm_pending;
 
   // Timer expiry: a running timer whose deadline moved later goes back into the wheel.
-  wire exp_moved = is_exp && x_run && $signed(now_tick - x_dl) < 0;
-  wire exp_ends = is_exp && x_run && $signed(now_tick - x_dl) >= 0;
+  wire exp_moved = is_exp && x_run && !s3_dl_passed;
+  wire exp_ends = is_exp && x_run && s3_dl_passed;
   wire exp_fire = exp_ends && st_armed && x_pending != 16'd0;
 
   // Moderation (S12, S26) after a CQE written (w_), new settings (m_) or an arm that owes an
@@ -426,29 +439,27 @@ module cq_writer_pipelined #(
   wire        nomod = x_mcount == 16'd0 && x_mperiod == 12'd0;
   wire        pend_nz = x_pending != 16'd0;
   wire [31:0] dl_then = x_period_end;             // the period began earlier: measured from its start
-  wire        due_then = $signed(now_tick - dl_then) >= 0;
-  wire        same_then = x_run && x_dl == dl_then;
-  wire [31:0] dl_now = now_ceil + {20'd0, x_mperiod};     // a period begun now: never due yet
-  wire [31:0] dl_new = now_ceil + {20'd0, s3_mperiod};    // the same, with new settings
-  wire        same_now = x_run && x_dl == dl_now;
+  wire        due_then = s3_due;
+  wire        same_then = s3_same_then;
+  wire [31:0] dl_now = s3_dl_now;                 // a period begun now: never due yet
+  wire [31:0] dl_new = s3_dl_new;                 // the same, with new settings
+  wire        same_now = s3_same_now;
 
   wire        w_restart = x_pmode && (qual || !cfg_arm_at_once);   // the CQE restarts the period
   wire        w_live = st_armed && (pend_inc || pend_nz);
-  wire        w_count = x_mcount != 16'd0 && (pend_inc ? {1'b0, x_pending} + 17'd1 >= {1'b0, x_mcount}
-                                                       : x_pending >= x_mcount);
+  wire        w_count = x_mcount != 16'd0 && (pend_inc ? s3_pend1_ge : s3_pend_ge);
   wire        w_due = x_mperiod != 12'd0 && !w_restart && due_then;
   wire        w_fire = w_live && (nomod || w_count || w_due);
   wire        w_start = w_live && !nomod && !w_count && x_mperiod != 12'd0 &&
                         (w_restart ? !same_now : !due_then && !same_then);
 
   wire        m_nomod = s3_mcount == 16'd0 && s3_mperiod == 12'd0;
-  wire        m_count = s3_mcount != 16'd0 && x_pending >= s3_mcount;
+  wire        m_count = s3_mcount != 16'd0 && s3_pend_ge_new;
   wire        m_live = st_armed && pend_nz;
   wire        m_fire = m_live && (m_nomod || m_count);
   wire        m_start = m_live && !m_nomod && !m_count && s3_mperiod != 12'd0;  // its timer was stopped
 
-  wire        a_count = x_mcount != 16'd0 &&
-                        (!arm_to_next ? x_mcount <= 16'd1 : d_s3[23:16] != 8'd0 || d_s3[15:0] >= x_mcount);
+  wire        a_count = s3_arm_count;
   wire        a_due = x_mperiod != 12'd0 && due_then;
   wire        a_fire = nomod || a_count || a_due;
   wire        a_start = !nomod && !a_count && x_mperiod != 12'd0 && !due_then && !same_then;
@@ -472,7 +483,7 @@ module cq_writer_pipelined #(
                                                                   : CQ_ERROR_CQ_ACCESS_VIOLATION;
 
   // The next context, field by field.
-  wire [23:0] n_pi = op_create ? 24'd0 : do_write ? pi1 : x_pi;
+  wire [23:0] n_pi = op_create ? 24'd0 : do_write ? s3_pi1 : x_pi;
   wire [2:0]  fire_state = (!arm_ok && st_always) ? CQ_STATE_ALWAYS_ARMED : CQ_STATE_DISARMED;
   wire [2:0]  arm_state = arm_to_next ? CQ_STATE_ARMED_NEXT : CQ_STATE_ARMED_SOLICITED;
   wire [2:0]  n_state = do_err ? CQ_STATE_ERROR : do_fire ? fire_state : arm_ok ? arm_state :
@@ -491,14 +502,14 @@ module cq_writer_pipelined #(
   wire        n_always = op_create ? s3_flags[2] : s3_ctx[F_ALWAYS];
   wire [23:0] n_ci = op_create ? 24'd0 : ci_accept ? s3_ci : x_ci;
   wire [23:0] n_last_notified = op_create ? 24'd0 : do_fire ? n_pi : s3_ctx[F_LASTN +: 24];
-  wire [23:0] n_last_sol = op_create ? 24'd0 : (do_write && sol) ? pi1 : x_last_sol;
-  wire        n_any_sol = op_create ? 1'b0 : (do_write && sol) ? 1'b1 : (do_write && sol_expire) ? 1'b0 : x_any_sol;
+  wire [23:0] n_last_sol = op_create ? 24'd0 : (do_write && sol) ? s3_pi1 : x_last_sol;
+  wire        n_any_sol = op_create ? 1'b0 : (do_write && sol) ? 1'b1 : (do_write && s3_sol_expire) ? 1'b0 : x_any_sol;
   wire [1:0]  n_sn = op_create ? 2'd0 : do_fire ? x_sn + 2'd1 : x_sn;
   wire [15:0] n_pending = (op_create || do_fire) ? 16'd0 : arm_owed ? arm_pending : (arm_ok && !arm_upgrade) ? 16'd0 :
-                          (do_write && pend_inc) ? x_pending + 16'd1 : x_pending;
+                          (do_write && pend_inc) ? s3_pending1 : x_pending;
   wire        ts_now = op_create || ts_restart || do_fire;
   wire [31:0] n_period_end = !ts_now ? x_period_end : ctl_mod ? dl_new : dl_now;
-  wire        n_run = (op_create || op_destroy || do_fire || do_err || exp_ends) ? 1'b0 : r_start ? 1'b1 : r_run;
+  wire        n_run = !(op_create || op_destroy || do_fire || do_err || exp_ends) && (r_start || r_run);
   wire [31:0] n_dl = op_create ? 32'd0 : r_start ? dl : x_dl;
   wire        n_listed = do_insert ? 1'b1 : is_exp ? 1'b0 : x_listed;
   always @(*) begin
@@ -514,7 +525,7 @@ module cq_writer_pipelined #(
                           (s3_op == CQ_CTL_RESIZE_COMMIT || s3_op == CQ_CTL_RESIZE_ABORT) && resizing != 8'd0 ? resizing - 8'd1 :
                           resizing;
   wire we = ctl_in || aerr_ok || (ci_match && x_valid) || is_exp || arm_ok || (do_cpl && x_valid);
-  wire retire = ci_fail || ci_bad || cpl_bad_record || cpl_dropped || cpl_overflow || do_write;
+  wire retire = advance && (ci_fail || ci_bad || cpl_bad_record || cpl_dropped || cpl_overflow || do_write);
 
   // The CQE (docs/formats.md).
   reg [511:0] cqe;
@@ -544,23 +555,23 @@ module cq_writer_pipelined #(
         cqe[`CQE_SE_LO +: `CQE_SE_W] = rb_se[h];
       end
     end
-    cqe[`CQE_OWNER_LO +: `CQE_OWNER_W] = owner;
+    cqe[`CQE_OWNER_LO +: `CQE_OWNER_W] = s3_owner;
   end
 
   // Outputs to the skid buffers, and the side band.
   always @(*) begin
-    dma_in_valid = do_write;
-    dma_in_data = {rb_cqn[h], x_base + {34'd0, x_pi & mask24, 6'd0}, cqe};
-    ev_in_valid = do_fire || do_err;
+    dma_in_valid = advance && do_write;
+    dma_in_data = {rb_cqn[h], s3_cqe_addr, cqe};
+    ev_in_valid = advance && (do_fire || do_err);
     ev_in_data = do_err ? {EQE_TYPE_CQ_ERROR, 24'd0, s3_cqn, err_syn, 40'd0, n_pi}
                         : {EQE_TYPE_COMPLETION, x_eqn, s3_cqn, 8'd0, 40'd0, n_pi};
-    cir_in_valid = cpl_refresh;
+    cir_in_valid = advance && cpl_refresh;
     cir_in_data = {rb_cqn[h], x_dbr};
-    ins_in_valid = do_insert;
+    ins_in_valid = advance && do_insert;
     ins_in_data = {s3_cqn[CQN_W-1:0], n_dl[13:0]};
-    o_ctl_done = is_ctl;
-    o_bad_db_valid = arm_unknown || arm_in_error || arm_range || arm_stale;
-    o_bad_db_reason = arm_unknown ? DB_ERR_UNKNOWN_OBJECT : arm_in_error ? DB_ERR_OBJECT_IN_ERROR :
+    o_ctl_done = advance && is_ctl;
+    o_bad_db_valid = advance && (arm_unknown || arm_in_error || arm_range || arm_stale);
+    o_bad_db_reason = !o_bad_db_valid ? 8'd0 : arm_unknown ? DB_ERR_UNKNOWN_OBJECT : arm_in_error ? DB_ERR_OBJECT_IN_ERROR :
                       arm_range ? DB_ERR_INDEX_OUT_OF_RANGE : arm_stale ? DB_ERR_STALE_ARM_SN : 8'd0;
     o_bad_db_cqn = o_bad_db_valid ? s3_cqn : 24'd0;
     o_cov = 17'd0;
@@ -576,21 +587,85 @@ module cq_writer_pipelined #(
     o_cov[COV_ARM_STALE] = arm_stale;
     o_cov[COV_CI_REFRESH] = cpl_refresh;
     o_cov[COV_OVERFLOW] = cpl_overflow;
-    o_cov[COV_OWNER_WRAP] = do_write && owner_wrap;
+    o_cov[COV_OWNER_WRAP] = do_write && s3_owner_wrap;
     o_cov[COV_DROPPED] = ci_fail || ci_bad || cpl_dropped || cpl_overflow;
     o_cov[COV_BAD_RECORD] = cpl_bad_record;
     o_cov[COV_TIMER_EXPIRY] = exp_ends;
     o_cov[COV_ARM_OWED] = arm_owed;
+    if (!advance) o_cov = 17'd0;
   end
 
   assign ram_we = advance && we && c_in;
   assign o_cov_cqn = s3_cqn;
   assign ram_waddr = s3_cqn[CQN_W-1:0];
 
-  // ---------------------------------------------------------------- stage 2: the context, bypassed
-  wire            s3_writes = ram_we;
-  wire [CTX_W-1:0] s2_ctx = (s3_writes && s3_cqn == s2_cqn) ? n_ctx :
-                            (wb_valid && wb_cqn == s2_cqn) ? wb_ctx : ram_rdata;
+  // ---------------------------------------------------------------- stage 2: the context, and what stage 3 will decide on
+  // An item for the CQ stage 3 acts on waits here a cycle (the hazard stall: stage 3 gets a bubble
+  // and stage 1 takes nothing), and then takes the context stage 3 wrote (the write bypass). So no
+  // context stage 3 is still deciding reaches stage 2, and stage 2 can take every difference and
+  // comparison stage 3 decides on from registers.
+  wire             s3_writes = ram_we;
+  wire [CTX_W-1:0] s2_ctx = wb_hit ? wb_ctx : ram_rdata;
+  wire [4:0]  y_log = s2_ctx[F_LOG +: 5];
+  wire [63:0] y_base = s2_ctx[F_BASE +: 64];
+  wire [15:0] y_mcount = s2_ctx[F_MCOUNT +: 16];
+  wire [11:0] y_mperiod = s2_ctx[F_MPERIOD +: 12];
+  wire [23:0] y_pi = s2_ctx[F_PI +: 24];
+  wire [23:0] y_ci = s2_ctx[F_CI +: 24];
+  wire [23:0] y_last_sol = s2_ctx[F_LASTS +: 24];
+  wire [2:0]  y_state = s2_ctx[F_STATE +: 3];
+  wire [15:0] y_pending = s2_ctx[F_PEND +: 16];
+  wire [31:0] y_period_end = s2_ctx[F_PEND_END +: 32];
+  wire        y_run = s2_ctx[F_RUN];
+  wire [31:0] y_dl = s2_ctx[F_DL +: 32];
+  // The ring: its size (a power of two), and differences of indices compared with it. A difference
+  // is at least the size when a bit at or above log_size is set.
+  wire [24:0] y_size = 25'd1 << y_log;
+  wire [23:0] y_mask = ~(24'hFFFFFF << y_log);   // size - 1, decoded without a carry
+  wire        y_size_zero = y_log >= 5'd25;       // 1 << log_size overflows the 25-bit size
+  wire [23:0] y_newer = y_pi - s2_ci;             // CQEs newer than the arm's index / the refreshed index
+  wire [23:0] y_unread = y_pi - y_ci;             // CQEs the cached consumer index leaves unread
+  // last_sol - ci <= pi - ci (modulo 2^24) without the two differences in series: counted from
+  // ci, last_sol comes no later than pi when both wrap past 2^24 or neither does and
+  // last_sol <= pi, or when only pi wraps.
+  wire        y_sol_wraps = y_last_sol < s2_ci;
+  wire        y_pi_wraps = y_pi < s2_ci;
+  wire        y_sol_no_later = y_sol_wraps == y_pi_wraps ? y_last_sol <= y_pi : y_pi_wraps;
+  wire [23:0] y_pi1 = y_pi + 24'd1;
+  wire [23:0] y_sol_age = y_pi - y_last_sol;      // CQEs since the last solicited one, less one
+  wire        y_arm_to_next = y_state == CQ_STATE_ARMED_SOLICITED || !s2_cmd;
+  wire        y_ge = y_size_zero || (y_newer & ~y_mask) != 24'd0;
+  // Time: what stage 3 compares with the tick, for the cycle it will act on (the next one), taken
+  // every cycle (stage 3's own item again while it holds). A period begun on the next cycle ends
+  // on now_tick + 1 + period: the next cycle is on a tick's edge only when the tick is now_tick + 1,
+  // and otherwise lies between ticks, whose period starts count from the following one.
+  wire        tick_edge = presc == PRESC_LAST[PRESC_W-1:0];  // the next cycle begins a tick
+  // Each is taken for both items side by side; the edge keeps the one stage 3 will hold.
+  /* verilator lint_off UNUSEDSIGNAL */
+  function automatic reached(input [31:0] tick, input [31:0] deadline);  // ticks wrap at 2^32
+    reg [31:0] since;  // its sign is read
+    begin
+      since = tick - deadline;
+      reached = !since[31];
+    end
+  endfunction
+  // tick + period == deadline, tested without the carry chain: each bit's carry in is what makes
+  // the sum bit right, and it must be the carry out of the bit below.
+  function automatic sum_is(input [31:0] tick, input [11:0] period, input [31:0] deadline);
+    reg [31:0] b, carry_in, carry_out;
+    begin
+      b = {20'd0, period};
+      carry_in = tick ^ b ^ deadline;
+      carry_out = (tick & b) | ((tick | b) & ~deadline);
+      sum_is = carry_in == {carry_out[30:0], 1'b0};
+    end
+  endfunction
+  /* verilator lint_on UNUSEDSIGNAL */
+  function automatic reached_next(input [31:0] deadline);  // on the next cycle
+    begin
+      reached_next = tick_edge ? reached(now_tick1, deadline) : reached(now_tick, deadline);
+    end
+  endfunction
   // Completions are held after this edge: those issued behind stage 3 are squashed.
   wire squash = n_waiting_ci || n_resizing != 8'd0;
 
@@ -606,6 +681,15 @@ module cq_writer_pipelined #(
   wire   listed_one = listed_count == {{CQN_W{1'b0}}, 1'b1};
   assign o_timers = listed_in ? (!listed_out || !listed_zero) : listed_out ? !listed_one : !listed_zero;
 
+  // Stage 3's time tests, for the cycle it acts on next.
+  always @(posedge clk) begin
+    s3_due <= load ? reached_next(y_period_end) : reached_next(x_period_end);
+    s3_dl_passed <= load ? reached_next(y_dl) : reached_next(x_dl);
+    s3_dl_now <= now_tick1 + {20'd0, load ? y_mperiod : x_mperiod};
+    s3_dl_new <= now_tick1 + {20'd0, load ? s2_mperiod : s3_mperiod};
+    s3_same_now <= load ? y_run && sum_is(now_tick1, y_mperiod, y_dl) : x_run && sum_is(now_tick1, x_mperiod, x_dl);
+  end
+
   // The replay buffer's counts with and without a retirement, summed before stage 3 decides.
   wire [2:0] issued_only = rb_issued + {2'd0, s1_kind == K_CPL};
   wire [2:0] issued_then_retired = issued_only - 3'd1;
@@ -617,7 +701,7 @@ module cq_writer_pipelined #(
     if (rst) begin
       s2_kind <= K_NONE;
       s3_kind <= K_NONE;
-      wb_valid <= 1'b0;
+      wb_hit <= 1'b0;
       waiting_ci <= 1'b0;
       refreshed <= 1'b0;
       resizing <= 8'd0;
@@ -635,24 +719,47 @@ module cq_writer_pipelined #(
         waiting_ci <= n_waiting_ci;
         refreshed <= n_refreshed;
         resizing <= n_resizing;
-        wb_valid <= s3_writes;
-        wb_cqn <= s3_cqn;
+        wb_hit <= s3_writes && s3_cqn == (hazard ? s2_cqn : s1_cqn);
         wb_ctx <= n_ctx;
-        s3_kind <= (squash && s2_kind == K_CPL) ? K_NONE : s2_kind;
-        s3_cqn <= s2_cqn;
-        s3_in <= s2_cqn < NUM_CQS_24;
-        s3_op <= s2_op; s3_log <= s2_log; s3_base <= s2_base; s3_dbr <= s2_dbr; s3_eqn <= s2_eqn;
-        s3_mcount <= s2_mcount; s3_mperiod <= s2_mperiod; s3_flags <= s2_flags;
-        s3_sn <= s2_sn; s3_cmd <= s2_cmd; s3_ci <= s2_ci; s3_ok <= s2_ok;
-        s3_ctx <= s2_ctx;
-        s2_kind <= (squash && s1_kind == K_CPL) ? K_NONE : s1_kind;
-        s2_cqn <= s1_cqn;
-        s2_op <= s_ctl_op; s2_log <= s_ctl_log_size; s2_base <= s_ctl_base; s2_dbr <= s_ctl_dbr;
-        s2_eqn <= s_ctl_eqn; s2_mcount <= s_ctl_mod_count; s2_mperiod <= s_ctl_mod_period;
-        s2_flags <= {s_ctl_always_armed, s_ctl_overrun_ignore, s_ctl_period_mode};
-        s2_sn <= s_arm_sn; s2_cmd <= s_arm_cmd;
-        s2_ci <= s1_kind == K_CI ? s_ci_ci : s_arm_ci;
-        s2_ok <= s_ci_ok;
+        if (hazard) begin
+          s3_kind <= K_NONE;
+          if (squash && s2_kind == K_CPL) s2_kind <= K_NONE;
+        end else begin
+          s3_kind <= (squash && s2_kind == K_CPL) ? K_NONE : s2_kind;
+          s3_cqn <= s2_cqn;
+          s3_in <= s2_cqn < NUM_CQS_24;
+          s3_op <= s2_op; s3_log <= s2_log; s3_base <= s2_base; s3_dbr <= s2_dbr; s3_eqn <= s2_eqn;
+          s3_mcount <= s2_mcount; s3_mperiod <= s2_mperiod; s3_flags <= s2_flags;
+          s3_sn <= s2_sn; s3_cmd <= s2_cmd; s3_ci <= s2_ci; s3_ok <= s2_ok;
+          s3_ctx <= s2_ctx;
+          s3_ge <= y_ge;
+          s3_gt <= y_size_zero ? y_newer != 24'd0 : y_ge && {1'b0, y_newer} != y_size;
+          s3_ci_ge <= y_size_zero || (y_unread & ~y_mask) != 24'd0;
+          s3_newer <= y_newer != 24'd0;
+          s3_sol_newer <= y_last_sol != s2_ci && y_sol_no_later;
+          s3_arm_pending <= !y_arm_to_next ? 16'd1 : y_newer[23:16] != 8'd0 ? 16'hFFFF : y_newer[15:0];
+          s3_arm_count <= y_mcount != 16'd0 &&
+                          (!y_arm_to_next ? y_mcount <= 16'd1 : y_newer[23:16] != 8'd0 || y_newer[15:0] >= y_mcount);
+          s3_pi1 <= y_pi1;
+          // pi + 1 - last_sol > size, the sum modulo 2^24 as the index is
+          s3_sol_expire <= y_sol_age != 24'hFFFFFF && (y_size_zero || (y_sol_age & ~y_mask) != 24'd0);
+          s3_owner <= (({1'b0, y_pi} >> y_log) & 25'd1) != 25'd0;
+          s3_owner_wrap <= (y_pi & y_mask) == y_mask;
+          s3_cqe_addr <= y_base + {34'd0, y_pi & y_mask, 6'd0};
+          s3_pend_ge <= y_pending >= y_mcount;
+          s3_pend1_ge <= {1'b0, y_pending} + 17'd1 >= {1'b0, y_mcount};
+          s3_pend_ge_new <= y_pending >= s2_mcount;
+          s3_pending1 <= y_pending + 16'd1;
+          s3_same_then <= y_run && y_dl == y_period_end;
+          s2_kind <= (squash && s1_kind == K_CPL) ? K_NONE : s1_kind;
+          s2_cqn <= s1_cqn;
+          s2_op <= s_ctl_op; s2_log <= s_ctl_log_size; s2_base <= s_ctl_base; s2_dbr <= s_ctl_dbr;
+          s2_eqn <= s_ctl_eqn; s2_mcount <= s_ctl_mod_count; s2_mperiod <= s_ctl_mod_period;
+          s2_flags <= {s_ctl_always_armed, s_ctl_overrun_ignore, s_ctl_period_mode};
+          s2_sn <= s_arm_sn; s2_cmd <= s_arm_cmd;
+          s2_ci <= s1_kind == K_CI ? s_ci_ci : s_arm_ci;
+          s2_ok <= s_ci_ok;
+        end
         if (squash) rb_issued <= 3'd0;
         else rb_issued <= (retire && s3_kind == K_CPL) ? issued_then_retired : issued_only;
       end

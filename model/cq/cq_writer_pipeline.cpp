@@ -85,14 +85,20 @@ void CqWriterPipeline::clock(uint64_t c) {
   const bool ready = cycles_since_reset(c) >= cfg_.num_cqs && wheel.ready;
   const bool advance = ready && !holds(c);
   const bool take_cpl = ready && replay_.size() < kReplayDepth && s_cpl.ready(c);
-  Op s1 = advance ? select(c, wheel) : Op{};
+  // An item for the CQ stage 3 acts on waits in stage 2 a cycle (the hazard stall).
+  const bool hazard = s2_.kind != Kind::none && s3_.kind != Kind::none && s2_.cqn == s3_.cqn;
+  Op s1 = advance && !hazard ? select(c, wheel) : Op{};
   if (ready && !advance) ++coverage_.holds;
   if (advance) {
-    note_bypasses();
+    note_bypass(hazard);
     if (s3_.kind != Kind::none) perform(s3_, c);
     written_cqn_ = s3_.kind != Kind::none ? s3_.cqn : UINT32_MAX;
-    s3_ = s2_;
-    s2_ = s1;
+    if (hazard) {
+      s3_ = Op{};
+    } else {
+      s3_ = s2_;
+      s2_ = s1;
+    }
     if (waiting_ci_ || resizing_ != 0) {
       // Completions issued under the assumption that none would be held: squashed, issued again.
       for (Op* op : {&s3_, &s2_})
@@ -113,10 +119,9 @@ void CqWriterPipeline::clock(uint64_t c) {
   wheel_.edge(in);
 }
 
-void CqWriterPipeline::note_bypasses() {
-  if (s2_.kind == Kind::none) return;
-  if (s3_.kind != Kind::none && s3_.cqn == s2_.cqn) ++coverage_.bypass_stage3;
-  else if (written_cqn_ == s2_.cqn) ++coverage_.bypass_written;
+void CqWriterPipeline::note_bypass(bool hazard) {
+  if (hazard) ++coverage_.hazard_stalls;
+  else if (s2_.kind != Kind::none && written_cqn_ == s2_.cqn) ++coverage_.bypass_written;
 }
 
 CqWriterPipeline::Op CqWriterPipeline::select(uint64_t c, const TimerWheel::Outputs& wheel) {

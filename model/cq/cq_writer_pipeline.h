@@ -7,8 +7,11 @@
 //
 // - Stage 1 takes one item a cycle in the fixed priority (control, CQE-write failure,
 //   consumer-index response, timer expiry, arm, completion); stage 3 acts on it two cycles later.
-//   A read-modify-write of one CQ every cycle needs no stall: stage 2 takes the context stage 3
-//   writes (the bypass), so acting at stage 3 sees exactly what a writer acting at once would.
+//   Two items for one CQ back to back are a hazard: the second waits in stage 2 one cycle (stage 3
+//   gets a bubble, stage 1 takes nothing) and then reads the context the first wrote (the write
+//   bypass), so acting at stage 3 sees exactly what a writer acting at once would. The stall keeps
+//   stage 3's decision off the next item's context read: stage 2 can then precompute the
+//   differences and comparisons stage 3 decides on (docs/rtl.md, "Logic depth").
 // - Completions wait in a replay buffer of kReplayDepth records and are issued speculatively:
 //   when stage 3 finds that completions must be held (a consumer-index refresh, a resize), the
 //   completions behind it in stages 1 and 2 are squashed and issued again later, in order.
@@ -47,7 +50,7 @@ class CqWriterPipeline : public CqWriterCore {
 
   // What the pipeline's own mechanisms did: the co-simulation's coverage that they were exercised.
   struct Coverage {
-    uint64_t bypass_stage3 = 0;   // stage 2 took the context stage 3 was writing (back-to-back, one CQ)
+    uint64_t hazard_stalls = 0;   // an item waited in stage 2 behind one for the same CQ in stage 3
     uint64_t bypass_written = 0;  // stage 2 took the context written on the edge that read the RAM
     uint64_t squashed = 0;        // completions squashed and issued again
     uint64_t reinserted = 0;      // expiries whose deadline had moved later
@@ -83,7 +86,7 @@ class CqWriterPipeline : public CqWriterCore {
   };
 
   void clock(uint64_t c);
-  void note_bypasses();
+  void note_bypass(bool hazard);
   Op select(uint64_t c, const TimerWheel::Outputs& wheel);
   void perform(const Op& op, uint64_t c);
   void expire(uint32_t cqn, uint64_t c);
