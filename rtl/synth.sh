@@ -3,7 +3,7 @@
 # memories inferred (and whether each can become a RAM: every read port registered, at most two
 # ports), gate cells, flip-flop bits, and the longest combinational path in logic levels.
 #
-#   rtl/synth.sh [--require-rams N] [--require-ram MEMORY]... [--report FILE] TOP [NAME=VALUE ...] -- FILE.v ...
+#   rtl/synth.sh [--require-rams N] [--require-ram MEMORY]... [--max-levels N] [--report FILE] TOP [NAME=VALUE ...] -- FILE.v ...
 #
 # The flow: coarse synthesis with memories kept as memories (`synth -run begin:fine`, which ends
 # with `memory -nomap`), then generic gates (techmap, abc onto simple two-input gates and MUX,
@@ -12,22 +12,25 @@
 # counts as one level). --require-rams N fails (exit 1) when fewer than N RAM-able memories are
 # inferred: a table written as flip-flop arrays, or read combinationally, is not one.
 # --require-ram MEMORY (repeatable) fails unless that memory (its hierarchical name as reported,
-# e.g. ctx_table.ram.mem) is inferred and RAM-able.
+# e.g. ctx_table.ram.mem) is inferred and RAM-able. --max-levels N fails when the longest path is
+# deeper than N logic levels.
 # Exit codes: 0 ok, 1 a requirement failed or yosys failed, 2 bad usage.
 set -eu
 require=0
 report=""
+max_levels=""
 named=""
 while [ $# -gt 0 ]; do
   case $1 in
     --require-rams) require=$2; shift 2 ;;
     --require-ram) named="$named $2"; shift 2 ;;
     --report) report=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --max-levels) max_levels=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[ $# -ge 3 ] || { echo "usage: rtl/synth.sh [--require-rams N] [--require-ram MEMORY]... [--report FILE] TOP [NAME=VALUE ...] -- FILE.v ..." >&2; exit 2; }
+[ $# -ge 3 ] || { echo "usage: rtl/synth.sh [--require-rams N] [--require-ram MEMORY]... [--max-levels N] [--report FILE] TOP [NAME=VALUE ...] -- FILE.v ..." >&2; exit 2; }
 command -v yosys >/dev/null || { echo "rtl/synth.sh: yosys not found: install the Debian package yosys (tools/bootstrap.sh does)" >&2; exit 1; }
 top=$1
 shift
@@ -110,3 +113,7 @@ for mem in $named; do
     exit 1
   fi
 done
+if [ -n "$max_levels" ] && [ "${levels:-0}" -gt "$max_levels" ]; then
+  echo "rtl/synth.sh: $top: longest combinational path ${levels} logic levels, at most $max_levels allowed" >&2
+  exit 1
+fi
