@@ -72,6 +72,7 @@ class RtlCqWriter : public RtlEngine {
 
   bool act(uint64_t now) override;
   uint64_t next_cycle(uint64_t now) override;
+  uint64_t period_end_cycle(uint64_t start, uint32_t period_us) const override { return start + uint64_t(period_us) * 500; }
   CqContext context(uint32_t cqn) const override;
   bool cq_exists(uint32_t cqn) const override;
   void reset() override;

@@ -88,6 +88,10 @@ class RtlPipelined final : public RtlEngine {
     return true;
   }
   bool holds_outputs() const override { return true; }
+  uint64_t clearing_cycles() const override { return std::max<uint64_t>(cfg_.num_cqs, 8192); }
+  uint64_t period_end_cycle(uint64_t start, uint32_t period_us) const override {
+    return first_cycle_ + ((start - first_cycle_) / 500 + period_us) * 500;
+  }
 
   // As CqWriterPipeline::next_cycle, from the pins: o_busy (something in flight, or the wheel
   // walking), o_ready (the table and wheel cleared), o_timers (a timer running).
@@ -172,6 +176,7 @@ class RtlPipelined final : public RtlEngine {
     if (cov & 1) counts_.cqe(cqn);
     if ((cov >> 1) & 1) counts_.event(cqn, cov);
     if (t.o_bad_db_valid && on_bad_doorbell) on_bad_doorbell(t.o_bad_db_reason, t.o_bad_db_cqn);
+    if (t.o_hold) note_output_stall();
     count_rtl_coverage(stats_, cov);
   }
 

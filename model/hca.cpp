@@ -163,7 +163,10 @@ void Hca::device_reset() {
   bar0.regs.set(reg::port_lid, cfg_.transport.lid);
   bar0.regs.set(reg::port_state, port_up_ ? eqe::kPortActive : eqe::kPortDown);
   bar0.regs.set(reg::health, 0);
-  reset_done_event_.notify(cfg_.reset_time);
+  // Ready once the reset time has passed and the CQ writer has cleared its tables (it starts on
+  // this cycle: CqeWriter::reset), whichever is later.
+  const uint64_t writer_ready = clock.now() + cq.engine().clearing_cycles() + 1;
+  reset_done_event_.notify(std::max(cfg_.reset_time, clock.at(writer_ready) - sc_core::sc_time_stamp()));
 }
 
 void Hca::link_state_changed(bool up) {

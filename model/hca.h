@@ -30,7 +30,7 @@ struct HcaConfig {
   double clock_mhz = 500.0;
   // Makes the CQ writer engine; unset: the C++ model. The co-simulation sets the Verilated RTL.
   std::function<std::unique_ptr<CqWriterEngine>(const CqeWriterConfig&)> cq_engine;
-  sc_core::sc_time reset_time{10, sc_core::SC_US};
+  sc_core::sc_time reset_time{10, sc_core::SC_US};  // assumption; HEALTH.ready also waits for the CQ writer's clearing
   CqeWriterConfig cq;
   EqEngineConfig eq;
   DmaEngineConfig dma;

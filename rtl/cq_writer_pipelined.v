@@ -120,6 +120,7 @@ module cq_writer_pipelined #(
     output reg  [23:0]  o_bad_db_cqn,
     output reg  [16:0]  o_cov,
     output wire [23:0]  o_cov_cqn,          // the CQ stage 3 acted on (per-CQ coverage)
+    output wire         o_hold,             // stage 3 holds for a full skid buffer (an output stall)
     output wire         o_busy,             // something in flight: the next cycle must be clocked
     output wire         o_timers            // a timer is running: the clock is needed from the next tick
 );
@@ -141,9 +142,9 @@ module cq_writer_pipelined #(
   // ---------------------------------------------------------------- the context word
   // {listed, tm_dl, tm_run, period_end, pending, arm_sn, any_sol, last_sol, last_notified,
   //  ci, pi, always, oi, period_mode, mod_period, mod_count, eqn, dbr, base, log_size, state, valid}
-  // period_end is the tick a period begun at the CQ's last period start would end on (the start
-  // tick, plus one when it began between ticks, plus mod_period): kept as that sum, taken when the
-  // period starts, so that deciding whether it is due is one subtraction (docs/rtl.md, "Logic depth").
+  // period_end is the tick a period begun at the CQ's last period start ends on (the tick it began
+  // in plus mod_period): kept as that sum, taken when the period starts, so that deciding whether
+  // it is due is one subtraction (docs/rtl.md, "Logic depth").
   localparam integer F_VALID = 0, F_STATE = 1, F_LOG = 4, F_BASE = 9, F_DBR = 73, F_EQN = 137, F_MCOUNT = 161,
                      F_MPERIOD = 177, F_PMODE = 189, F_OI = 190, F_ALWAYS = 191, F_PI = 192, F_CI = 216,
                      F_LASTN = 240, F_LASTS = 264, F_ANYS = 288, F_SN = 289, F_PEND = 291, F_PEND_END = 307,
@@ -306,6 +307,7 @@ module cq_writer_pipelined #(
 
   // ---------------------------------------------------------------- stage 1: select
   wire advance = o_ready && dma_in_ready && ev_in_ready && cir_in_ready && ins_in_ready;
+  assign o_hold = o_ready && !advance;
   // Stage 2 holds an item for the CQ stage 3 acts on: it waits a cycle (see stage 2).
   wire hazard = s2_kind != K_NONE && s3_kind != K_NONE && s2_cqn == s3_cqn;
   wire load = advance && !hazard;   // stage 3 takes stage 2's item, stage 2 stage 1's, on this edge
@@ -636,9 +638,9 @@ module cq_writer_pipelined #(
   wire        y_arm_to_next = y_state == CQ_STATE_ARMED_SOLICITED || !s2_cmd;
   wire        y_ge = y_size_zero || (y_newer & ~y_mask) != 24'd0;
   // Time: what stage 3 compares with the tick, for the cycle it will act on (the next one), taken
-  // every cycle (stage 3's own item again while it holds). A period begun on the next cycle ends
-  // on now_tick + 1 + period: the next cycle is on a tick's edge only when the tick is now_tick + 1,
-  // and otherwise lies between ticks, whose period starts count from the following one.
+  // every cycle (stage 3's own item again while it holds). A period of P microseconds begun on the
+  // next cycle ends on the P-th tick after the next cycle's tick (a timer counting the free-running
+  // microsecond tick: never late, up to a microsecond early).
   wire        tick_edge = presc == PRESC_LAST[PRESC_W-1:0];  // the next cycle begins a tick
   // Each is taken for both items side by side; the edge keeps the one stage 3 will hold.
   /* verilator lint_off UNUSEDSIGNAL */
@@ -661,6 +663,8 @@ module cq_writer_pipelined #(
     end
   endfunction
   /* verilator lint_on UNUSEDSIGNAL */
+  wire [11:0] t_mperiod = load ? y_mperiod : x_mperiod;
+  wire [11:0] t_mperiod_new = load ? s2_mperiod : s3_mperiod;
   function automatic reached_next(input [31:0] deadline);  // on the next cycle
     begin
       reached_next = tick_edge ? reached(now_tick1, deadline) : reached(now_tick, deadline);
@@ -685,9 +689,10 @@ module cq_writer_pipelined #(
   always @(posedge clk) begin
     s3_due <= load ? reached_next(y_period_end) : reached_next(x_period_end);
     s3_dl_passed <= load ? reached_next(y_dl) : reached_next(x_dl);
-    s3_dl_now <= now_tick1 + {20'd0, load ? y_mperiod : x_mperiod};
-    s3_dl_new <= now_tick1 + {20'd0, load ? s2_mperiod : s3_mperiod};
-    s3_same_now <= load ? y_run && sum_is(now_tick1, y_mperiod, y_dl) : x_run && sum_is(now_tick1, x_mperiod, x_dl);
+    s3_dl_now <= tick_edge ? now_tick1 + {20'd0, t_mperiod} : now_tick + {20'd0, t_mperiod};
+    s3_dl_new <= tick_edge ? now_tick1 + {20'd0, t_mperiod_new} : now_tick + {20'd0, t_mperiod_new};
+    s3_same_now <= load ? y_run && (tick_edge ? sum_is(now_tick1, y_mperiod, y_dl) : sum_is(now_tick, y_mperiod, y_dl))
+                        : x_run && (tick_edge ? sum_is(now_tick1, x_mperiod, x_dl) : sum_is(now_tick, x_mperiod, x_dl));
   end
 
   // The replay buffer's counts with and without a retirement, summed before stage 3 decides.

@@ -89,16 +89,21 @@ TEST_CASE("[S28] a send queue of 60 outstanding WQEs flushes through a 6-deep ou
 TEST_CASE("[S28] a full shared stream wakes only the producer it refused: CQEs backed up in the DMA write queue do not wake the EQ engine or MSI-X") {
   sys().run([] {
     REQUIRE(sys().driver.boot().ok());
-    Cq* cq = nullptr;
-    REQUIRE(verbs::create_cq(sys().driver, 4096, 0, &cq, {}, cmd::kCqFlagOverrunIgnore) == 0);  // no events
+    Cq* cq[2] = {nullptr, nullptr};
+    for (Cq*& c : cq)
+      REQUIRE(verbs::create_cq(sys().driver, 4096, 0, &c, {}, cmd::kCqFlagOverrunIgnore) == 0);  // no events
     wait_us(5);
     Hca& hca = sys().hca;
     const uint64_t eq0 = hca.eq.activations(), msix0 = hca.msix.activations(), cqes0 = hca.cq.stats().cqes;
     CompletionRecord r;
-    r.cqn = cq->cqn;
     r.opcode = cqe::kRespSend;
     const uint64_t base = sys().cycle() + 1;
-    for (uint64_t i = 0; i < 2000; ++i) hca.inject(r, base + i);  // one a cycle: faster than the link takes CQEs
+    // One a cycle, alternating two CQs (the writer takes two CQEs for one CQ only every other
+    // cycle): faster than the link takes CQEs.
+    for (uint64_t i = 0; i < 2000; ++i) {
+      r.cqn = cq[i % 2]->cqn;
+      hca.inject(r, base + i);
+    }
     wait_us(20);
     REQUIRE(hca.cq.stats().cqes - cqes0 == 2000);
     CHECK(hca.dma.s_write->high_water() == hca.dma.s_write->depth());  // the queue was full: the writer held

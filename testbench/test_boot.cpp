@@ -34,9 +34,16 @@ TEST_CASE("event-driven: no HCA block runs on idle cycles") {
     CHECK(sys().cycle() - cycle0 == 500000);
     CHECK(sys().hca.cq.activations() == writer);
     // One CQE costs a handful of activations, not one per cycle.
-    sys().hca.inject(recv_record(cq->cqn, 2), soon());
+    // The pipelined writer is clocked on each cycle the CQE is inside it and on no other: it
+    // enters the replay buffer (k+1), is selected, read, acted on (k+4) and leaves the skid buffer
+    // (k+5). The CQ is disarmed, so no timer runs after it.
+    std::vector<uint64_t> acted;
+    sys().hca.cq.on_acted.add([&](uint64_t c) { acted.push_back(c); });
+    const uint64_t k = soon();
+    sys().hca.inject(recv_record(cq->cqn, 2), k);
     wait_us(50);
-    CHECK(sys().hca.cq.activations() - writer <= 3);
+    CHECK(sys().hca.cq.activations() - writer == 5);
+    CHECK(acted == std::vector<uint64_t>{k + 1, k + 2, k + 3, k + 4, k + 5});
   });
 }
 

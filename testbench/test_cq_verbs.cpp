@@ -140,7 +140,7 @@ TEST_CASE("[S16] CQE contents: every field of a UD/GSI receive, a requester CQE,
     CHECK(w[0].pkey_index == 3);
     CHECK(w[0].se);
     CHECK(w[0].wqe_counter == 77);
-    CHECK(w[0].timestamp == k + 1);
+    CHECK(w[0].timestamp == k + kCompletionActs);
     CHECK(w[1].opcode == cqe::kReq);
     CHECK(w[1].send_opcode == 0x08);
     CHECK(w[1].byte_len == 128);

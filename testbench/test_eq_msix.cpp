@@ -35,10 +35,11 @@ TEST_CASE("[S24] the MSI-X write lands after its EQE, which lands after its CQE,
     REQUIRE(ev.count() == 1);
     CHECK(cqe_visible_at_msi);
     CHECK(eq_pi_at_msi == eq_pi(eqn));
-    // CQE issued on k+2 (2794 ps on the wire), EQE on k+3 waits for the wire (2794 ps), MSI on
-    // k+4 waits too (4+24 B: 889 ps): the MSI lands 2794+2794+889 ps + 200 ns after cycle k+2.
-    const sc_core::sc_time t2 = sys().hca.clock.at(k + 2);
-    CHECK(msi_at - t2 == sc_core::sc_time(2794 + 2794 + 889 + 200000, sc_core::SC_PS));
+    // CQE acted on k+4 (test_support.h), out of the writer's skid buffer on k+5, issued on k+6
+    // (2794 ps on the wire), EQE on k+7 waits for the wire (2794 ps), MSI on k+8 waits too
+    // (4+24 B: 889 ps): the MSI lands 2794+2794+889 ps + 200 ns after cycle k+6.
+    const sc_core::sc_time t6 = sys().hca.clock.at(k + kCompletionActs + 2);
+    CHECK(msi_at - t6 == sc_core::sc_time(2794 + 2794 + 889 + 200000, sc_core::SC_PS));
     // The handler runs 1 us (delivery) + 300 ns (entry) + 40 ns (one EQE) later.
     CHECK(ev.times[0] - msi_at == sc_core::sc_time(1340, sc_core::SC_NS));
     sys().msi.raise = [](uint32_t v) { sys().cpu.raise(v); };

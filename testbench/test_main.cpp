@@ -7,7 +7,7 @@
 
 #include "testbench/test_support.h"
 #ifdef VHCA_RTL_IN_THE_LOOP
-#include "cosim/rtl_cq_writer.h"
+#include "cosim/rtl_pipelined_writer.h"
 #endif
 
 namespace vhca::test {
@@ -21,9 +21,9 @@ int sc_main(int argc, char* argv[]) {
   cfg.check_invariants = true;  // S29 on in every test: a breach fails the test (below)
   vhca::test::configure(cfg);
 #ifdef VHCA_RTL_IN_THE_LOOP
-  // The same tests with the Verilated RTL in place of the C++ CQ writer.
-  cfg.hca.cq.num_cqs = vhca::RtlCqWriter::kRtlNumCqs;
-  cfg.hca.cq_engine = [](const vhca::CqeWriterConfig& c) { return std::make_unique<vhca::RtlCqWriter>(c); };
+  // The same tests with the Verilated RTL of the pipelined CQ writer (at the HCA's 65,536 CQs) in
+  // place of its C++ model.
+  cfg.hca.cq_engine = [](const vhca::CqeWriterConfig& c) { return vhca::make_rtl_pipelined_writer(c); };
 #endif
   vhca::System system(cfg);
   vhca::test::g_system = &system;

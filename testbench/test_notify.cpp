@@ -1,6 +1,6 @@
-// Completion notification: S5, S7-S11, with exact cycles. Timing (docs/timing.md): a record
-// injected on cycle k is written on cycle k+1 (the CQE's timestamp) and, if it fires, its EQE is
-// written on cycle k+2 (the EQE's timestamp).
+// Completion notification: S5, S7-S11, with exact cycles. Timing (docs/timing.md, the pipelined
+// CQ writer): a record injected on cycle k is acted on, and its CQE stamped, on cycle
+// k + kCompletionActs (4) and, if it fires, its EQE is stamped kEventStamped (2) cycles later.
 #include "testbench/test_support.h"
 
 namespace vhca::test {
@@ -27,12 +27,12 @@ TEST_CASE("[S5][S7] NEXT: the next CQE raises one event, on the cycle after its 
     sys().hca.inject(recv_record(cq->cqn, 1), k);
     wait_us(5);
     REQUIRE(ev.count() == 1);
-    CHECK(ev.eqe_cycles[0] == k + 2);
+    CHECK(ev.eqe_cycles[0] == k + kCompletionActs + kEventStamped);
     CHECK(calls == 1);
     CHECK(handled == cq);
     auto wcs = drain(*cq);
     REQUIRE(wcs.size() == 1);
-    CHECK(wcs[0].timestamp == k + 1);
+    CHECK(wcs[0].timestamp == k + kCompletionActs);
     // Not re-armed: a further CQE raises nothing (S10, second half).
     sys().hca.inject(recv_record(cq->cqn, 2), soon());
     wait_us(5);
@@ -57,7 +57,7 @@ TEST_CASE("[S8] SOLICITED: only a solicited receive or an error CQE raises the e
     sys().hca.inject(recv_record(cq->cqn, 3, true), k);  // receive with SE
     wait_us(5);
     REQUIRE(ev.count() == 1);
-    CHECK(ev.eqe_cycles[0] == k + 2);
+    CHECK(ev.eqe_cycles[0] == k + kCompletionActs + kEventStamped);
     drain(*cq);
     // An unsuccessful completion also counts as solicited.
     REQUIRE(verbs::req_notify_cq(*cq, kNotifySolicited) == 0);
@@ -66,7 +66,7 @@ TEST_CASE("[S8] SOLICITED: only a solicited receive or an error CQE raises the e
     sys().hca.inject(error_record(cq->cqn, 4, syndrome::kRemoteAccess), k2);
     wait_us(5);
     REQUIRE(ev.count() == 2);
-    CHECK(ev.eqe_cycles[1] == k2 + 2);
+    CHECK(ev.eqe_cycles[1] == k2 + kCompletionActs + kEventStamped);
   });
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("[S9] CQEs present before the request do not raise an event, report-mi
     sys().hca.inject(recv_record(cq->cqn, 13), k);  // the next one does
     wait_us(5);
     REQUIRE(ev.count() == 1);
-    CHECK(ev.eqe_cycles[0] == k + 2);
+    CHECK(ev.eqe_cycles[0] == k + kCompletionActs + kEventStamped);
     CHECK(drain(*cq).size() == 4);
     CHECK(verbs::req_notify_cq(*cq, kNotifyNext | kReportMissedEvents) == 0);  // empty: nothing missed
   });
@@ -104,11 +104,11 @@ TEST_CASE("[S9] an arm whose consumer index is behind the producer fires at once
     sys().wait_cycle(m);
     // Arm carrying consumer index 0 while the producer index is 3. The 8-byte doorbell is issued
     // 10 ns after cycle m (CPU cost), serialized in 1016 ps, lands 200 ns later (inside cycle
-    // m+105), is visible on m+106 and fires there: EQE on m+107.
+    // m+105), reaches the writer on m+106, which acts on it on m+108 and fires: EQE on m+110.
     arm_raw(*cq, 0, 0);
     wait_us(5);
     REQUIRE(ev.count() == 1);
-    CHECK(ev.eqe_cycles[0] == m + 107);
+    CHECK(ev.eqe_cycles[0] == m + 110);
   });
 }
 
@@ -167,7 +167,7 @@ TEST_CASE("[S11] NEXT takes precedence over SOLICITED when both are requested") 
     sys().hca.inject(send_record(cq->cqn, 1), k);  // not solicited, but NEXT covers it
     wait_us(5);
     REQUIRE(ev.count() == 1);
-    CHECK(ev.eqe_cycles[0] == k + 2);
+    CHECK(ev.eqe_cycles[0] == k + kCompletionActs + kEventStamped);
     CHECK(sys().hca.cq.stats().arms_upgraded == 1);
   });
 }

@@ -112,6 +112,19 @@ inline uint64_t arm_raw(Cq& cq, uint32_t ci, uint32_t cmd) {
 // A cycle comfortably ahead of now, to schedule injections from.
 inline uint64_t soon(uint64_t ahead = 10) { return sys().cycle() + ahead; }
 
+// The HCA's CQ writer is the pipelined one (docs/cosim-guide.md, "The contract"): a completion
+// record injected on cycle k is acted on, its CQE stamped, on k + kCompletionActs (it enters the
+// replay buffer, then three stages); an arm, a control or a consumer-index response reaching the
+// writer is acted on 3 cycles after the mirror writer did; an event the action raises is stamped
+// by the EQ engine kEventStamped cycles after it.
+constexpr uint64_t kCompletionActs = 4;
+constexpr uint64_t kEventStamped = 2;
+// A period begun by the action on cycle `start` ends on the writer's P-th microsecond tick after
+// the one it began in; the wheel offers the CQ 2 cycles into that tick, and stage 3 acts 2 later.
+inline uint64_t period_end_action(uint64_t start, uint32_t period_us) {
+  return sys().hca.cq.engine().period_end_cycle(start, period_us) + 4;
+}
+
 // Waits for the next edge and returns it: the cycle a doorbell written now is counted from (an arm
 // written on edge m acts on m+106 with the default link: [S9] in test_notify.cpp).
 inline uint64_t next_edge() {
@@ -121,7 +134,7 @@ inline uint64_t next_edge() {
 }
 
 // S26's sequence: a CQ with count 8 and a 10 us EQE-mode period, armed; a CQE on k1 (the period
-// since creation has passed: event at once, the period restarts on k1+1); two CQEs while the CQ
+// since creation has passed: event at once, the period restarts with that action); two CQEs while the CQ
 // is disarmed; on edge m an arm whose index (1) is behind both. Returns {k1, m}.
 struct OwedArm {
   Cq* cq = nullptr;
@@ -138,7 +151,7 @@ inline OwedArm arm_with_two_owed(EventLog& ev) {
   sys().hca.inject(recv_record(o.cq->cqn, 1), o.k1);
   wait_us(2);
   REQUIRE(ev.count() == 1);
-  CHECK(ev.eqe_cycles[0] == o.k1 + 2);
+  CHECK(ev.eqe_cycles[0] == o.k1 + kCompletionActs + kEventStamped);
   const uint64_t k2 = soon();
   sys().hca.inject(recv_record(o.cq->cqn, 2), k2);
   sys().hca.inject(recv_record(o.cq->cqn, 3), k2 + 1);

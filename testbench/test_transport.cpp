@@ -549,19 +549,19 @@ TEST_CASE("[S18] RC SEND path, exact cycles: doorbell, WQE read, payload read, p
     CHECK(sent == p);
     // The packet crosses the IB link (serialization + latency); the receiver takes it on the
     // next edge, checks it (rx_packet_cycles), reads the RQ doorbell record (4 bytes) and the one
-    // receive WQE (64 bytes), queues the data write and hands over the completion: the RECV CQE is
-    // written one cycle later.
+    // receive WQE (64 bytes), queues the data write and hands over the completion on cycle r: the
+    // CQ writer acts on it, stamping the RECV CQE, kCompletionActs cycles later (test_support.h).
     const uint64_t arrives = ps(sys().node(0).hca.clock.at(p)) + ps(sys().ib.wire_time(send_bytes)) +
                              ps(sys().ib.config().latency);
     const uint64_t r = edge_at_or_after(arrives) + tc.rx_packet_cycles + read_cycles(4) + read_cycles(rqwqe::kSize);
-    CHECK(rwc[0].timestamp == r + 1);
+    CHECK(rwc[0].timestamp == r + kCompletionActs);
     // One ACK-requesting message: the ACK waits ack_delay_cycles for company, then is built
-    // (tx_packet_cycles) and sent; it crosses back, is checked, and the SEND CQE follows it by one cycle.
+    // (tx_packet_cycles) and sent; it crosses back, is checked, and hands over the SEND completion.
     CHECK(ack_sent == r + tc.ack_delay_cycles + tc.tx_packet_cycles);
     const uint64_t ack_arrives = ps(sys().node(1).hca.clock.at(ack_sent)) + ps(sys().ib.wire_time(ack_bytes)) +
                                  ps(sys().ib.config().latency);
     CHECK(ack_in == edge_at_or_after(ack_arrives) + tc.rx_packet_cycles);
-    CHECK(swc[0].timestamp == ack_in + 1);
+    CHECK(swc[0].timestamp == ack_in + kCompletionActs);
   });
 }
 
@@ -602,7 +602,7 @@ TEST_CASE("[S18] RC WRITE and READ paths, exact cycles: request, responder, ACK 
     const uint64_t placed = received_at(0, out0[0].cycle, out0[0].bytes);
     CHECK(out1[0].cycle == placed + tc.ack_delay_cycles + tc.tx_packet_cycles);
     CHECK(ack_in == received_at(1, out1[0].cycle, out1[0].bytes));
-    CHECK(wwc[0].timestamp == ack_in + 1);
+    CHECK(wwc[0].timestamp == ack_in + kCompletionActs);
 
     // READ: the request carries no payload (no read before it); the responder reads the data
     // (fenced behind its earlier writes) and sends the response, which the requester places and
@@ -618,7 +618,7 @@ TEST_CASE("[S18] RC WRITE and READ paths, exact cycles: request, responder, ACK 
     CHECK(out0[0].cycle == doorbell + read_cycles(sqwqe::kSize) + tc.tx_packet_cycles);
     const uint64_t asked = received_at(0, out0[0].cycle, out0[0].bytes);
     CHECK(out1[0].cycle == asked + read_cycles(64) + tc.tx_packet_cycles);
-    CHECK(rwc[0].timestamp == received_at(1, out1[0].cycle, out1[0].bytes) + 1);
+    CHECK(rwc[0].timestamp == received_at(1, out1[0].cycle, out1[0].bytes) + kCompletionActs);
   });
 }
 

@@ -3,6 +3,7 @@
 // two period modes) and overflow detection. Plain C++ stepped one cycle at a time, so the same
 // object runs inside the HCA (through CqeWriter) and alone in the lockstep co-simulation.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <queue>
 #include <vector>
@@ -34,6 +35,10 @@ class CqWriterCore : public CqWriterEngine {
   virtual uint64_t timestamp(uint64_t now) const { return now; }
   // The deadline of the period that began at cq.timer_start (non-zero), and whether it has passed.
   virtual uint64_t period_deadline(const CqContext& cq) const { return cq.timer_start + period_cycles(cq); }
+  // Exactly the period's length after its start.
+  uint64_t period_end_cycle(uint64_t start, uint32_t period_us) const override {
+    return start + uint64_t(std::llround(double(period_us) * clock_mhz_));
+  }
   virtual bool deadline_passed(uint64_t deadline, uint64_t now) const { return deadline <= now; }
   virtual void start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline);
 

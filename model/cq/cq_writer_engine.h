@@ -113,6 +113,12 @@ class CqWriterEngine {
   virtual CqContext context(uint32_t cqn) const = 0;
   virtual bool cq_exists(uint32_t cqn) const = 0;
   virtual void reset() = 0;
+  // The cycle on which a moderation period of `period_us` begun on cycle `start` ends (the
+  // pipelined writer: the P-th microsecond tick after the one it began in).
+  virtual uint64_t period_end_cycle(uint64_t start, uint32_t period_us) const = 0;
+  // Cycles after a reset before the engine takes its first item (a pipelined writer clears its
+  // context table and timer wheel first).
+  virtual uint64_t clearing_cycles() const { return 0; }
   const CqeWriterStats& stats() const { return stats_; }
   void note_output_stall() { ++stats_.output_stalls; }
   const CqeWriterConfig& config() const { return cfg_; }

@@ -88,7 +88,10 @@ void CqWriterPipeline::clock(uint64_t c) {
   // An item for the CQ stage 3 acts on waits in stage 2 a cycle (the hazard stall).
   const bool hazard = s2_.kind != Kind::none && s3_.kind != Kind::none && s2_.cqn == s3_.cqn;
   Op s1 = advance && !hazard ? select(c, wheel) : Op{};
-  if (ready && !advance) ++coverage_.holds;
+  if (ready && !advance) {
+    ++coverage_.holds;
+    note_output_stall();
+  }
   if (advance) {
     note_bypass(hazard);
     if (s3_.kind != Kind::none) perform(s3_, c);
@@ -194,12 +197,15 @@ void CqWriterPipeline::expire(uint32_t cqn, uint64_t c) {
   timer_due(cq, cqn, c);
 }
 
-// The first tick at or after the exact deadline, so that a timer is never early.
+uint64_t CqWriterPipeline::period_end_cycle(uint64_t start, uint32_t period_us) const {
+  return first_cycle_ + (uint64_t(tick_of(start)) + period_us) * cycles_per_us_;
+}
+
+// A period of P microseconds ends on the P-th tick after the one it began in, as a hardware timer
+// counting a free-running microsecond tick does: never late, up to a microsecond early, and a
+// period restarted at each event repeats exactly every P microseconds.
 uint64_t CqWriterPipeline::period_deadline(const CqContext& cq) const {
-  const uint64_t since = cycles_since_reset(cq.timer_start);
-  const uint32_t start_tick = uint32_t(since / cycles_per_us_);
-  const uint32_t mid = since % cycles_per_us_ != 0;
-  return uint32_t(start_tick + cq.cfg.mod_period + mid);
+  return uint32_t(tick_of(cq.timer_start) + cq.cfg.mod_period);
 }
 
 bool CqWriterPipeline::deadline_passed(uint64_t deadline, uint64_t now) const {

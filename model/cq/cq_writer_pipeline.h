@@ -46,7 +46,8 @@ class CqWriterPipeline : public CqWriterCore {
   void reset() override;
 
   // Cycles after reset until the context table and the wheel are cleared.
-  uint64_t clearing_cycles() const;
+  uint64_t clearing_cycles() const override;
+  uint64_t period_end_cycle(uint64_t start, uint32_t period_us) const override;
 
   // What the pipeline's own mechanisms did: the co-simulation's coverage that they were exercised.
   struct Coverage {

@@ -1,6 +1,6 @@
 #include "model/cq/cqe_writer.h"
 
-#include "model/cq/cq_writer_core.h"
+#include "model/cq/cq_writer_pipeline.h"
 
 namespace vhca {
 
@@ -8,7 +8,7 @@ CqeWriter::CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock,
                      std::unique_ptr<CqWriterEngine> engine)
     : sc_module(name),
       clock_(clock),
-      engine_(engine ? std::move(engine) : std::make_unique<CqWriterCore>(cfg, clock.mhz())),
+      engine_(engine ? std::move(engine) : std::make_unique<CqWriterPipeline>(cfg, clock.mhz())),
       wakeup_(clock),
       on_bad_doorbell(engine_->on_bad_doorbell),
       on_control_done(engine_->on_control_done) {

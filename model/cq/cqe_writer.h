@@ -26,7 +26,12 @@ class CqeWriter : public sc_core::sc_module {
   const CqeWriterConfig& config() const { return engine_->config(); }
   const CqeWriterStats& stats() const { return engine_->stats(); }
   uint64_t activations() const { return wakeup_.activations(); }
-  void reset() { engine_->reset(); }
+  // The engine starts counting cycles on the reset cycle: the pipelined writer's clearing sweep
+  // runs from the reset, as the hardware's does, not from the first item that reaches it.
+  void reset() {
+    engine_->reset();
+    wakeup_.wake(clock_.now());
+  }
   // Observation (waveforms): told of each cycle on which the engine acted, after it acted.
   Observers<uint64_t> on_acted;
 
