@@ -22,8 +22,6 @@
 
 namespace vhca {
 
-const char* cosim_writer_name(CosimWriter w) { return w == CosimWriter::pipelined ? "pipelined" : "mirror"; }
-
 std::string CosimInput::describe() const {
   switch (kind) {
     case Kind::control:
@@ -58,8 +56,7 @@ std::string CosimReport::summary() const {
       coverage.ci_refreshes,
       coverage.overflows, coverage.owner_wraps, coverage.dropped, coverage.bad_records, coverage.timer_expiries,
       output_stall_cycles);
-  if (pipelined)
-    s += fmt::format("pipeline: back-to-back on one CQ (hazard stalls) {}  one apart (write bypass) {}  completions "
+  s += fmt::format("pipeline: back-to-back on one CQ (hazard stalls) {}  one apart (write bypass) {}  completions "
                      "squashed {}  expiries re-inserted {}  stale expiries {}  expiring on one tick {}  holds {}\n"
                      "          quiet cycles (the next clock wanted later than the next cycle, compared) {}\n",
                      pipeline.hazard_stalls, pipeline.bypass_written, pipeline.squashed, pipeline.reinserted,
@@ -373,14 +370,9 @@ class Lockstep {
     CqeWriterConfig cfg;
     cfg.num_cqs = opt.num_cqs;
     cfg.arm_event = opt.arm_event;
-    const bool pipelined = opt.writer == CosimWriter::pipelined;
-    report_.pipelined = pipelined;
-    if (opt.mode != CosimMode::rtl_only)
-      model_ = std::make_unique<Side>(pipelined ? std::unique_ptr<CqWriterEngine>(std::make_unique<CqWriterPipeline>(cfg, 500.0))
-                                                : std::make_unique<CqWriterCore>(cfg, 500.0));
+    if (opt.mode != CosimMode::rtl_only) model_ = std::make_unique<Side>(std::make_unique<CqWriterPipeline>(cfg, 500.0));
     if (opt.mode != CosimMode::model_only) {
-      std::unique_ptr<RtlEngine> rtl =
-          pipelined ? make_rtl_pipelined_writer(cfg, opt.faults, opt.rtl_init_seed) : std::make_unique<RtlCqWriter>(cfg, opt.faults);
+      std::unique_ptr<RtlEngine> rtl = make_rtl_pipelined_writer(cfg, opt.faults, opt.rtl_init_seed);
       if (!trace_path.empty()) rtl->trace(trace_path, trace_from, trace_to);
       rtl_ = std::make_unique<Side>(std::move(rtl));
     }
@@ -518,14 +510,14 @@ class Lockstep {
     if (m.controls_done != r.controls_done) return mismatch(c, "control completions differ");
     // The pipelined writer asks for the clock from its pins (o_busy, o_timers): it must ask for the
     // same next cycle as its model, or an event-driven run would skip an edge it needs.
-    if (report_.pipelined) {
+    {
       const uint64_t wm = m.engine->next_cycle(c), wr = r.engine->next_cycle(c);
       if (wm != wr) return mismatch(c, fmt::format("next clock wanted: model cycle {} RTL cycle {}", wm, wr));
       if (wm > c + 1) ++report_.quiet_cycles;
     }
     report_.compared += m.bad_doorbells.size() + m.controls_done.size();
     // The pipelined writer's table means nothing until its clearing sweep is done.
-    if (!report_.pipelined || c > static_cast<CqWriterPipeline&>(*m.engine).clearing_cycles())
+    if (c > static_cast<CqWriterPipeline&>(*m.engine).clearing_cycles())
       compare_context(c, uint32_t(c % opt_.num_cqs));
   }
 

@@ -1,5 +1,5 @@
-// Lockstep co-simulation of the CQ writer: the C++ model (CqWriterCore) and the Verilated RTL
-// (RtlCqWriter) receive the same stimulus every cycle and every output transaction — CQE write
+// Lockstep co-simulation of the CQ writer: the C++ model (CqWriterPipeline) and the Verilated RTL
+// (rtl/cq_writer_pipelined.v, at 64, 4,096 or 65,536 CQs) receive the same stimulus every cycle and every output transaction — CQE write
 // (address and 64 bytes), event, consumer-index request, bad doorbell, control done — is compared
 // with its cycle. The first mismatch stops the run and is reported with cycle, stream, field,
 // expected and actual values and the last inputs; with a VCD path the run is repeated with the
@@ -17,17 +17,11 @@
 
 #include "model/cq/cq_writer_engine.h"
 #include "model/cq/cq_writer_pipeline.h"
-#include "cosim/rtl_cq_writer.h"
+#include "cosim/rtl_engine.h"
 
 namespace vhca {
 
 enum class CosimMode { lockstep, model_only, rtl_only };
-
-// Which pair is compared: today's single-cycle writer and its mirror RTL (rtl/cq_writer.v, 64
-// CQs), or the pipelined writer (CqWriterPipeline and rtl/cq_writer_pipelined.v, at 64, 4,096 or
-// 65,536 CQs).
-enum class CosimWriter { mirror, pipelined };
-const char* cosim_writer_name(CosimWriter w);
 
 // One stimulus item: pushed into the writer's input on `cycle` (visible one cycle later).
 struct CosimInput {
@@ -52,9 +46,8 @@ struct CosimOptions {
   std::string fst;               // the same window as FST (GTKWave's compressed format)
   uint64_t vcd_window = 200;     // cycles before the mismatch
   RtlFaults faults;              // deliberate RTL faults (checker self-test)
-  CosimWriter writer = CosimWriter::mirror;
-  uint32_t rtl_init_seed = 0;    // pipelined: random initial register and RAM values from this seed
-  uint32_t num_cqs = RtlCqWriter::kRtlNumCqs;
+  uint32_t rtl_init_seed = 0;    // random initial register and RAM values from this seed
+  uint32_t num_cqs = 64;         // one of rtl_pipelined_sizes()
   ArmEvent arm_event = ArmEvent::moderated;  // what an arm finding CQEs owed does (S26)
 };
 
@@ -67,12 +60,11 @@ struct CosimReport {
   uint64_t first_mismatch_cycle = 0;
   std::string first_mismatch;    // the full report of the first mismatch
   CqeWriterStats coverage;       // of the reference engine
-  bool pipelined = false;
   CqWriterPipeline::Coverage pipeline;  // the pipelined writer's own mechanisms (C++ model's count)
   std::vector<std::string> protocol_violations;  // the stream checker on the RTL's pins
   bool coverage_equal = true;    // model and RTL coverage counters agree (lockstep)
   uint64_t output_stall_cycles = 0;
-  uint64_t quiet_cycles = 0;     // pipelined: cycles on which both sides wanted no clock until later
+  uint64_t quiet_cycles = 0;     // cycles on which both sides wanted no clock until later
   uint64_t arms_next = 0, arms_solicited = 0;  // arm kinds delivered to the writer
   double wall_seconds = 0;
   std::string vcd_written;

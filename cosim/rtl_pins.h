@@ -1,6 +1,6 @@
-// What both Verilated CQ writers share at their pins (rtl/cq_writer.v and
-// rtl/cq_writer_pipelined.v have the same s_* inputs and m_dma data): driving the inputs from the
-// engine's streams, and reading a CQE write back. Templates over the Verilated class.
+// The Verilated CQ writer's pins (rtl/cq_writer_pipelined.v, at each size a class of its own):
+// driving the inputs from the engine's streams, and reading a CQE write back. Templates over the
+// Verilated class.
 #pragma once
 #include <cstdint>
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "cosim/rtl_cq_writer.h"
+#include "cosim/rtl_engine.h"
 
 namespace vhca {
 

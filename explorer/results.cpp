@@ -53,8 +53,7 @@ void print_summary(const TrafficOptions& o, const TrafficResult& r) {
   }
   std::printf("vhca-sim %s%s: 2 HCAs, %d RC QPs on %d CQs per host (%d vectors) for %.0f us (warm-up %.0f us), "
               "moderation %s, %s polling, seed %llu\n",
-              o.name.c_str(), o.rtl ? (o.pipelined ? " (pipelined RTL CQ writers in the loop)" : " (mirror RTL CQ writers in the loop)")
-                    : (o.pipelined ? " (pipelined CQ writers)" : ""), o.qps, o.cqs, o.vectors, o.duration_us,
+              o.name.c_str(), o.rtl ? " (pipelined RTL CQ writers in the loop)" : "", o.qps, o.cqs, o.vectors, o.duration_us,
               o.warmup_us, moderation_text(o.moderation).c_str(), poll_context_name(o.context),
               static_cast<unsigned long long>(o.seed));
   for (const QpGroup& g : o.effective_groups()) print_group(g, o.cqs);

@@ -455,13 +455,15 @@ void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
                          "rq_prefetch", "ack_coalesce", "ack_delay", "max_inflight"});
   if (n["cq_writer"]) {
     const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
-    // rtl: the pipelined RTL, whose C++ twin is pipelined (rtl-pipelined, its former name, is
-    // still read); rtl-mirror: the first RTL, the default model's twin, at most 62 CQs.
-    if (v == "model" || v == "pipelined" || v == "rtl" || v == "rtl-pipelined" || v == "rtl-mirror") {
-      o.rtl = v == "rtl" || v == "rtl-pipelined" || v == "rtl-mirror";
-      o.pipelined = v == "pipelined" || v == "rtl" || v == "rtl-pipelined";
+    // model: the HCA's writer, the pipelined one (pipelined, its former name, is still read); rtl:
+    // its RTL (rtl-pipelined, likewise). The mirror RTL is retired.
+    if (v == "rtl-mirror") {
+      r.fail(n["cq_writer"], "hca.cq_writer",
+             "'rtl-mirror' is retired (session 11): the HCA's writer is the pipelined one, 'model', and its RTL 'rtl'");
+    } else if (v == "model" || v == "pipelined" || v == "rtl" || v == "rtl-pipelined") {
+      o.rtl = v == "rtl" || v == "rtl-pipelined";
     } else {
-      r.fail(n["cq_writer"], "hca.cq_writer", "'" + v + "' is not model, pipelined, rtl or rtl-mirror");
+      r.fail(n["cq_writer"], "hca.cq_writer", "'" + v + "' is not model or rtl");
     }
   }
   if (n["arm_event"]) {

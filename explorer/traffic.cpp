@@ -15,7 +15,7 @@
 
 #include "model/common/bytes.h"
 #include "sim/fabric.h"
-#include "cosim/rtl_cq_writer.h"
+#include "cosim/rtl_engine.h"
 #include "cosim/rtl_pipelined_writer.h"
 #include "model/cq/cq_writer_pipeline.h"
 #include "sim/system.h"
@@ -220,15 +220,8 @@ class TrafficRun {
     cfg.wall_limit_s = o.wall_limit_s;
     cfg.check_invariants = o.check;
     if (o.fault_flip_payload) cfg.ib.faults.push_back(LinkFault{LinkFault::Kind::flip_payload, 0, 100});
-    if (o.rtl && o.pipelined) {  // the default 65,536 CQ contexts: the RTL's full size
+    if (o.rtl)  // the default 65,536 CQ contexts: the RTL's full size
       cfg.hca.cq_engine = [](const CqeWriterConfig& c) { return make_rtl_pipelined_writer(c); };
-    } else if (o.rtl) {
-      cfg.hca.cq.num_cqs = RtlCqWriter::kRtlNumCqs;
-      cfg.hca.cq_engine = [](const CqeWriterConfig& c) { return std::make_unique<RtlCqWriter>(c); };
-    } else if (o.pipelined) {
-      const double mhz = o.hca_clock_mhz;
-      cfg.hca.cq_engine = [mhz](const CqeWriterConfig& c) { return std::make_unique<CqWriterPipeline>(c, mhz); };
-    }
     return cfg;
   }
 

@@ -111,10 +111,9 @@ struct TrafficOptions {
   bool blueflame = false;       // the drivers write a single inline WR's WQE through UAR_SQ_BF
   uint32_t max_inline = 0;      // SENDs and WRITEs up to this many bytes are posted inline (qps.inline)
   uint64_t seed = 1;
-  // The CQ writer in both HCAs: pipelined alone, the pipelined writer's C++ model; rtl and
-  // pipelined, its Verilated RTL at the default 65,536 CQs; rtl alone, the mirror RTL (62 CQs).
+  // The CQ writer in both HCAs: the pipelined writer's C++ model, or with rtl its Verilated RTL
+  // (at the default 65,536 CQs).
   bool rtl = false;
-  bool pipelined = false;
   ArmEvent arm_event = ArmEvent::moderated;  // both HCAs' CQ writers (S26)
   bool fault_flip_payload = false;  // flip a payload bit of host 0's 100th packet (proves the data check)
   std::string trace_path;           // write a Perfetto / Chrome trace-event timeline here

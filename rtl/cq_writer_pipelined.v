@@ -1,7 +1,7 @@
 // cq_writer_pipelined: the CQ writer as a pipeline a hardware team can take (docs/rtl.md, "The
 // pipelined writer"), cycle for cycle the C++ model model/cq/cq_writer_pipeline.cpp. The rules of
-// every action are the ones of rtl/cq_writer.v and model/cq/cq_writer_core.cpp; what differs is
-// how the state is kept and when things happen:
+// every action are the ones of model/cq/cq_writer_core.cpp (and of rtl/cq_writer.v, the first RTL,
+// retired); what differs is how the state is kept and when things happen:
 //
 //   stage 1  select one item in fixed priority (control, CQE-write failure, consumer-index
 //            response, timer expiry, arm, completion); its CQN addresses the context RAM
@@ -339,7 +339,7 @@ module cq_writer_pipelined #(
   // Written for logic depth (docs/rtl.md, "Logic depth"): every sum, difference and comparison is
   // taken from the context as it arrives, side by side, and the decisions that pick among them
   // come last; no result waits for another's arithmetic. What it decides is the rule set of
-  // rtl/cq_writer.v, unchanged (the lockstep with model/cq/cq_writer_pipeline.cpp holds it).
+  // model/cq/cq_writer_core.cpp, unchanged (the lockstep with model/cq/cq_writer_pipeline.cpp holds it).
 
   // The context as it arrives.
   wire        c_in = s3_in;

@@ -20,9 +20,10 @@ refused "'bogus' is not a log category" run "$p" --log cq,bogus
 refused "--vcd: cannot write /nonexistent/x.vcd" run "$p" --vcd /nonexistent/x.vcd
 refused "--trace: cannot write /nonexistent/t.json" run "$p" --trace /nonexistent/t.json
 refused "--json: cannot write /nonexistent/r.json" run "$p" --json /nonexistent/r.json
-refused "--rtl and --rtl-mirror: choose one" --rtl --rtl-mirror
-refused "--rtl-mirror is the unpipelined RTL: not with --pipelined" inject --rtl-mirror --pipelined
-refused "--rtl-mirror supports at most 62 CQs per host" inject --rtl-mirror --cqs 100
+refused "--rtl-mirror: the mirror RTL (rtl/cq_writer.v) is retired" --rtl-mirror
+refused "--rtl-mirror: the mirror RTL (rtl/cq_writer.v) is retired" inject --rtl-mirror
+refused "--writer mirror: the mirror writer (rtl/cq_writer.v) is retired" cosim --writer mirror
+refused "--writer: 'x' is not pipelined" cosim --writer x
 refused "--vcd: cannot write /nonexistent/c.vcd" cosim --cqes 100 --vcd /nonexistent/c.vcd
 refused "point count=abc: --set cqs.moderation.count: 'abc' is not a plain number" sweep "$p" --grid count=abc
 printf 'name: x\ncqs: {count: 2}\ncqs: {count: 3}\n' >"${TMPDIR:-/tmp}/vhca-dup-$$.yaml"

@@ -209,44 +209,9 @@ TEST_CASE("[S12] pipeline contract: timers expiring on one tick fire on successi
   CHECK(b.w.coverage().same_tick == 1);
 }
 
-namespace {
-CosimReport pipelined_lockstep(std::vector<CosimInput> script, ArmEvent arm_event = ArmEvent::moderated) {
-  CosimOptions o;
-  o.writer = CosimWriter::pipelined;
-  o.arm_event = arm_event;
-  o.random = false;
-  for (CosimInput& in : script) in.cycle += 8200;  // after the clearing sweep
-  o.script = std::move(script);
-  CosimReport r = run_cosim(o);
-  INFO(r.summary());
-  CHECK(r.mismatches == 0);
-  CHECK(r.coverage_equal);
-  return r;
-}
-}  // namespace
-
-TEST_CASE("[S7][S8][S9][S10][S11][S12][S14][S26] pipelined lockstep, directed: the mirror's scripts give the same events") {
-  CHECK(pipelined_lockstep(directed::notify_next()).coverage.events == 2);
-  CHECK(pipelined_lockstep(directed::notify_solicited()).coverage.events == 3);
-  CHECK(pipelined_lockstep(directed::fire_at_arm()).coverage.events_immediate == 3);
-  CHECK(pipelined_lockstep(directed::fire_at_arm(), ArmEvent::at_once).coverage.events_at_arm == 2);
-  // Periods end on microsecond ticks here, up to a microsecond before the mirror's exact cycle:
-  // the script's arms meet the period events at other moments than they did in the mirror, so only
-  // what the rules decide is checked.
-  CosimReport owed = pipelined_lockstep(directed::arm_moderated());
-  CHECK(owed.coverage.arms_owed >= 1);
-  CHECK(owed.coverage.events_by_period >= 1);
-  CHECK(owed.coverage.events_at_arm == 0);
-  CHECK(pipelined_lockstep(directed::moderation()).coverage.events_by_period >= 2);
-  CosimReport ov = pipelined_lockstep(directed::overflow());
-  CHECK(ov.coverage.ci_refreshes == 2);
-  CHECK(ov.coverage.overflows == 1);
-}
-
 TEST_CASE("pipelined lockstep, constrained random at 64, 4,096 and 65,536 CQs: no mismatch, every mechanism of the pipeline exercised") {
   for (uint32_t cqs : {64u, 4096u, 65536u}) {
     CosimOptions o;
-    o.writer = CosimWriter::pipelined;
     o.num_cqs = cqs;
     o.seed = 11 + cqs;
     o.cqes = 60000;
@@ -271,7 +236,6 @@ TEST_CASE("pipelined lockstep, constrained random at 64, 4,096 and 65,536 CQs: n
 
 TEST_CASE("pipelined lockstep: no output depends on a register or RAM word that reset leaves random") {
   CosimOptions o;
-  o.writer = CosimWriter::pipelined;
   o.cqes = 40000;
   o.rtl_init_seed = 0xC0FFEE;
   CosimReport r = run_cosim(o);
@@ -282,7 +246,6 @@ TEST_CASE("pipelined lockstep: no output depends on a register or RAM word that 
 TEST_CASE("pipelined lockstep catches faults: an owner bit, a late event, a hidden counter, a stream rule broken at the pins") {
   auto faulty = [](auto set) {
     CosimOptions o;
-    o.writer = CosimWriter::pipelined;
     o.cqes = 20000;
     set(o.faults);
     return run_cosim(o);

@@ -463,20 +463,17 @@ TEST_CASE("the VCD writer keeps changes only, in time order, and shows a pulse t
                         "$var wire 1 ! irq $end\n$upscope $end\n") != std::string::npos);
 }
 
-TEST_CASE("hca.cq_writer chooses the C++ model or the Verilated RTL, mirror or pipelined, the RTL needing the 500 MHz clock") {
+TEST_CASE("hca.cq_writer chooses the C++ model or the Verilated RTL of the pipelined writer, the RTL needing the 500 MHz clock") {
   CHECK_FALSE(parse_scenario("", "t.yaml").rtl);
-  CHECK_FALSE(parse_scenario("", "t.yaml").pipelined);
-  // rtl is the pipelined RTL (its former name rtl-pipelined still read); rtl-mirror the first RTL.
-  for (const char* name : {"rtl", "rtl-pipelined"}) {
-    const TrafficOptions pr = parse_scenario(std::string("hca: {cq_writer: ") + name + "}\n", "t.yaml");
-    CHECK((pr.pipelined && pr.rtl));
-  }
-  const TrafficOptions m = parse_scenario("hca: {cq_writer: rtl-mirror}\n", "t.yaml");
-  CHECK((m.rtl && !m.pipelined));
-  const TrafficOptions p = parse_scenario("hca: {cq_writer: pipelined}\n", "t.yaml");
-  CHECK((p.pipelined && !p.rtl));
-  CHECK(error_of("hca: {cq_writer: vhdl}\n") ==
-        "t.yaml:1: key 'hca.cq_writer': 'vhdl' is not model, pipelined, rtl or rtl-mirror");
+  // model and pipelined (its former name) are the C++ model; rtl and rtl-pipelined its RTL.
+  for (const char* name : {"model", "pipelined"})
+    CHECK_FALSE(parse_scenario(std::string("hca: {cq_writer: ") + name + "}\n", "t.yaml").rtl);
+  for (const char* name : {"rtl", "rtl-pipelined"})
+    CHECK(parse_scenario(std::string("hca: {cq_writer: ") + name + "}\n", "t.yaml").rtl);
+  CHECK(error_of("hca: {cq_writer: rtl-mirror}\n") ==
+        "t.yaml:1: key 'hca.cq_writer': 'rtl-mirror' is retired (session 11): the HCA's writer is the pipelined one, "
+        "'model', and its RTL 'rtl'");
+  CHECK(error_of("hca: {cq_writer: vhdl}\n") == "t.yaml:1: key 'hca.cq_writer': 'vhdl' is not model or rtl");
   CHECK(error_of("hca: {cq_writer: rtl-pipelined, clock: 1GHz}\n") ==
         "t.yaml:1: key 'hca.cq_writer': the Verilated RTL is built for 500 cycles per us: with rtl, hca.clock must be "
         "500MHz");

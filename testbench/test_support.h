@@ -115,7 +115,7 @@ inline uint64_t soon(uint64_t ahead = 10) { return sys().cycle() + ahead; }
 // The HCA's CQ writer is the pipelined one (docs/cosim-guide.md, "The contract"): a completion
 // record injected on cycle k is acted on, its CQE stamped, on k + kCompletionActs (it enters the
 // replay buffer, then three stages); an arm, a control or a consumer-index response reaching the
-// writer is acted on 3 cycles after the mirror writer did; an event the action raises is stamped
+// writer on cycle p is acted on on p + 3; an event the action raises is stamped
 // by the EQ engine kEventStamped cycles after it.
 constexpr uint64_t kCompletionActs = 4;
 constexpr uint64_t kEventStamped = 2;

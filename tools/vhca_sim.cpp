@@ -45,8 +45,6 @@ struct Options {
   uint64_t seed = 1;
   bool quiet = false;
   bool rtl = false;  // the Verilated RTL CQ writer inside the HCA (choose_rtl)
-  bool rtl_mirror = false;
-  bool pipelined = false;  // the pipelined CQ writer's C++ model (with --rtl: its RTL)
   vhca::ArmEvent arm_event = vhca::ArmEvent::moderated;
   double wall_limit_s = 0;
 };
@@ -54,9 +52,9 @@ struct Options {
 const char* const kUsage =
                "usage: vhca-sim [traffic] [--qps N] [--cqs N] [--vectors N] [--msg-size BYTES] [--write-fraction F]\n"
                "                [--rate-kmsg K] [--duration-us US] [--depth N] [--cq-size N] [--count N] [--period-us US]\n"
-               "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl|--rtl-mirror]\n"
+               "                [--mode eqe|cqe] [--context softirq|thread|workqueue] [--seed S] [--loss RATE] [--rtl]\n"
                "                [--arm-event moderated|at-arm] [--profile baseline|cx5|cx6] [--fault flip-payload] [--queues]\n"
-               "                [--log CATS] [--wall-limit SECONDS] [--pipelined]\n"
+               "                [--log CATS] [--wall-limit SECONDS]\n"
                "       vhca-sim run SCENARIO.yaml [--set key=value ...] [--json FILE] [--csv FILE] [--trace FILE]\n"
                "                [--vcd FILE] [--fst FILE] [--signals GLOB,...] [--record FILE] [--queues] [--check] [--log CATS]\n"
                "                [--wall-limit SECONDS]\n"
@@ -66,10 +64,10 @@ const char* const kUsage =
                "                (KEY: count, period, mode, policy or a dotted key, list items as name[k])\n"
                "       vhca-sim inject [--cqs N] [--vectors N] [--rate MCQE_PER_S] [--duration-us US] [--cq-size N]\n"
                "                [--count N] [--period-us US] [--mode eqe|cqe] [--context softirq|thread|workqueue]\n"
-               "                [--seed S] [--rtl|--rtl-mirror] [--arm-event moderated|at-arm] [--log CATEGORIES] [--quiet]\n"
-               "                [--wall-limit SECONDS] [--pipelined]\n"
+               "                [--seed S] [--rtl] [--arm-event moderated|at-arm] [--log CATEGORIES] [--quiet]\n"
+               "                [--wall-limit SECONDS]\n"
                "       vhca-sim cosim [--cqes N] [--seed S] [--vcd FILE] [--fst FILE] [--fault owner|late-event]\n"
-               "                [--arm-event moderated|at-arm] [--writer mirror|pipelined] [--cqs 64|4096|65536]\n"
+               "                [--arm-event moderated|at-arm] [--writer pipelined] [--cqs 64|4096|65536]\n"
                "                [--rtl-init-seed S] [--fault unstable-cqe]\n"
                "       vhca-sim soak [--minutes M] [--episodes N] [--seed S] [--no-packet-faults] [--log CATS]\n"
                "                (randomized traffic and verbs with faults, the S29 checker on)\n"
@@ -123,15 +121,11 @@ void require_fst_converter(const std::string& fst) {
   std::exit(0);
 }
 
-// The CQ writer inside both HCAs: --pipelined its pipelined C++ model; --rtl the pipelined RTL (an
-// RTL a hardware team would take, docs/rtl.md) at the default 65,536 CQs, whose C++ twin is
-// --pipelined; --rtl-mirror the first RTL, written as the default model's mirror (at most 62 CQs),
-// kept as the default model's cycle-exact twin.
-void choose_rtl(bool& rtl, bool& pipelined, bool mirror) {
-  if (mirror && rtl) usage("--rtl and --rtl-mirror: choose one");
-  if (mirror && pipelined) usage("--rtl-mirror is the unpipelined RTL: not with --pipelined");
-  if (rtl) pipelined = true;
-  if (mirror) rtl = true;
+// The CQ writer inside both HCAs is the pipelined one: its C++ model, or with --rtl its RTL (an RTL
+// a hardware team would take, docs/rtl.md) at the default 65,536 CQs. --pipelined, which chose the
+// model before it was the default, is still read; the mirror RTL is retired.
+[[noreturn]] void mirror_retired() {
+  usage("--rtl-mirror: the mirror RTL (rtl/cq_writer.v) is retired; the HCA's CQ writer is the pipelined one, and --rtl puts its RTL in the loop");
 }
 
 // Walks argv from `first`, handing each option to `on` with helpers for its value.
@@ -185,7 +179,6 @@ struct ArgWalker {
 };
 
 vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
-  bool mirror = false;
   vhca::TrafficOptions o;
   // The profile first, wherever it stands: every other flag overrides what it sets.
   for (ArgWalker w{argc, argv, first, {}}; w.i < argc; ++w.i) {
@@ -215,8 +208,8 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
     else if (a == "--context") o.context = w.context();
     else if (a == "--seed") o.seed = w.integer(0, UINT64_MAX);
     else if (a == "--rtl") o.rtl = true;
-    else if (a == "--rtl-mirror") mirror = true;
-    else if (a == "--pipelined") o.pipelined = true;
+    else if (a == "--rtl-mirror") mirror_retired();
+    else if (a == "--pipelined") continue;  // the default
     else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--loss") o.link.loss_rate = w.number(0, 0.5);
     else if (a == "--fault") {
@@ -233,7 +226,6 @@ vhca::TrafficOptions parse_traffic(int argc, char** argv, int first) {
       usage("unknown command '" + a + "' (commands: traffic, run, sweep, inject, cosim, serve, soak)");
     else usage("traffic: unknown option " + a);
   }
-  choose_rtl(o.rtl, o.pipelined, mirror);
   return o;
 }
 
@@ -253,8 +245,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--quiet") o.quiet = true;
     else if (a == "--help" || a == "-h") help();
     else if (a == "--rtl") o.rtl = true;
-    else if (a == "--rtl-mirror") o.rtl_mirror = true;
-    else if (a == "--pipelined") o.pipelined = true;
+    else if (a == "--rtl-mirror") mirror_retired();
+    else if (a == "--pipelined") continue;  // the default
     else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--log") enable_log(w.value());
     else if (a == "--mode") o.mode = w.mode();
@@ -262,7 +254,6 @@ Options parse(int argc, char** argv) {
     else if (a == "--wall-limit") o.wall_limit_s = w.number(0.001, 1e7);
     else usage("inject: unknown option " + a);
   }
-  choose_rtl(o.rtl, o.pipelined, o.rtl_mirror);
   return o;
 }
 
@@ -281,9 +272,8 @@ int run_cosim_command(int argc, char** argv) {
     else if (a == "--arm-event") o.arm_event = w.arm_event();
     else if (a == "--writer") {
       const std::string v = w.value();
-      if (v == "mirror") o.writer = vhca::CosimWriter::mirror;
-      else if (v == "pipelined") o.writer = vhca::CosimWriter::pipelined;
-      else usage("--writer: '" + v + "' is neither mirror nor pipelined");
+      if (v == "mirror") usage("--writer mirror: the mirror writer (rtl/cq_writer.v) is retired; the pipelined writer is the HCA's");
+      if (v != "pipelined") usage("--writer: '" + v + "' is not pipelined");
     } else if (a == "--cqs") o.num_cqs = uint32_t(w.integer(2, 65536));
     else if (a == "--rtl-init-seed") o.rtl_init_seed = uint32_t(w.integer(1, UINT32_MAX));
     else if (a == "--fault") {
@@ -297,16 +287,12 @@ int run_cosim_command(int argc, char** argv) {
   if (o.cqes == 0) usage("--cqes must be at least 1");
   require_writable("--vcd", o.vcd);
   require_fst_converter(o.fst);
-  if (o.writer == vhca::CosimWriter::mirror && o.num_cqs != vhca::RtlCqWriter::kRtlNumCqs)
-    usage("--cqs: the mirror writer's RTL is built with 64 CQs (--writer pipelined takes 64, 4096 or 65536)");
-  if (o.writer == vhca::CosimWriter::pipelined) {
-    const auto& sizes = vhca::rtl_pipelined_sizes();
-    if (std::find(sizes.begin(), sizes.end(), o.num_cqs) == sizes.end())
-      usage("--cqs: the pipelined RTL is built with 64, 4096 or 65536 CQs, not " + std::to_string(o.num_cqs));
-  }
+  const auto& sizes = vhca::rtl_pipelined_sizes();
+  if (std::find(sizes.begin(), sizes.end(), o.num_cqs) == sizes.end())
+    usage("--cqs: the pipelined RTL is built with 64, 4096 or 65536 CQs, not " + std::to_string(o.num_cqs));
   const vhca::CosimReport lock = vhca::run_cosim(o);
-  std::printf("vhca-sim cosim: lockstep C++ model vs Verilated RTL CQ writer (%s, %u CQs), seed %llu\n%s",
-              vhca::cosim_writer_name(o.writer), o.num_cqs, static_cast<unsigned long long>(o.seed),
+  std::printf("vhca-sim cosim: lockstep C++ model vs Verilated RTL CQ writer (pipelined, %u CQs), seed %llu\n%s",
+              o.num_cqs, static_cast<unsigned long long>(o.seed),
               lock.summary().c_str());
   if (!lock.vcd_written.empty()) std::printf("waveform around the mismatch: %s\n", lock.vcd_written.c_str());
   if (!lock.fst_written.empty()) std::printf("waveform around the mismatch (FST): %s\n", lock.fst_written.c_str());
@@ -321,10 +307,9 @@ int run_cosim_command(int argc, char** argv) {
   // A deliberate fault that never happened proves nothing: the run is refused rather than passed.
   const uint64_t fault_at = o.faults.flip_owner_at_cqe ? o.faults.flip_owner_at_cqe : o.faults.delay_event_at;
   if (fault_at || o.faults.unstable_cqe_at) {
-    std::fprintf(stderr, "vhca-sim: --fault: the fault was never injected in %llu CQEs (%s); raise --cqes%s\n",
+    std::fprintf(stderr, "vhca-sim: --fault: the fault was never injected in %llu CQEs (%s); raise --cqes\n",
                  static_cast<unsigned long long>(lock.cqes),
-                 o.faults.unstable_cqe_at ? "a CQE must wait at the pins for the third time" : "it comes at the 1,000th CQE or 100th event",
-                 o.faults.unstable_cqe_at && o.writer == vhca::CosimWriter::mirror ? " and use --writer pipelined (the mirror has no skid buffers)" : "");
+                 o.faults.unstable_cqe_at ? "a CQE must wait at the pins for the third time" : "it comes at the 1,000th CQE or 100th event");
     return 2;
   }
   if (!lock.coverage_equal) return 1;
@@ -560,8 +545,6 @@ int sc_main(int argc, char* argv[]) {
 // of receive completions per CQ, Poisson over all of them.
 int run_inject(int argc, char** argv) {
   const Options opt = parse(argc, argv);
-  if (opt.rtl && !opt.pipelined && opt.cqs > 62)
-    usage("--rtl-mirror supports at most 62 CQs per host (--rtl: the pipelined RTL, 65,536 CQs)");
   vhca::TrafficOptions o;
   o.name = "inject";
   o.qps = opt.cqs;
@@ -574,7 +557,6 @@ int run_inject(int argc, char** argv) {
   o.context = opt.context;
   o.seed = opt.seed;
   o.rtl = opt.rtl;
-  o.pipelined = opt.pipelined;
   o.arm_event = opt.arm_event;
   o.workload.sizes = {1024};
   o.workload.write_fraction = 0;

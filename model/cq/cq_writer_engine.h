@@ -1,5 +1,5 @@
 // The CQ writer's ports and the interface its two implementations share: the C++ model
-// (CqWriterCore) and the Verilated RTL (cosim/rtl_cq_writer.h). The SystemC block CqeWriter
+// (CqWriterPipeline) and the Verilated RTL (cosim/rtl_pipelined_writer.h). The SystemC block CqeWriter
 // drives whichever one the configuration selects, one cycle at a time, only on cycles where it
 // can act. The cycle timing both must follow is docs/timing.md.
 #pragma once

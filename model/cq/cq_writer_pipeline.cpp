@@ -39,11 +39,16 @@ bool CqWriterPipeline::act(uint64_t now) {
     return true;
   }
   // The cycles since the last call first. Where nothing is in flight and the wheel is idle they
-  // only count time, up to the edge that begins the next tick: those are skipped at once.
+  // only count time, up to the edge that begins the next tick: those are skipped at once; so are
+  // those of the wheel's clearing sweep after a reset, which only clear its head RAM.
   for (uint64_t c = last_cycle_ + 1; c < now;) {
-    const uint64_t skip = quiet() ? std::min<uint64_t>(now - c, wheel_.edges_before_tick()) : 0;
-    if (skip > 0) {
-      wheel_.skip_idle(uint32_t(skip));
+    const uint64_t to_tick = std::min<uint64_t>(now - c, wheel_.edges_before_tick());
+    if (quiet() && to_tick > 0) {
+      wheel_.skip_idle(uint32_t(to_tick));
+      c += to_tick;
+    } else if (pipeline_empty() && wheel_.sweeping_only() && std::min<uint64_t>(to_tick, wheel_.sweep_edges_left()) > 0) {
+      const uint64_t skip = std::min<uint64_t>(to_tick, wheel_.sweep_edges_left());
+      wheel_.skip_sweep(uint32_t(skip));
       c += skip;
     } else {
       clock(c++);
@@ -54,10 +59,12 @@ bool CqWriterPipeline::act(uint64_t now) {
   return true;
 }
 
-bool CqWriterPipeline::quiet() const {
+bool CqWriterPipeline::pipeline_empty() const {
   return s2_.kind == Kind::none && s3_.kind == Kind::none && replay_.empty() && dma_skid_.empty() &&
-         event_skid_.empty() && ci_skid_.empty() && ins_skid_.empty() && wheel_.idle();
+         event_skid_.empty() && ci_skid_.empty() && ins_skid_.empty();
 }
+
+bool CqWriterPipeline::quiet() const { return pipeline_empty() && wheel_.idle(); }
 
 // Event-driven: with something in flight (or the wheel walking), the next cycle; while the table
 // clears, its end or the next tick (the wheel walks each tick's slot); with timers running, the

@@ -93,6 +93,7 @@ class CqWriterPipeline : public CqWriterCore {
   void expire(uint32_t cqn, uint64_t c);
   void drain_skids(uint64_t c);
   bool holds(uint64_t c) const;
+  bool pipeline_empty() const;  // no item in a stage, the replay buffer or a skid buffer
   bool quiet() const;  // nothing in flight and the wheel idle: a cycle only counts time
   uint64_t cycles_since_reset(uint64_t c) const { return c - first_cycle_; }
   uint32_t tick_of(uint64_t c) const { return uint32_t(cycles_since_reset(c) / cycles_per_us_); }

@@ -1,5 +1,6 @@
 #include "model/cq/timer_wheel.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace vhca {
@@ -103,6 +104,20 @@ void TimerWheel::edge(const Inputs& in) {
     exp_valid_ = false;
   }
   if (go) detach_tick_ = (detach_tick_ + 1) & kTickMask;
+}
+
+void TimerWheel::skip_sweep(uint32_t edges) {
+  if (edges == 0) return;
+  assert(sweeping_only() && edges <= edges_before_tick() && edges <= sweep_edges_left());
+  std::fill(heads_.begin() + sweep_addr_, heads_.begin() + sweep_addr_ + edges, Entry{});
+  sweep_addr_ += edges;
+  if (sweep_addr_ == kSlots) {  // the edge that cleared the last slot ended the sweep
+    sweep_done_ = true;
+    sweep_addr_ = kSlots - 1;
+  }
+  presc_ += edges;
+  late_ = false;
+  wrote_valid_ = false;
 }
 
 void TimerWheel::skip_idle(uint32_t edges) {

@@ -47,6 +47,12 @@ class TimerWheel {
   // `edges` edges of an idle wheel with no input, none of them the one that begins a tick: the
   // state those edges would leave, at once.
   void skip_idle(uint32_t edges);
+  // Clearing its head RAM and nothing else (no insert can be taken, nothing is walked meanwhile).
+  bool sweeping_only() const { return !sweep_done_ && !walk_busy() && !ins0_valid_ && !ins1_valid_; }
+  uint32_t sweep_edges_left() const { return kSlots - sweep_addr_; }
+  // `edges` edges of a wheel that is only sweeping, with no input, none of them the one that begins
+  // a tick and at most sweep_edges_left(): the state those edges would leave, at once.
+  void skip_sweep(uint32_t edges);
 
  private:
   struct Entry {
