@@ -43,13 +43,22 @@ bool CqWriterPipeline::act(uint64_t now) {
   // those of the wheel's clearing sweep after a reset, which only clear its head RAM.
   for (uint64_t c = last_cycle_ + 1; c < now;) {
     const uint64_t to_tick = std::min<uint64_t>(now - c, wheel_.edges_before_tick());
-    if (quiet() && to_tick > 0) {
+    if (quiet() && listed_ == 0 && cycles_per_us_ >= 3) {
+      // No timer listed: the ticks meanwhile only walk empty slots, all of them at once.
+      wheel_.skip_empty(now - c);
+      c = now;
+    } else if (quiet() && to_tick > 0) {
       wheel_.skip_idle(uint32_t(to_tick));
       c += to_tick;
     } else if (pipeline_empty() && wheel_.sweeping_only() && std::min<uint64_t>(to_tick, wheel_.sweep_edges_left()) > 0) {
       const uint64_t skip = std::min<uint64_t>(to_tick, wheel_.sweep_edges_left());
       wheel_.skip_sweep(uint32_t(skip));
       c += skip;
+    } else if (pipeline_empty() && listed_ == 0) {
+      // Nothing in flight and no timer listed: the wheel walks a tick's empty slot, and nothing
+      // else in the pipeline moves (no input is visible before `now`): its edge alone.
+      wheel_.edge(TimerWheel::Inputs{});
+      ++c;
     } else {
       clock(c++);
     }

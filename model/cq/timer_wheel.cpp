@@ -106,6 +106,34 @@ void TimerWheel::edge(const Inputs& in) {
   if (go) detach_tick_ = (detach_tick_ + 1) & kTickMask;
 }
 
+void TimerWheel::skip_empty(uint64_t edges) {
+  assert(idle() && cycles_per_us_ >= 3);
+  const uint64_t total = presc_ + edges;
+  const uint64_t ticks = total / cycles_per_us_;
+  presc_ = uint32_t(total % cycles_per_us_);
+  late_ = wrote_valid_ = false;
+  if (ticks == 0) return;
+  now_ = uint32_t((now_ + ticks) & kTickMask);
+  const uint32_t before = (now_ - 1) & kTickMask;
+  if (ticks >= 2 || presc_ >= 2) {  // a walk ended meanwhile: of the tick before, or of this one
+    head_rdata_ = Entry{};
+    exp_cqn_ = 0;
+    exp_tick_ = presc_ >= 2 ? now_ : before;
+  }
+  if (presc_ == 0) {         // this edge began the tick: its slot is detached on the next
+    detach_tick_ = now_;
+    detaching_ = false;
+  } else if (presc_ == 1) {  // detached on this edge: its (empty) head is read
+    detach_tick_ = (now_ + 1) & kTickMask;
+    detaching_ = true;
+    head_rdata_ = Entry{};
+  } else {                   // walked: nothing offered
+    detach_tick_ = (now_ + 1) & kTickMask;
+    detaching_ = false;
+  }
+  exp_valid_ = false;
+}
+
 void TimerWheel::skip_sweep(uint32_t edges) {
   if (edges == 0) return;
   assert(sweeping_only() && edges <= edges_before_tick() && edges <= sweep_edges_left());

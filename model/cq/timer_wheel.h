@@ -47,6 +47,10 @@ class TimerWheel {
   // `edges` edges of an idle wheel with no input, none of them the one that begins a tick: the
   // state those edges would leave, at once.
   void skip_idle(uint32_t edges);
+  // `edges` edges of an idle wheel whose lists are all empty, with no input: each tick begun
+  // meanwhile has its slot detached and walked, found empty (two edges into the tick). The state
+  // those edges would leave, at once (a tick of at least 3 cycles).
+  void skip_empty(uint64_t edges);
   // Clearing its head RAM and nothing else (no insert can be taken, nothing is walked meanwhile).
   bool sweeping_only() const { return !sweep_done_ && !walk_busy() && !ins0_valid_ && !ins1_valid_; }
   uint32_t sweep_edges_left() const { return kSlots - sweep_addr_; }
