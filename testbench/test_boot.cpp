@@ -38,10 +38,11 @@ TEST_CASE("event-driven: no HCA block runs on idle cycles") {
     // enters the replay buffer (k+1), is selected, read, acted on (k+4) and leaves the skid buffer
     // (k+5). The CQ is disarmed, so no timer runs after it.
     std::vector<uint64_t> acted;
-    sys().hca.cq.on_acted.add([&](uint64_t c) { acted.push_back(c); });
+    const size_t watch = sys().hca.cq.on_acted.add([&](uint64_t c) { acted.push_back(c); });
     const uint64_t k = soon();
     sys().hca.inject(recv_record(cq->cqn, 2), k);
     wait_us(50);
+    sys().hca.cq.on_acted.remove(watch);  // `acted` ends with this body
     CHECK(sys().hca.cq.activations() - writer == 5);
     CHECK(acted == std::vector<uint64_t>{k + 1, k + 2, k + 3, k + 4, k + 5});
   });
