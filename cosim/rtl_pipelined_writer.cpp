@@ -17,6 +17,7 @@
 #include <deque>
 #include <stdexcept>
 
+#include "model/cq/timer_wheel.h"
 #include "model/regs/tables.h"
 
 namespace vhca {
@@ -88,17 +89,18 @@ class RtlPipelined final : public RtlEngine {
     return true;
   }
   bool holds_outputs() const override { return true; }
-  uint64_t clearing_cycles() const override { return std::max<uint64_t>(cfg_.num_cqs, 8192); }
+  // As the C++ model's (the RTL is Verilated with CYCLES_PER_US = 500; the wheel has kSlots heads).
+  uint64_t clearing_cycles() const override { return std::max<uint64_t>(cfg_.num_cqs, TimerWheel::kSlots); }
   uint64_t period_end_cycle(uint64_t start, uint32_t period_us) const override {
-    return first_cycle_ + ((start - first_cycle_) / 500 + period_us) * 500;
+    return tick_start((start - first_cycle_) / kCyclesPerUs + period_us);
   }
 
   // As CqWriterPipeline::next_cycle, from the pins: o_busy (something in flight, or the wheel
   // walking), o_ready (the table and wheel cleared), o_timers (a timer running).
   uint64_t next_cycle(uint64_t now) override {
     if (!started_ || top_->o_busy || delayed_event_pending_) return now + 1;
-    const uint64_t tick = first_cycle_ + ((now - first_cycle_) / 500 + 1) * 500;
-    if (!top_->o_ready) return std::min<uint64_t>(first_cycle_ + std::max<uint64_t>(cfg_.num_cqs, 8192), tick);
+    const uint64_t tick = tick_start((now - first_cycle_) / kCyclesPerUs + 1);
+    if (!top_->o_ready) return std::min<uint64_t>(first_cycle_ + clearing_cycles(), tick);
     const uint64_t next = next_input_cycle(now, false, UINT64_MAX);
     return top_->o_timers ? std::min(next, tick) : next;
   }
@@ -231,6 +233,8 @@ class RtlPipelined final : public RtlEngine {
   uint64_t trace_from_ = 0, trace_to_ = 0;
   RtlFaults faults_;
   bool started_ = false;
+  static constexpr uint64_t kCyclesPerUs = 500;
+  uint64_t tick_start(uint64_t tick) const { return first_cycle_ + tick * kCyclesPerUs; }  // its first cycle
   uint64_t first_cycle_ = 0, last_cycle_ = 0;
   uint64_t cqes_seen_ = 0, events_seen_ = 0, evals_ = 0;
   PerCqCounts counts_;

@@ -317,10 +317,6 @@ bool CqWriterCore::qualifies(const CqContext& cq, const CompletionRecord& r) con
   return cq.state == CqState::armed_solicited ? r.solicited() : armed(cq);
 }
 
-uint64_t CqWriterCore::period_cycles(const CqContext& cq) const {
-  return uint64_t(std::llround(double(cq.cfg.mod_period) * clock_mhz_));
-}
-
 // S12. A qualifying CQE on an armed CQ counts; the event fires on the count threshold, or when
 // the period has passed since its start (EQE mode: the last event; CQE mode: the last CQE). With
 // neither threshold set the event fires at once.

@@ -36,9 +36,7 @@ class CqWriterCore : public CqWriterEngine {
   // The deadline of the period that began at cq.timer_start (non-zero), and whether it has passed.
   virtual uint64_t period_deadline(const CqContext& cq) const { return cq.timer_start + period_cycles(cq); }
   // Exactly the period's length after its start.
-  uint64_t period_end_cycle(uint64_t start, uint32_t period_us) const override {
-    return start + uint64_t(std::llround(double(period_us) * clock_mhz_));
-  }
+  uint64_t period_end_cycle(uint64_t start, uint32_t period_us) const override { return start + cycles_of_us(period_us); }
   virtual bool deadline_passed(uint64_t deadline, uint64_t now) const { return deadline <= now; }
   virtual void start_timer(CqContext& cq, uint32_t cqn, uint64_t deadline);
 
@@ -66,7 +64,8 @@ class CqWriterCore : public CqWriterEngine {
   void timer_due(CqContext& cq, uint32_t cqn, uint64_t now);
   bool armed(const CqContext& cq) const;
   bool qualifies(const CqContext& cq, const CompletionRecord& r) const;
-  uint64_t period_cycles(const CqContext& cq) const;
+  uint64_t period_cycles(const CqContext& cq) const { return cycles_of_us(cq.cfg.mod_period); }
+  uint64_t cycles_of_us(uint32_t us) const { return uint64_t(std::llround(double(us) * clock_mhz_)); }
 
   double clock_mhz_;
   PagedTable<CqContext> table_;  // grows with the CQs used

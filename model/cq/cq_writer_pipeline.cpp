@@ -54,11 +54,6 @@ bool CqWriterPipeline::act(uint64_t now) {
       const uint64_t skip = std::min<uint64_t>(to_tick, wheel_.sweep_edges_left());
       wheel_.skip_sweep(uint32_t(skip));
       c += skip;
-    } else if (pipeline_empty() && listed_ == 0) {
-      // Nothing in flight and no timer listed: the wheel walks a tick's empty slot, and nothing
-      // else in the pipeline moves (no input is visible before `now`): its edge alone.
-      wheel_.edge(TimerWheel::Inputs{});
-      ++c;
     } else {
       clock(c++);
     }
@@ -81,7 +76,7 @@ bool CqWriterPipeline::quiet() const { return pipeline_empty() && wheel_.idle();
 // count time. RtlPipelined::next_cycle (cosim/rtl_pipelined_writer.cpp) wakes on the same cycles.
 uint64_t CqWriterPipeline::next_cycle(uint64_t now) {
   if (!started_ || !quiet()) return now + 1;
-  const uint64_t tick = first_cycle_ + (uint64_t(tick_of(now)) + 1) * cycles_per_us_;
+  const uint64_t tick = tick_start(tick_of(now) + 1);
   const uint64_t ready_at = first_cycle_ + clearing_cycles();
   if (now + 1 < ready_at) return std::min(ready_at, tick);
   const uint64_t next = next_input_cycle(now, false, UINT64_MAX);
@@ -214,7 +209,7 @@ void CqWriterPipeline::expire(uint32_t cqn, uint64_t c) {
 }
 
 uint64_t CqWriterPipeline::period_end_cycle(uint64_t start, uint32_t period_us) const {
-  return first_cycle_ + (uint64_t(tick_of(start)) + period_us) * cycles_per_us_;
+  return tick_start(uint64_t(tick_of(start)) + period_us);
 }
 
 // A period of P microseconds ends on the P-th tick after the one it began in, as a hardware timer

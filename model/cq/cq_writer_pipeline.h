@@ -18,7 +18,7 @@
 // - Outputs leave through skid buffers (registered ready); stage 3 holds, and the stages behind it
 //   with it, when any skid buffer it may need is full.
 // - Moderation periods run on a microsecond tick; a running timer is an entry in the timing wheel
-//   (TimerWheel), its deadline the first tick at or after the exact one. An expiry whose deadline
+//   (TimerWheel), its deadline the P-th tick after the one its period began in. An expiry whose deadline
 //   has moved later (CQE mode) re-inserts the CQ instead of firing.
 // - CQE timestamps are the device's cycle on which stage 3 acts (the RTL samples the device's
 //   cycle count, i_timestamp). After a reset the context table and the wheel clear themselves
@@ -97,6 +97,7 @@ class CqWriterPipeline : public CqWriterCore {
   bool quiet() const;  // nothing in flight and the wheel idle: a cycle only counts time
   uint64_t cycles_since_reset(uint64_t c) const { return c - first_cycle_; }
   uint32_t tick_of(uint64_t c) const { return uint32_t(cycles_since_reset(c) / cycles_per_us_); }
+  uint64_t tick_start(uint64_t tick) const { return first_cycle_ + tick * cycles_per_us_; }  // its first cycle
 
   uint32_t cycles_per_us_;
   bool started_ = false;
