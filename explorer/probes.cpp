@@ -46,7 +46,9 @@ std::string check_vcd_signals(const TrafficOptions& o) {
 
 void Probes::Samples::add(const sc_core::sc_time& posted, const sc_core::sc_time& visible) {
   to_cqe_ns.push_back((visible - posted).to_seconds() * 1e9);
-  to_handler_ns.push_back((sc_core::sc_time_stamp() - posted).to_seconds() * 1e9);
+  // The done callback's moment: a callback running in a step of kernel work sees the CPU time the
+  // step charged before it.
+  to_handler_ns.push_back((CpuCore::local_time() - posted).to_seconds() * 1e9);
 }
 
 LatencyStats Probes::Samples::stats() {

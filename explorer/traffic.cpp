@@ -360,7 +360,7 @@ class TrafficRun {
     if (!pingpong(q)) return;
     if (h == 1) {
       send_pong(q, *m, addr);
-    } else if (sc_core::sc_time_stamp() < end_) {
+    } else if (CpuCore::local_time() < end_) {
       arrive(q, sqwqe::kSend, m->size);
     }
   }
@@ -368,7 +368,7 @@ class TrafficRun {
   // Host 1 echoes a ping from the buffer it landed in (read by the HCA before the slot is
   // reused: the next ping on this QP waits for this pong).
   void send_pong(int q, const Message& ping, uint64_t addr) {
-    pongs_.push_back(Message{q, ping.seq, sqwqe::kSend, ping.size, ping.posted, {}, sc_core::sc_time_stamp()});
+    pongs_.push_back(Message{q, ping.seq, sqwqe::kSend, ping.size, ping.posted, {}, CpuCore::local_time()});
     Message& pong = pongs_.back();
     pong.done.done = [this, p = &pong](IbCq& cq, const Wc& wc) {
       const sc_time visible = probes_.claim_cqe(1, cq.cq->cqn);
@@ -389,7 +389,7 @@ class TrafficRun {
   // An arrival on QP q of host 0: recorded (for --record) and posted; refused if its send queue is full.
   void arrive(int q, uint8_t opcode, uint32_t size) {
     if (!o_.record_path.empty())
-      record_.push_back(TracedArrival{uint64_t(std::llround((sc_core::sc_time_stamp() - start_).to_seconds() * 1e12)), q,
+      record_.push_back(TracedArrival{uint64_t(std::llround((CpuCore::local_time() - start_).to_seconds() * 1e12)), q,
                                       opcode, size});
     if (workload_of(q).inject_cqes)
       inject_completion(q, size);
@@ -400,7 +400,7 @@ class TrafficRun {
   // A completion record for QP q's receive queue, injected into its CQ on host 0 now: it takes the
   // CQ writer's input like a transport completion would, then moderation, EQ, MSI-X and polling.
   void inject_completion(int q, uint32_t size) {
-    messages_.push_back(Message{q, next_seq_[size_t(q)]++, kInjected, size, sc_core::sc_time_stamp(), {}, {}});
+    messages_.push_back(Message{q, next_seq_[size_t(q)]++, kInjected, size, CpuCore::local_time(), {}, {}});
     Message& m = messages_.back();
     m.done.done = [this, mp = &m](IbCq& cq, const Wc& wc) { on_injected_done(*mp, cq, wc); };
     pool_[0]->track(m.done);
@@ -454,7 +454,7 @@ class TrafficRun {
     if (next_seq_[size_t(q)] - next_done_[size_t(q)] >= uint64_t(o_.depth) ||
         slot_in_check_[slot_index(q, next_seq_[size_t(q)])])
       return false;
-    messages_.push_back(Message{q, next_seq_[size_t(q)]++, opcode, size, sc_core::sc_time_stamp(), {}, {}});
+    messages_.push_back(Message{q, next_seq_[size_t(q)]++, opcode, size, CpuCore::local_time(), {}, {}});
     Message& m = messages_.back();
     const uint64_t off = slot_offset(q, m.seq);
     if (opcode != sqwqe::kRdmaRead) {

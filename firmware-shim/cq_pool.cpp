@@ -15,10 +15,17 @@ const char* poll_context_name(PollContext c) {
 }
 
 Poller::Poller(HostCpu& cpu, CpuContext ctx, uint32_t core, sc_core::sc_time latency, const CqPoolConfig& cfg,
-               std::function<int(IbCq&, int, CpuContext)> process)
-    : cpu_(cpu), ctx_(ctx), core_(core), latency_(latency), cfg_(cfg), process_(std::move(process)) {
-  sc_core::sc_spawn_options opts;
-  sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name("poller"), &opts);
+               Hooks hooks)
+    : cpu_(cpu), latency_(latency), cfg_(cfg), hooks_(std::move(hooks)), batch_(size_t(cfg.batch)) {
+  if (cpu.cores() == 0) lane_ = cpu.make_lane(std::string("poller_") + context_name(ctx));
+  where_ = lane_ ? lane_.get() : &cpu.core(core);
+  task_.ctx = ctx;
+  // Work scheduled while its last step's time was being served: the task goes on at once.
+  task_.done = [this] {
+    task_.next = [this] { run(); };
+    if (!queue_.empty()) cpu_.start(task_, *where_);
+  };
+  task_.next = [this] { run(); };
 }
 
 void Poller::detach(IbCq& cq) {
@@ -39,50 +46,82 @@ void Poller::schedule(IbCq& cq) {
   }
   cq.queued = true;
   queue_.push_back(&cq);
-  work_.notify(latency_);
+  if (!task_.queued) cpu_.start(task_, *where_, latency_);  // else its turns reach this CQ
+}
+
+void Poller::run() {
+  ++runs_;
+  begin_turn();
 }
 
 // Round-robin over the CQs with pending work, one budget per turn. A CQ that used its whole
 // budget goes to the back of the queue; one that drained is re-armed, and polled again if the
 // re-arm reports missed events.
-void Poller::run() {
-  cpu_.bind_current(core_, ctx_);
-  for (;;) {
-    while (queue_.empty()) sc_core::wait(work_);
-    ++runs_;
-    while (!queue_.empty()) {
-      IbCq* cq = queue_.front();
-      queue_.pop_front();
-      cq->kicked = false;
-      ++cq->turns;
-      current_ = cq;
-      int n = process_(*cq, cfg_.budget, ctx_);
-      current_ = nullptr;
-      turn_done_.notify(sc_core::SC_ZERO_TIME);
-      if (!cq->poller) continue;  // detached while we polled it
-      if (n >= cfg_.budget) {
-        queue_.push_back(cq);
-        continue;
-      }
-      ++cq->rearms;
-      current_ = cq;
-      const int missed = verbs::req_notify_cq(*cq->cq, kNotifyNext | kReportMissedEvents, ctx_);
-      current_ = nullptr;
-      turn_done_.notify(sc_core::SC_ZERO_TIME);
-      if (!cq->poller) continue;
-      if (missed > 0) {
-        ++cq->missed_events;
-        queue_.push_back(cq);
-        continue;
-      }
-      if (cq->kicked) {  // its event came during this turn: the re-arm may have been stale
-        ++cq->kicked_turns;
-        queue_.push_back(cq);
-        continue;
-      }
+void Poller::begin_turn() {
+  if (queue_.empty()) return;  // the task ends
+  IbCq* cq = queue_.front();
+  queue_.pop_front();
+  cq->kicked = false;
+  ++cq->turns;
+  turn_ = current_ = cq;
+  turn_began_ = sc_core::sc_time_stamp();
+  turn_polled_ = 0;
+  poll_step();
+}
+
+void Poller::poll_step() {
+  batch_size_ = hooks_.poll(*turn_, std::min(cfg_.batch, cfg_.budget - turn_polled_), task_.ctx, batch_.data());
+  if (batch_size_ <= 0)
+    cpu_.then([this] { end_polling(); });
+  else
+    cpu_.then([this] { deliver_step(0); });
+}
+
+void Poller::deliver_step(int i) {
+  hooks_.deliver(*turn_, batch_[size_t(i)]);
+  if (i + 1 < batch_size_) {
+    cpu_.then([this, i] { deliver_step(i + 1); });
+    return;
+  }
+  turn_polled_ += batch_size_;
+  if (turn_polled_ < cfg_.budget)
+    cpu_.then([this] { poll_step(); });
+  else
+    cpu_.then([this] { end_polling(); });
+}
+
+void Poller::end_polling() {
+  IbCq* cq = turn_;
+  hooks_.polled(*cq, turn_began_, turn_polled_);
+  current_ = nullptr;
+  turn_done_.notify(sc_core::SC_ZERO_TIME);
+  if (!cq->poller) return begin_turn();  // detached while we polled it
+  if (turn_polled_ >= cfg_.budget) {
+    queue_.push_back(cq);
+    return begin_turn();
+  }
+  ++cq->rearms;
+  current_ = cq;
+  const int missed = verbs::req_notify_cq(*cq->cq, kNotifyNext | kReportMissedEvents, task_.ctx);
+  cpu_.then([this, missed] { after_rearm(missed); });
+}
+
+void Poller::after_rearm(int missed) {
+  IbCq* cq = turn_;
+  current_ = nullptr;
+  turn_done_.notify(sc_core::SC_ZERO_TIME);
+  if (cq->poller) {
+    if (missed > 0) {
+      ++cq->missed_events;
+      queue_.push_back(cq);
+    } else if (cq->kicked) {  // its event came during this turn: the re-arm may have been stale
+      ++cq->kicked_turns;
+      queue_.push_back(cq);
+    } else {
       cq->queued = false;
     }
   }
+  begin_turn();
 }
 
 CqPool::CqPool(Driver& dev, const CqPoolConfig& cfg) : dev_(dev), cfg_(cfg) {}
@@ -91,13 +130,17 @@ CqPool::~CqPool() = default;
 Poller& CqPool::poller_for(PollContext ctx, uint32_t vector) {
   HostCpu& cpu = dev_.cpu();
   const HostCpuConfig& c = cpu.config();
-  auto proc = [this](IbCq& cq, int budget, CpuContext cc) { return process(cq, budget, cc); };
+  Poller::Hooks hooks{[](IbCq& cq, int n, CpuContext cc, Wc* out) { return verbs::poll_cq(*cq.cq, n, out, cc); },
+                      [this](IbCq& cq, const Wc& wc) { deliver(cq, wc); },
+                      [this](IbCq& cq, const sc_core::sc_time& begin, int n) {
+                        cq.completions += uint64_t(n);
+                        on_poll_done(cq, begin, n);
+                      }};
   // Polling runs on the core that takes the vector's interrupt (Linux raises the softirq and
   // queues the work on the CPU that took the IRQ).
   const uint32_t core = cpu.core_of_vector(dev_.host_vector_of(vector));
   if (ctx == PollContext::thread) {  // one kthread per CQ
-    own_pollers_.push_back(
-        std::make_unique<Poller>(cpu, CpuContext::thread, core, c.thread_latency, cfg_, proc));
+    own_pollers_.push_back(std::make_unique<Poller>(cpu, CpuContext::thread, core, c.thread_latency, cfg_, hooks));
     return *own_pollers_.back();
   }
   // softirq: one poll list per vector (per CPU in Linux); workqueue: one shared worker, or one per
@@ -107,8 +150,8 @@ Poller& CqPool::poller_for(PollContext ctx, uint32_t vector) {
   auto& slot = shared_pollers_[key];
   if (!slot) {
     slot = ctx == PollContext::softirq
-               ? std::make_unique<Poller>(cpu, CpuContext::softirq, core, c.softirq_latency, cfg_, proc)
-               : std::make_unique<Poller>(cpu, CpuContext::workqueue, core, c.workqueue_latency, cfg_, proc);
+               ? std::make_unique<Poller>(cpu, CpuContext::softirq, core, c.softirq_latency, cfg_, hooks)
+               : std::make_unique<Poller>(cpu, CpuContext::workqueue, core, c.workqueue_latency, cfg_, hooks);
   }
   return *slot;
 }
@@ -179,6 +222,18 @@ int CqPool::free_cq(IbCq* ib) {
 
 int CqPool::process_cq_direct(IbCq& cq, int budget) { return process(cq, budget, CpuContext::app); }
 
+// A completion's done callback, if its wr_id names one registered: a stray wr_id is reported.
+void CqPool::deliver(IbCq& ib, const Wc& wc) {
+  auto* done = reinterpret_cast<CqeDone*>(wc.wr_id);
+  if (!live_.count(done) || !done->done) {
+    ++unknown_wr_ids_;
+    log::error("CQ {}: completion with wr_id {:#x} names no registered CqeDone: not dispatched", ib.cq->cqn, wc.wr_id);
+    return;
+  }
+  done->done(ib, wc);
+}
+
+// The direct context (a thread: the caller's own): the same polling, each charge waited for.
 int CqPool::process(IbCq& ib, int budget, CpuContext ctx) {
   const sc_core::sc_time begin = sc_core::sc_time_stamp();
   std::vector<Wc> wcs(size_t(cfg_.batch));
@@ -186,16 +241,7 @@ int CqPool::process(IbCq& ib, int budget, CpuContext ctx) {
   while (completed < budget) {
     int n = verbs::poll_cq(*ib.cq, std::min(cfg_.batch, budget - completed), wcs.data(), ctx);
     if (n <= 0) break;
-    for (int i = 0; i < n; ++i) {
-      auto* done = reinterpret_cast<CqeDone*>(wcs[size_t(i)].wr_id);
-      if (!live_.count(done) || !done->done) {
-        ++unknown_wr_ids_;
-        log::error("CQ {}: completion with wr_id {:#x} names no registered CqeDone: not dispatched", ib.cq->cqn,
-                   wcs[size_t(i)].wr_id);
-        continue;
-      }
-      done->done(ib, wcs[size_t(i)]);
-    }
+    for (int i = 0; i < n; ++i) deliver(ib, wcs[size_t(i)]);
     completed += n;
   }
   ib.completions += uint64_t(completed);

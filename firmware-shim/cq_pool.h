@@ -50,27 +50,52 @@ struct CqPoolConfig {
   int batch = 16;       // CQEs per poll_cq call (IB_POLL_BATCH)
 };
 
+// A polling context (a softirq poll list, a kthread, a workqueue worker) as kernel work: a task
+// on its core (or its own lane on a host without cores), without a thread. Each turn polls one CQ
+// in batches, a step per poll and per done callback (each runs once the CPU time charged before it
+// has been served), then re-arms it.
+// A polling context (a softirq poll list, a kthread, a workqueue worker) as kernel work: a task
+// on its core (or its own lane on a host without cores), without a thread. Each turn polls one CQ
+// in batches of up to `batch`, a step per poll and per done callback (each runs once the CPU time
+// charged before it has been served), until `budget` CQEs or an empty poll; then it re-arms the
+// CQ, or puts it back in the queue.
 class Poller {
  public:
-  // `core`: where it runs on a host with cores (HostCpu::bind_current).
-  Poller(HostCpu& cpu, CpuContext ctx, uint32_t core, sc_core::sc_time latency, const CqPoolConfig& cfg,
-         std::function<int(IbCq&, int, CpuContext)> process);
-  void schedule(IbCq& cq);  // from the completion handler (hard-IRQ)
-  // Take a CQ out of this poller before it is freed: waits while the poller is polling it.
+  struct Hooks {
+    std::function<int(IbCq&, int n, CpuContext, Wc* out)> poll;      // poll_cq of at most n CQEs
+    std::function<void(IbCq&, const Wc&)> deliver;                   // one completion's done callback
+    std::function<void(IbCq&, const sc_core::sc_time&, int)> polled;  // (CQ, when the turn began, CQEs polled)
+  };
+  // `core`: where it runs on a host with cores.
+  Poller(HostCpu& cpu, CpuContext ctx, uint32_t core, sc_core::sc_time latency, const CqPoolConfig& cfg, Hooks hooks);
+  void schedule(IbCq& cq);  // from the completion handler: the poller runs `latency` later if idle
+  // Take a CQ out of this poller before it is freed (from a thread): waits while the poller is
+  // polling it.
   void detach(IbCq& cq);
   uint64_t runs() const { return runs_; }
 
  private:
-  void run();
+  void run();                 // the task's first step
+  void begin_turn();          // the next CQ of the queue, or the end of the task
+  void poll_step();           // one batch
+  void deliver_step(int i);   // the batch's completion i
+  void end_polling();         // budget used or CQ drained: re-arm, or back in the queue
+  void after_rearm(int missed);
+
   HostCpu& cpu_;
-  CpuContext ctx_;
-  uint32_t core_;
   sc_core::sc_time latency_;
   CqPoolConfig cfg_;
-  std::function<int(IbCq&, int, CpuContext)> process_;
+  Hooks hooks_;
+  std::unique_ptr<CpuCore> lane_;  // a host without cores: this context's own
+  CpuCore* where_;
+  CpuWork task_;
   std::deque<IbCq*> queue_;
-  IbCq* current_ = nullptr;
-  sc_core::sc_event work_;
+  IbCq* turn_ = nullptr;     // the CQ of this turn
+  IbCq* current_ = nullptr;  // the CQ being polled or re-armed (detach waits for it)
+  sc_core::sc_time turn_began_;
+  int turn_polled_ = 0;
+  std::vector<Wc> batch_;
+  int batch_size_ = 0;
   sc_core::sc_event turn_done_;
   uint64_t runs_ = 0;
 };
@@ -102,6 +127,7 @@ class CqPool {
 
  private:
   int process(IbCq& cq, int budget, CpuContext ctx);
+  void deliver(IbCq& cq, const Wc& wc);
   void dim_event(IbCq& cq);
   Poller& poller_for(PollContext ctx, uint32_t vector);
 

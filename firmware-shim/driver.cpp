@@ -103,9 +103,7 @@ CommandResult Driver::boot() {
     eqs_.push_back(eq);
   }
   for (size_t i = 0; i < eqs_.size(); ++i) {
-    cpu_.set_irq_handler(eqs_[i].vector, [this, i] {
-      if (booted_ && i < eqs_.size()) handle_eq(eqs_[i]);  // a late interrupt from before a reboot is ignored
-    });
+    cpu_.set_irq_handler(eqs_[i].vector, [this, i] { handle_eq(i); });
     cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eqs_[i].eqn << 24 | 0);  // arm with ci 0
   }
   booted_ = true;
@@ -221,19 +219,26 @@ Cq* Driver::find_cq(uint32_t cqn) const {
   return it == cqs_.end() ? nullptr : it->second;
 }
 
-// Hard-IRQ handler of one EQ: consume every valid EQE, dispatch it, then update the consumer
-// index and re-arm in one doorbell (arm-once: the next EQE interrupts again).
-void Driver::handle_eq(Eq& eq) {
-  uint8_t e[eqe::kSize];
-  for (;;) {
-    cpu_.read(eq.base + uint64_t(eq.ci & ((1u << eq.log_size) - 1)) * eqe::kSize, e, eqe::kSize);
-    if (get_field(e, eqe::owner) != ((eq.ci >> eq.log_size) & 1)) break;
-    cpu_.charge(CpuContext::hardirq, cpu_.config().eqe_cost);
-    eq.ci = (eq.ci + 1) & 0xFFFFFF;
-    ++eqes_handled_;
-    dispatch(e);
+// Hard-IRQ handler of one EQ, a step per EQE (kernel work, firmware-shim/cpu_core.h): each step
+// reads the EQE at the consumer index and charges its cost; the next step dispatches it, then
+// reads the next. The step that finds no valid EQE updates the consumer index and re-arms in one
+// doorbell (arm-once: the next EQE interrupts again). A reboot under the handler ends it.
+void Driver::handle_eq(size_t index) {
+  if (!booted_ || index >= eqs_.size()) return;  // a late interrupt from before a reboot is ignored
+  Eq& eq = eqs_[index];
+  std::array<uint8_t, eqe::kSize> e;
+  cpu_.read(eq.base + uint64_t(eq.ci & ((1u << eq.log_size) - 1)) * eqe::kSize, e.data(), eqe::kSize);
+  if (get_field(e.data(), eqe::owner) != ((eq.ci >> eq.log_size) & 1)) {
+    cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eq.eqn << 24 | eq.ci, CpuContext::hardirq);
+    return;
   }
-  cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eq.eqn << 24 | eq.ci, CpuContext::hardirq);
+  cpu_.charge(CpuContext::hardirq, cpu_.config().eqe_cost);
+  eq.ci = (eq.ci + 1) & 0xFFFFFF;
+  ++eqes_handled_;
+  cpu_.then([this, index, e] {
+    dispatch(e.data());
+    handle_eq(index);
+  });
 }
 
 void Driver::dispatch(const uint8_t* e) {

@@ -1,7 +1,8 @@
 // The host driver core: boots the HCA (reset, init segment checks, command interface, QUERY_CAP,
 // INIT, MSI-X, async and completion EQs, interrupt handlers), executes commands, and dispatches
-// events from EQs to CQs and to the async event handler. All calls run in SystemC threads on the
-// modelled host CPU. Verbs live in verbs.h, the kernel-style CQ abstraction in cq_pool.h.
+// events from EQs to CQs and to the async event handler. Calls run in SystemC threads on the
+// modelled host CPU (the application's); the interrupt handlers run as kernel work on its cores.
+// Verbs live in verbs.h, the kernel-style CQ abstraction in cq_pool.h.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -129,7 +130,7 @@ class Driver {
   CommandResult fail_local(const std::string& what);
   CommandResult create_eq(uint32_t vector, uint8_t log_size, uint32_t mask, Eq& eq);
   void program_msix(uint32_t vector);
-  void handle_eq(Eq& eq);
+  void handle_eq(size_t index);
   void recover_eq_overrun(uint32_t eqn);
   void dispatch(const uint8_t* eqe);
   bool wait_ready();

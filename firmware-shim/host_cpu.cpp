@@ -9,39 +9,34 @@
 
 namespace vhca {
 
-const char* context_name(CpuContext c) {
-  switch (c) {
-    case CpuContext::hardirq: return "hardirq";
-    case CpuContext::softirq: return "softirq";
-    case CpuContext::thread: return "thread";
-    case CpuContext::workqueue: return "workqueue";
-    case CpuContext::app: return "app";
-  }
-  return "?";
-}
-
-namespace {
-// A core's priority levels: hard IRQ over softirq over every thread (kthreads, workers, the
-// application).
-int level_of(CpuContext c) {
-  return c == CpuContext::hardirq ? 0 : c == CpuContext::softirq ? 1 : 2;
-}
-}  // namespace
-
-HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg)
-    : sc_module(name), cfg_(cfg), cores_(cfg.cores) {
+HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) : sc_module(name), cfg_(cfg) {
   mem.register_invalidate_direct_mem_ptr(this, &HostCpu::invalidate_dmi);
-  if (cores_.empty()) {
-    SC_THREAD(irq_thread);
-    return;
-  }
-  for (uint32_t k = 0; k < cores(); ++k)
-    sc_core::sc_spawn([this, k] { core_irq_thread(k); }, sc_core::sc_gen_unique_name("core_irq"));
+  for (uint32_t k = 0; k < cfg.cores; ++k)
+    cores_.push_back(std::make_unique<CpuCore>("core", preemptions_, [this](const DeferredWrite& w) {
+      mmio_issue(w.offset, w.data.data(), w.len);
+    }));
+  if (cores_.empty()) irq_lane_ = make_lane("hardirq");
+  irq_queues_.resize(std::max<size_t>(1, cores_.size()));
+  for (size_t k = 0; k < irq_queues_.size(); ++k) irq_queues_[k].where = cores_.empty() ? irq_lane_.get() : cores_[k].get();
+  SC_METHOD(issue_held_writes);
+  sensitive << held_write_;
+  dont_initialize();
+}
+
+std::unique_ptr<CpuCore> HostCpu::make_lane(const std::string& name) {
+  return std::make_unique<CpuCore>(name, lane_preemptions_,
+                                   [this](const DeferredWrite& w) { mmio_issue(w.offset, w.data.data(), w.len); });
 }
 
 uint32_t HostCpu::core_of_vector(uint32_t host_vector) const {
   if (cores_.empty() || host_vector == 0) return 0;
   return (host_vector - 1) % cores();
+}
+
+uint64_t HostCpu::core_activations() const {
+  uint64_t n = irq_lane_ ? irq_lane_->activations() : 0;
+  for (const auto& c : cores_) n += c->activations();
+  return n;
 }
 
 void HostCpu::bind_current(uint32_t core, CpuContext ctx) {
@@ -93,7 +88,7 @@ void HostCpu::write(uint64_t addr, const void* src, uint32_t len) {
   }
 }
 
-bool HostCpu::mmio_access(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len) {
+bool HostCpu::mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len) {
   tlm::tlm_generic_payload tx;
   tx.set_command(cmd);
   tx.set_address(offset);
@@ -101,120 +96,159 @@ bool HostCpu::mmio_access(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, 
   tx.set_data_length(len);
   tx.set_streaming_width(len);
   tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  if (cmd == tlm::TLM_WRITE_COMMAND && mmio_credits.size())
-    while (!mmio_credits->can_post(len)) sc_core::wait(mmio_credits->returned_event());
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   mmio->b_transport(tx, delay);
   return tx.is_response_ok();
 }
 
-bool HostCpu::mmio_write32(uint64_t offset, uint32_t value, CpuContext ctx) {
+// A posted write: charged first (its cost comes before it leaves). A step's write is issued by
+// its core once the step's time up to it has been served; a thread's now that its charge is.
+bool HostCpu::mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx) {
   charge(ctx, cfg_.mmio_write_cost);
-  return mmio_access(tlm::TLM_WRITE_COMMAND, offset, reinterpret_cast<uint8_t*>(&value), 4);
+  if (CpuWork* step = CpuCore::stepping()) {
+    DeferredWrite w;
+    if (len > w.data.size()) throw std::logic_error(fmt::format("host CPU: an MMIO write of {} bytes", len));
+    w.at = step->remaining;
+    w.offset = offset;
+    w.len = len;
+    std::memcpy(w.data.data(), data, len);
+    step->writes.push_back(w);
+    return true;  // a posted write's errors are reported where it lands
+  }
+  // A thread stalls while its store buffer holds writes or the link has no credits.
+  for (;;) {
+    if (!held_writes_.empty())
+      sc_core::wait(writes_drained_);
+    else if (mmio_credits.size() && !mmio_credits->can_post(len))
+      sc_core::wait(mmio_credits->returned_event());
+    else
+      break;
+  }
+  return mmio_transport(tlm::TLM_WRITE_COMMAND, offset, const_cast<uint8_t*>(data), len);
+}
+
+// Kernel work cannot wait: a write the link has no credits for waits in the store buffer, in order.
+bool HostCpu::mmio_issue(uint64_t offset, const uint8_t* data, unsigned len) {
+  if (held_writes_.empty() && (!mmio_credits.size() || mmio_credits->can_post(len)))
+    return mmio_transport(tlm::TLM_WRITE_COMMAND, offset, const_cast<uint8_t*>(data), len);
+  held_writes_.push_back(HeldWrite{offset, std::vector<uint8_t>(data, data + len)});
+  held_write_.notify(sc_core::SC_ZERO_TIME);
+  return true;
+}
+
+// The store buffer drains in order as the link's credits return.
+void HostCpu::issue_held_writes() {
+  while (!held_writes_.empty()) {
+    HeldWrite& w = held_writes_.front();
+    if (mmio_credits.size() && !mmio_credits->can_post(w.data.size())) {
+      next_trigger(mmio_credits->returned_event());
+      return;
+    }
+    mmio_transport(tlm::TLM_WRITE_COMMAND, w.offset, w.data.data(), unsigned(w.data.size()));
+    held_writes_.pop_front();
+  }
+  writes_drained_.notify();
+}
+
+bool HostCpu::mmio_write32(uint64_t offset, uint32_t value, CpuContext ctx) {
+  return mmio_post(offset, reinterpret_cast<const uint8_t*>(&value), 4, ctx);
 }
 
 bool HostCpu::mmio_write64(uint64_t offset, uint64_t value, CpuContext ctx) {
-  charge(ctx, cfg_.mmio_write_cost);
-  return mmio_access(tlm::TLM_WRITE_COMMAND, offset, reinterpret_cast<uint8_t*>(&value), 8);
+  return mmio_post(offset, reinterpret_cast<const uint8_t*>(&value), 8, ctx);
 }
 
 bool HostCpu::mmio_write_block(uint64_t offset, const void* data, unsigned len, CpuContext ctx) {
-  charge(ctx, cfg_.mmio_write_cost);
-  // A write's data is only read by its target (TLM's payload pointer is not const): no copy.
-  return mmio_access(tlm::TLM_WRITE_COMMAND, offset, const_cast<uint8_t*>(static_cast<const uint8_t*>(data)), len);
+  return mmio_post(offset, static_cast<const uint8_t*>(data), len, ctx);
 }
 
 bool HostCpu::mmio_read32(uint64_t offset, uint32_t& value) {
-  return mmio_access(tlm::TLM_READ_COMMAND, offset, reinterpret_cast<uint8_t*>(&value), 4);
+  if (in_step())
+    throw std::logic_error("host CPU: an MMIO read from kernel work (a step cannot wait for the round trip)");
+  return mmio_transport(tlm::TLM_READ_COMMAND, offset, reinterpret_cast<uint8_t*>(&value), 4);
 }
 
 void HostCpu::raise(uint32_t vector) {
-  IrqQueue& q = cores_.empty() ? irqs_ : cores_[core_of_vector(vector)].irqs;
-  q.pending.push_back({sc_core::sc_time_stamp() + cfg_.irq_delivery, vector});
-  q.raised.notify(sc_core::SC_ZERO_TIME);
+  IrqQueue& q = irq_queues_[cores_.empty() ? 0 : core_of_vector(vector)];
+  q.irqs.emplace_back();
+  Irq& irq = q.irqs.back();
+  irq.ctx = CpuContext::hardirq;
+  irq.vector = vector;
+  irq.next = [this, &irq] { take_irq(irq); };
+  irq.done = [this, &q] { finish_irq(q); };
+  q.where->submit(irq, sc_core::sc_time_stamp() + cfg_.irq_delivery);
 }
 
 void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler) { handlers_[vector] = std::move(handler); }
 
-// One hard-IRQ context: interrupts are taken in arrival order, one handler at a time.
-void HostCpu::irq_thread() { take_irqs(irqs_); }
-
-// A core's hard-IRQ context: its vectors' interrupts, preempting what runs there.
-void HostCpu::core_irq_thread(uint32_t core) {
-  bind_current(core, CpuContext::hardirq);
-  take_irqs(cores_[core].irqs);
-}
-
-void HostCpu::take_irqs(IrqQueue& q) {
-  for (;;) {
-    while (q.pending.empty()) sc_core::wait(q.raised);
-    const Pending p = q.pending.front();
-    q.pending.pop_front();
-    if (p.due > sc_core::sc_time_stamp()) sc_core::wait(p.due - sc_core::sc_time_stamp());
-    take_irq(p);
-  }
-}
-
-void HostCpu::take_irq(const Pending& p) {
+// Taken when its context is free (arrival order): the entry costs handler_entry, then the handler
+// runs, a step of its own that may go on with then().
+void HostCpu::take_irq(Irq& irq) {
   ++interrupts_;
-  ++vector_interrupts_[p.vector];
-  auto it = handlers_.find(p.vector);
-  if (it == handlers_.end()) {
-    log::error("host: interrupt on vector {} with no handler", p.vector);
+  ++vector_interrupts_[irq.vector];
+  if (!handlers_.count(irq.vector)) {
+    log::error("host: interrupt on vector {} with no handler", irq.vector);
     return;
   }
-  log::write(log::Cat::irq, "host: handler for vector {} runs", p.vector);
-  const sc_core::sc_time begin = sc_core::sc_time_stamp();
+  log::write(log::Cat::irq, "host: handler for vector {} runs", irq.vector);
+  irq.handled = true;
+  irq.begin = sc_core::sc_time_stamp();
   charge(CpuContext::hardirq, cfg_.handler_entry);
-  it->second();
-  on_handler_done(p.vector, begin);
+  then([this, vector = irq.vector] { handlers_.at(vector)(); });
 }
 
-// `t` of `ctx` work on a core: it runs while no higher level runs there and no other context of
-// its own level does; a higher level starting preempts it (the rest waits until that is done).
-void HostCpu::run_on_core(uint32_t core, CpuContext ctx, sc_core::sc_time t) {
-  Core& c = cores_[core];
-  const int level = level_of(ctx);
-  auto blocked = [&c, level] {
-    for (int l = 0; l <= level; ++l)
-      if (c.running[l]) return true;
-    return false;
-  };
-  while (t > sc_core::SC_ZERO_TIME) {
-    while (blocked()) sc_core::wait(c.changed);
-    c.running[level] = true;
-    c.since[level] = sc_core::sc_time_stamp();
-    c.ctx[level] = ctx;
-    for (int l = level + 1; l < kLevels; ++l)
-      if (c.running[l]) {
-        ++preemptions_;
-        c.preempt[l].notify();
-      }
-    sc_core::wait(t, c.preempt[level]);
-    const sc_core::sc_time used = sc_core::sc_time_stamp() - c.since[level];
-    c.busy[int(ctx)] += used;
-    t -= used;
-    c.running[level] = false;
-    c.changed.notify(sc_core::SC_ZERO_TIME);
-  }
+void HostCpu::finish_irq(IrqQueue& q) {
+  const Irq& irq = q.irqs.front();
+  if (irq.handled) on_handler_done(irq.vector, irq.begin);
+  q.irqs.pop_front();
 }
 
-void HostCpu::charge(CpuContext ctx, const sc_core::sc_time& t) {
-  if (!cores_.empty()) {
-    const Binding* b = binding();
-    if (t != sc_core::SC_ZERO_TIME) {
-      if (b)
-        run_on_core(b->core, b->ctx, t);
-      else
-        run_on_core(app_core(), ctx == CpuContext::hardirq ? CpuContext::hardirq : CpuContext::app, t);
-    }
-    return;
-  }
+void HostCpu::start(CpuWork& w, CpuCore& where, const sc_core::sc_time& after) {
+  where.submit(w, sc_core::sc_time_stamp() + after);
+}
+
+void HostCpu::then(std::function<void()> step) {
+  CpuWork* w = CpuCore::stepping();
+  if (!w) throw std::logic_error("host CPU: then() outside a step of kernel work");
+  w->next = std::move(step);
+}
+
+void HostCpu::note_busy(CpuContext ctx, const sc_core::sc_time& t) {
   busy_[int(ctx)] += t;
   Instant& i = charged_now_[int(ctx)];
   if (i.at != sc_core::sc_time_stamp()) i = {sc_core::sc_time_stamp(), sc_core::SC_ZERO_TIME};
   i.sum += t;
-  if (t != sc_core::SC_ZERO_TIME) sc_core::wait(t);
+}
+
+// A thread's charge on a core: the core serves it at the context's level (preemptibly) and wakes
+// the thread when it is done.
+void HostCpu::serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_time& t) {
+  sc_core::sc_event served;
+  CpuWork w;
+  w.ctx = ctx;
+  w.remaining = t;
+  w.served = &served;
+  w.owner = sc_core::sc_get_current_process_handle().get_process_object();
+  cores_[core]->submit(w, sc_core::sc_time_stamp());
+  sc_core::wait(served);
+}
+
+void HostCpu::charge(CpuContext ctx, const sc_core::sc_time& t) {
+  if (CpuWork* step = CpuCore::stepping()) {  // kernel work: its core serves the step's time after it
+    step->remaining += t;
+    if (cores_.empty()) note_busy(ctx, t);
+    return;
+  }
+  if (t == sc_core::SC_ZERO_TIME) return;
+  if (!cores_.empty()) {
+    if (const Binding* b = binding())
+      serve_on_core(b->core, b->ctx, t);
+    else
+      serve_on_core(app_core(), ctx == CpuContext::hardirq ? CpuContext::hardirq : CpuContext::app, t);
+    return;
+  }
+  note_busy(ctx, t);
+  sc_core::wait(t);
 }
 
 void HostCpu::begin_polling(CpuContext ctx, const sc_core::sc_time& interval) {
@@ -224,16 +258,6 @@ void HostCpu::begin_polling(CpuContext ctx, const sc_core::sc_time& interval) {
 void HostCpu::end_polling(uint64_t polls) {
   polling_.active = false;
   busy_[int(polling_.ctx)] += polling_.interval * double(polls);
-}
-
-// Work that starts at this very instant is not counted yet, whichever of the threads that run
-// at this instant asks first: a snapshot taken at a window's edge is the same for any order.
-sc_core::sc_time HostCpu::core_busy(uint32_t core, CpuContext ctx) const {
-  const Core& c = cores_.at(core);
-  sc_core::sc_time t = c.busy[int(ctx)];
-  for (int l = 0; l < kLevels; ++l)  // the segment running now, up to now
-    if (c.running[l] && c.ctx[l] == ctx) t += sc_core::sc_time_stamp() - c.since[l];
-  return t;
 }
 
 sc_core::sc_time HostCpu::busy(CpuContext ctx) const {

@@ -1,19 +1,27 @@
-// The modelled host CPU the driver runs on. Driver code runs in SystemC threads; the CPU model
-// supplies MMIO (through the PCIe link), host memory access (DMI), interrupt delivery (MSI write
-// landed -> handler entry after irq_delivery, handlers serialized in one hard-IRQ context) and
-// the cost of each kind of work, charged as simulated time in the context doing it and summed
-// per context so that CPU time is measurable.
+// The modelled host CPU the driver runs on: MMIO (through the PCIe link), host memory access
+// (DMI), interrupt delivery (MSI write landed -> the hard IRQ is taken irq_delivery later) and the
+// cost of each kind of work, charged as simulated CPU time.
+//
+// The host is event-driven (firmware-shim/cpu_core.h): kernel work — interrupt handlers, the
+// polling loops of softirq, kthread and workqueue contexts — runs as tasks on cores, a step at a
+// time, without a thread; only the application (and rare kernel work that must wait for a
+// command) runs in SystemC threads, whose charges the cores serve. On a host with cores, a core
+// runs one context of each priority at a time and a hard IRQ preempts softirq and thread work; on
+// a host without cores every context runs in parallel and only hard IRQs are serialised.
 #pragma once
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
+#include <string>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <unordered_map>
 #include <vector>
 
+#include "firmware-shim/cpu_core.h"
 #include "model/common/observers.h"
 #include "tlm/pcie_credits.h"
 
@@ -39,15 +47,11 @@ struct HostCpuConfig {
   uint32_t cores = 0;
 };
 
-enum class CpuContext : uint8_t { hardirq, softirq, thread, workqueue, app };
-constexpr int kCpuContexts = 5;
-const char* context_name(CpuContext c);
-
 class HostCpu : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<HostCpu> mmio{"mmio"};  // to the PCIe link (downstream)
-  // The downstream link's credits: a posted MMIO write waits for them (the CPU stalls, as a core
-  // does when its write-combining buffers cannot drain). Unbound: no limit.
+  // The downstream link's credits: a posted MMIO write waits for them (as a core's write-combining
+  // buffers wait to drain). Unbound: no limit.
   sc_core::sc_port<PcieCreditIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND> mmio_credits{"mmio_credits"};
   tlm_utils::simple_initiator_socket<HostCpu> mem{"mem"};    // to the host router
 
@@ -59,16 +63,21 @@ class HostCpu : public sc_core::sc_module {
   void read(uint64_t addr, void* dst, uint32_t len);
   void write(uint64_t addr, const void* src, uint32_t len);
 
-  // MMIO to BAR0. Writes are posted; a read blocks the calling thread for the round trip.
-  // Each returns the TLM status so the driver can see an error response.
+  // MMIO to BAR0. Writes are posted and leave once the CPU time charged before them has been
+  // served: a thread waits for it; a step of kernel work goes on, and its core issues the write at
+  // that point of the step's time (DeferredWrite). A write that finds no link credits waits in the
+  // CPU's store buffer, and later writes queue behind it. A read (threads only) blocks for the round trip. Each returns
+  // the TLM status so the driver can see an error response.
   bool mmio_write32(uint64_t offset, uint32_t value, CpuContext ctx = CpuContext::app);
   bool mmio_write64(uint64_t offset, uint64_t value, CpuContext ctx = CpuContext::app);
   bool mmio_read32(uint64_t offset, uint32_t& value);
   // A block of `len` bytes in one posted write (write-combined MMIO: a BlueFlame WQE).
   bool mmio_write_block(uint64_t offset, const void* data, unsigned len, CpuContext ctx = CpuContext::app);
 
-  // Interrupts: the MSI sink calls raise(); the handler for that host vector runs in the
-  // hard-IRQ thread irq_delivery later.
+  // Interrupts: the MSI sink calls raise(); the hard IRQ for that host vector is taken
+  // irq_delivery later, on the vector's core (or the host's one hard-IRQ context), in arrival
+  // order: a step of handler_entry, then the handler, as kernel work (its steps may continue with
+  // then()).
   void raise(uint32_t vector);
   void set_irq_handler(uint32_t vector, std::function<void()> handler);
   uint64_t interrupts() const { return interrupts_; }
@@ -80,15 +89,28 @@ class HostCpu : public sc_core::sc_module {
   // Observation: a hard-IRQ handler ran for `vector` from `begin` to now (timelines).
   Observers<uint32_t, const sc_core::sc_time&> on_handler_done;  // (vector, when the handler began)
 
-  // Spend `t` of CPU time in context `ctx` (the calling thread advances by t).
+  // Spend `t` of CPU time in context `ctx`: in a step of kernel work, the step's time grows; in a
+  // thread, the thread waits until the time has been served.
   void charge(CpuContext ctx, const sc_core::sc_time& t);
+  // Kernel work (see CpuWork): `w` becomes ready on `where` `after` from now, and its steps run
+  // there at its context's level. In a step, then() names the task's next step, which runs once
+  // the CPU time the step charged has been served.
+  void start(CpuWork& w, CpuCore& where, const sc_core::sc_time& after = sc_core::SC_ZERO_TIME);
+  void then(std::function<void()> step);
+  bool in_step() const { return CpuCore::stepping() != nullptr; }
+  // Now as the running code sees it (CpuCore::local_time): in a step, after what it has charged.
+  sc_core::sc_time local_time() const { return CpuCore::local_time(); }
+  // Where kernel work runs: core k of a host with cores; on a host without cores a context takes
+  // a lane of its own (make_lane), so that contexts run in parallel.
+  CpuCore& core(uint32_t k) { return *cores_.at(k); }
+  std::unique_ptr<CpuCore> make_lane(const std::string& name);
   // A polling loop that charges `interval` of `ctx` at each poll, from now, without waking for
   // the polls it knows will fail: busy() counts each poll's charge from the instant the poll
   // happens, as if the loop had woken for it; end_polling() settles the `polls` that failed.
   void begin_polling(CpuContext ctx, const sc_core::sc_time& interval);
   void end_polling(uint64_t polls);
   // CPU time charged in `ctx` by work that started before the current instant, so that a
-  // snapshot at a window's edge does not depend on which thread SystemC runs first there.
+  // snapshot at a window's edge does not depend on which process SystemC runs first there.
   sc_core::sc_time busy(CpuContext ctx) const;
   sc_core::sc_time busy_total() const;
 
@@ -96,50 +118,46 @@ class HostCpu : public sc_core::sc_module {
   uint32_t cores() const { return uint32_t(cores_.size()); }
   uint32_t core_of_vector(uint32_t host_vector) const;
   uint32_t app_core() const { return cores_.empty() ? 0 : cores() - 1; }
-  // The calling SystemC process runs `ctx` work on `core` from now on: its charges occupy that
-  // core at that context's priority, whatever context they name (a done callback that posts a
-  // send from a softirq poller does softirq work). Without cores: nothing to do.
+  // The calling SystemC thread runs `ctx` work on `core` from now on: its charges occupy that
+  // core at that context's priority, whatever context they name. Without cores: nothing to do.
   void bind_current(uint32_t core, CpuContext ctx);
   void unbind_current();  // before a bound process ends (its object's address may be reused)
   // CPU time core `core` spent in `ctx` before now (as busy()), and times a context was preempted.
-  sc_core::sc_time core_busy(uint32_t core, CpuContext ctx) const;
+  sc_core::sc_time core_busy(uint32_t core, CpuContext ctx) const { return cores_.at(core)->busy(ctx); }
   uint64_t preemptions() const { return preemptions_; }
+  // Kernel activations of the host's cores and lanes so far (the benchmark's host-side count).
+  uint64_t core_activations() const;
 
  private:
-  struct Pending {
-    sc_core::sc_time due;
-    uint32_t vector;
+  // A hard IRQ from the moment it is raised until its handler's last step has been served.
+  struct Irq : CpuWork {
+    uint32_t vector = 0;
+    sc_core::sc_time begin;
+    bool handled = false;
   };
-  // Interrupts raised and not yet taken, for one hard-IRQ context (the host's, or a core's).
+  // Interrupts raised and not yet finished, for one hard-IRQ context (the host's, or a core's).
   struct IrqQueue {
-    std::deque<Pending> pending;
-    sc_core::sc_event raised;
-  };
-  // A core: at most one context of each priority level runs on it at once, and only the highest
-  // level with work runs (hard IRQ 0, softirq 1, threads 2).
-  static constexpr int kLevels = 3;
-  struct Core {
-    bool running[kLevels] = {};
-    sc_core::sc_time since[kLevels];  // when the running segment began
-    CpuContext ctx[kLevels] = {};
-    sc_core::sc_event changed;         // a level stopped running
-    sc_core::sc_event preempt[kLevels];
-    sc_core::sc_time busy[kCpuContexts];
-    IrqQueue irqs;
+    std::deque<Irq> irqs;  // in arrival order: each finishes before the next is taken
+    CpuCore* where = nullptr;
   };
   struct Binding {
     uint32_t core;
     CpuContext ctx;
   };
-  void irq_thread();
-  void core_irq_thread(uint32_t core);
-  // A hard-IRQ context's loop: its interrupts in arrival order, each taken when due.
-  [[noreturn]] void take_irqs(IrqQueue& q);
-  // Takes one hard IRQ due at p.due (the caller has waited for it) and runs its handler.
-  void take_irq(const Pending& p);
-  void run_on_core(uint32_t core, CpuContext ctx, sc_core::sc_time t);
+  // A posted MMIO write waiting for link credits (or behind one that is).
+  struct HeldWrite {
+    uint64_t offset;
+    std::vector<uint8_t> data;
+  };
+  void take_irq(Irq& irq);  // the first step of a hard IRQ
+  void finish_irq(IrqQueue& q);
   const Binding* binding() const;
-  bool mmio_access(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len);
+  void note_busy(CpuContext ctx, const sc_core::sc_time& t);  // a host without cores: busy() by context
+  void serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_time& t);  // a thread's charge
+  bool mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx);
+  bool mmio_issue(uint64_t offset, const uint8_t* data, unsigned len);  // now, or into the store buffer
+  bool mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len);
+  void issue_held_writes();
   uint8_t* dmi_pointer(uint64_t addr);
   void invalidate_dmi(sc_dt::uint64, sc_dt::uint64) {
     dmi_pages_.clear();
@@ -147,7 +165,6 @@ class HostCpu : public sc_core::sc_module {
   }
 
   HostCpuConfig cfg_;
-  IrqQueue irqs_;  // the host's one hard-IRQ context when it has no cores
   std::map<uint32_t, std::function<void()>> handlers_;
   std::map<uint64_t, uint8_t*> dmi_pages_;
   uint64_t last_page_ = UINT64_MAX;  // the page of the last access, and its DMI pointer
@@ -164,9 +181,13 @@ class HostCpu : public sc_core::sc_module {
   } polling_;
   uint64_t interrupts_ = 0;
   std::map<uint32_t, uint64_t> vector_interrupts_;
-  std::vector<Core> cores_;
-  std::unordered_map<const sc_core::sc_object*, Binding> bindings_;  // process -> its core
-  uint64_t preemptions_ = 0;
+  uint64_t preemptions_ = 0, lane_preemptions_ = 0;
+  std::vector<std::unique_ptr<CpuCore>> cores_;
+  std::unique_ptr<CpuCore> irq_lane_;  // the hard-IRQ context of a host without cores
+  std::vector<IrqQueue> irq_queues_;   // one per core, or the lane's
+  std::unordered_map<const sc_core::sc_object*, Binding> bindings_;  // thread -> its core
+  std::deque<HeldWrite> held_writes_;
+  sc_core::sc_event held_write_, writes_drained_;
 };
 
 }  // namespace vhca

@@ -1,7 +1,8 @@
 // A host with cores (HostCpuConfig::cores): a core runs one context of each priority at a time,
 // a hard IRQ preempts softirq and thread work on its core and delays it by exactly its own
 // length, other cores are not disturbed, contexts of one kind take turns, and per-core busy time
-// never exceeds the time that passed.
+// never exceeds the time that passed. Kernel work runs on the cores without a thread, a step at a
+// time, and its MMIO writes leave where its charged time puts them.
 #include "testbench/test_support.h"
 
 namespace vhca::test {
@@ -106,5 +107,50 @@ TEST_CASE("two contexts of one kind on one core take turns: busy time never exce
     CHECK(std::min(first, second) == t0 + sc_time(3, SC_US));
     CHECK(cpu.core_busy(1, CpuContext::thread) - busy0 == sc_time(6, SC_US));
     CHECK(cpu.core_busy(1, CpuContext::thread) - busy0 <= sc_core::sc_time_stamp() - t0);
+  });
+}
+
+namespace {
+// Downstream bytes the PCIe link has put on the wire: an MMIO write adds to them the moment the
+// CPU issues it (nothing else crosses downstream in these tests).
+uint64_t down_bytes() { return sys().link.bytes_on_wire(false); }
+}  // namespace
+
+TEST_CASE("kernel work runs a step at a time without a thread, and a hard IRQ that preempts it delays its MMIO write and its end by exactly the handler's length") {
+  sys().run([] {
+    HostCpu& cpu = sys().cpu;
+    cpu.set_irq_handler(kCore0Vector, [] {});  // a hard IRQ of handler_entry alone
+    const sc_time t0 = sc_core::sc_time_stamp(), entry = cpu.config().handler_entry;
+    const uint64_t preempted = cpu.preemptions(), bytes0 = down_bytes();
+    const sc_time busy0 = cpu.core_busy(0, CpuContext::softirq);
+    sc_time second_step;
+    bool in_thread = true;
+    CpuWork work;
+    work.ctx = CpuContext::softirq;
+    work.next = [&] {
+      in_thread = sc_core::sc_get_current_process_handle().proc_kind() == sc_core::SC_THREAD_PROC_;
+      uint32_t version = 0;  // a step cannot wait for a read's round trip
+      CHECK_THROWS_AS(cpu.mmio_read32(Driver::offset_of(reg::version), version), std::logic_error);
+      cpu.charge(CpuContext::softirq, sc_time(2, SC_US));
+      CHECK(cpu.local_time() == t0 + sc_time(2, SC_US));
+      cpu.mmio_write32(Driver::offset_of(reg::msix_data, 5), 5, CpuContext::softirq);  // leaves 2.01 us of CPU time in
+      cpu.charge(CpuContext::softirq, sc_time(1, SC_US));
+      cpu.then([&] { second_step = sc_core::sc_time_stamp(); });
+    };
+    cpu.start(work, cpu.core(0));
+    sc_core::sc_spawn([&] {
+      sc_core::wait(sc_time(500, SC_NS));
+      cpu.raise(kCore0Vector);  // taken at 1.5 us, on core 0: preempts the softirq work for `entry`
+    });
+    const sc_time write_due = t0 + sc_time(2010, SC_NS) + entry;
+    sc_core::wait(write_due - sc_time(1, SC_NS) - sc_core::sc_time_stamp());
+    CHECK(down_bytes() == bytes0);
+    wait_us(0.002);
+    CHECK(down_bytes() > bytes0);
+    wait_us(2);
+    CHECK_FALSE(in_thread);
+    CHECK(second_step == t0 + sc_time(3010, SC_NS) + entry);
+    CHECK(cpu.preemptions() == preempted + 1);
+    CHECK(cpu.core_busy(0, CpuContext::softirq) - busy0 == sc_time(3010, SC_NS));
   });
 }

@@ -1,0 +1,176 @@
+#include "firmware-shim/cpu_core.h"
+
+#include <algorithm>
+
+namespace vhca {
+
+CpuWork* CpuCore::stepping_ = nullptr;
+
+const char* context_name(CpuContext c) {
+  switch (c) {
+    case CpuContext::hardirq: return "hardirq";
+    case CpuContext::softirq: return "softirq";
+    case CpuContext::thread: return "thread";
+    case CpuContext::workqueue: return "workqueue";
+    case CpuContext::app: return "app";
+  }
+  return "?";
+}
+
+int level_of(CpuContext c) { return c == CpuContext::hardirq ? 0 : c == CpuContext::softirq ? 1 : 2; }
+
+CpuCore::CpuCore(const std::string& name, uint64_t& preemptions, std::function<void(const DeferredWrite&)> issue)
+    : preemptions_(preemptions), issue_(std::move(issue)) {
+  sc_core::sc_spawn_options opts;
+  opts.spawn_method();
+  opts.dont_initialize();
+  opts.set_sensitivity(&wake_);
+  sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name(name.c_str()), &opts);
+}
+
+void CpuCore::submit(CpuWork& w, const sc_core::sc_time& at) {
+  w.queued = true;
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (at <= now) {
+    ready_[level_of(w.ctx)].push_back(&w);
+    if (!in_run_) wake_.notify(sc_core::SC_ZERO_TIME);  // inside run(), its loop takes it
+    return;
+  }
+  auto it = arrivals_.end();  // arrivals come mostly in time order: search from the back
+  while (it != arrivals_.begin() && std::prev(it)->at > at) --it;
+  arrivals_.insert(it, Arrival{at, &w});
+  if (!in_run_) wake_.notify(at - now);  // sc_event keeps the earliest notification
+}
+
+sc_core::sc_time CpuCore::busy(CpuContext ctx) const {
+  sc_core::sc_time t = busy_[int(ctx)];
+  if (active_ >= 0 && held_[active_]->ctx == ctx) t += sc_core::sc_time_stamp() - since_;
+  return t;
+}
+
+void CpuCore::run() {
+  ++activations_;
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  in_run_ = true;
+  settle(now);
+  admit(now);
+  if (reserved_owner_) {  // the delta cycle after a thread's charge ended: its next charge goes first
+    std::deque<CpuWork*>& q = ready_[reserved_level_];
+    auto it = std::find_if(q.begin(), q.end(), [this](const CpuWork* w) { return w->owner == reserved_owner_; });
+    if (it != q.end() && it != q.begin()) {
+      CpuWork* w = *it;
+      q.erase(it);
+      q.push_front(w);
+    }
+    reserved_owner_ = nullptr;
+    reserved_level_ = -1;
+  }
+  dispatch(now);
+  in_run_ = false;
+  schedule_wake(now);
+}
+
+void CpuCore::settle(const sc_core::sc_time& now) {
+  if (active_ < 0) return;
+  CpuWork& w = *held_[active_];
+  const sc_core::sc_time served = std::min(now - since_, w.remaining);
+  w.remaining -= served;
+  busy_[int(w.ctx)] += served;
+  since_ = now;
+  issue_due_writes(w);
+}
+
+void CpuCore::issue_due_writes(CpuWork& w) {
+  if (w.writes_issued == w.writes.size()) return;
+  const sc_core::sc_time served = w.served_in_step();
+  while (w.writes_issued < w.writes.size() && w.writes[w.writes_issued].at <= served) issue_(w.writes[w.writes_issued++]);
+}
+
+void CpuCore::admit(const sc_core::sc_time& now) {
+  while (!arrivals_.empty() && arrivals_.front().at <= now) {
+    CpuWork* w = arrivals_.front().work;
+    arrivals_.pop_front();
+    ready_[level_of(w->ctx)].push_back(w);
+  }
+}
+
+int CpuCore::top_level() const {
+  const int limit = reserved_owner_ ? reserved_level_ : kLevels;  // a reservation holds its level and below
+  for (int l = 0; l < limit; ++l)
+    if (held_[l] || !ready_[l].empty()) return l;
+  return -1;
+}
+
+void CpuCore::dispatch(const sc_core::sc_time& now) {
+  for (;;) {
+    if (active_ >= 0 && held_[active_]->remaining == sc_core::SC_ZERO_TIME) {
+      advance(active_);
+      continue;
+    }
+    const int level = top_level();
+    if (level < 0) {
+      active_ = -1;
+      return;
+    }
+    if (!held_[level]) {
+      held_[level] = ready_[level].front();
+      ready_[level].pop_front();
+    }
+    if (active_ > level) ++preemptions_;  // a lower level, with time still owed, loses the core
+    active_ = level;
+    since_ = now;
+    if (held_[level]->remaining != sc_core::SC_ZERO_TIME) return;  // served from now on
+  }
+}
+
+void CpuCore::advance(int level) {
+  CpuWork& w = *held_[level];
+  if (w.next) {
+    std::function<void()> step = std::move(w.next);
+    w.next = nullptr;
+    w.writes.clear();
+    w.writes_issued = 0;
+    stepping_ = &w;
+    step();
+    stepping_ = nullptr;
+    w.step_total = w.remaining;
+    issue_due_writes(w);  // those made before any charge
+    return;
+  }
+  held_[level] = nullptr;
+  active_ = -1;
+  w.queued = false;
+  if (w.served) {
+    // The thread goes on in this evaluation phase; if it charges again at once, that charge goes
+    // before other work of its level (a delta cycle later), as a thread keeps its CPU until it blocks.
+    w.served->notify();
+    bool waiting = false;
+    for (int l = level; l < kLevels; ++l) waiting |= held_[l] || !ready_[l].empty();
+    if (waiting) {
+      reserved_owner_ = w.owner;
+      reserved_level_ = level;
+    }
+  }
+  if (w.done) {
+    std::function<void()> done = w.done;  // it may free `w` or start it again
+    done();
+  }
+}
+
+void CpuCore::schedule_wake(const sc_core::sc_time& now) {
+  if (reserved_owner_) {
+    wake_.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
+  sc_core::sc_time next = sc_core::sc_max_time();
+  if (active_ >= 0) {
+    const CpuWork& w = *held_[active_];
+    sc_core::sc_time left = w.remaining;  // to the step's end, or to its next write
+    if (w.writes_issued < w.writes.size()) left = std::min(left, w.writes[w.writes_issued].at - w.served_in_step());
+    next = now + left;
+  }
+  if (!arrivals_.empty()) next = std::min(next, arrivals_.front().at);
+  if (next != sc_core::sc_max_time()) wake_.notify(next - now);
+}
+
+}  // namespace vhca

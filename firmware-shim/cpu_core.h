@@ -1,0 +1,117 @@
+// A core of the modelled host CPU as an event-driven state machine. Work runs on it at three
+// priority levels — hard IRQ over softirq over threads (kthreads, workqueue workers, the
+// application) — one piece of work per level at a time; the highest level with work runs, a
+// higher level arriving preempts a lower one, which resumes where it stopped. One SC_METHOD,
+// woken only when work arrives or the running segment ends: no thread per context.
+//
+// Work is either kernel work (an interrupt handler, a polling loop: a task advanced a step at a
+// time by the core, without a thread) or the CPU time a thread charges (the thread waits for it).
+// A step runs at one instant; the CPU time it charges is served after it (preemptibly), then the
+// task's next step runs. On a host without cores each kernel context has a core of its own (a
+// lane), so contexts run in parallel.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <systemc>
+#include <vector>
+
+namespace vhca {
+
+enum class CpuContext : uint8_t { hardirq, softirq, thread, workqueue, app };
+constexpr int kCpuContexts = 5;
+const char* context_name(CpuContext c);
+// A core's priority level of a context: hard IRQ 0, softirq 1, every thread 2.
+int level_of(CpuContext c);
+
+// A posted MMIO write made in a step: it leaves once the CPU time the step charged before it has
+// been served (as from a thread that waits for each charge), later if the step is preempted.
+struct DeferredWrite {
+  sc_core::sc_time at;  // CPU time into the step
+  uint64_t offset = 0;
+  uint32_t len = 0;
+  std::array<uint8_t, 128> data{};  // up to a BlueFlame WQE
+};
+
+// Something that wants CPU time on a core.
+struct CpuWork {
+  CpuContext ctx = CpuContext::app;  // its level, and whose busy time it is
+  sc_core::sc_time remaining;        // CPU time owed before what follows runs
+  // Kernel work: its next step (empty: the task ends once `remaining` is served), and what runs
+  // when it has ended. A step names the one after it with HostCpu::then().
+  std::function<void()> next;
+  std::function<void()> done;
+  // A thread's charge: notified once `remaining` is served; `owner` is the thread, which keeps its
+  // level through charges it makes back to back (a thread runs until it blocks).
+  sc_core::sc_event* served = nullptr;
+  const void* owner = nullptr;
+  bool queued = false;  // on a core: arriving, ready or running
+  // The current step's CPU time and its MMIO writes (DeferredWrite), issued in order as it is served.
+  sc_core::sc_time step_total;
+  std::vector<DeferredWrite> writes;
+  size_t writes_issued = 0;
+  sc_core::sc_time served_in_step() const { return step_total - remaining; }
+};
+
+class CpuCore {
+ public:
+  static constexpr int kLevels = 3;
+  // `preemptions` counts the times a level lost the core to a higher one (shared by a host's cores).
+  // `issue` posts a step's MMIO write when it is due.
+  CpuCore(const std::string& name, uint64_t& preemptions, std::function<void(const DeferredWrite&)> issue);
+  CpuCore(const CpuCore&) = delete;
+  CpuCore& operator=(const CpuCore&) = delete;
+
+  // `w` becomes ready at `at` (now or later) and runs at its context's level when the core gets
+  // to it: work of one level in the order it became ready.
+  void submit(CpuWork& w, const sc_core::sc_time& at);
+  // CPU time served in `ctx` before now: the running segment counts up to now, so work that
+  // starts at this instant adds nothing yet, whichever process asks first.
+  sc_core::sc_time busy(CpuContext ctx) const;
+  uint64_t activations() const { return activations_; }
+  // The kernel work running a step right now, on any core (null outside a step): HostCpu::charge
+  // adds to its time and HostCpu::then names its next step. One process runs at a time, so one
+  // pointer serves every host.
+  static CpuWork* stepping() { return stepping_; }
+  // The time as the code running now sees it: in a step, the instant the step began plus the CPU
+  // time it has charged so far (TLM's local time of a temporally decoupled initiator); elsewhere,
+  // SystemC's time. What a step stamps (a post, a callback's moment) reads this.
+  static sc_core::sc_time local_time() {
+    return stepping_ ? sc_core::sc_time_stamp() + stepping_->remaining : sc_core::sc_time_stamp();
+  }
+
+ private:
+  void run();
+  void settle(const sc_core::sc_time& now);  // the running segment's time is served up to now
+  void admit(const sc_core::sc_time& now);   // arrivals due by now become ready
+  void dispatch(const sc_core::sc_time& now);
+  void advance(int level);  // the held work of `level` has been served: its next step, or its end
+  void issue_due_writes(CpuWork& w);
+  int top_level() const;    // the highest level with work to run (-1: none)
+  void schedule_wake(const sc_core::sc_time& now);
+
+  struct Arrival {
+    sc_core::sc_time at;
+    CpuWork* work;
+  };
+  std::deque<Arrival> arrivals_;             // in time order (ties: in submission order)
+  std::deque<CpuWork*> ready_[kLevels];      // waiting for their level
+  CpuWork* held_[kLevels] = {};              // started at each level (a lower one may be paused)
+  int active_ = -1;                          // the level being served now
+  sc_core::sc_time since_;                   // when the active segment began
+  // A thread whose charge just ended keeps its level for the rest of the instant: nothing of its
+  // level or below starts until a delta cycle later, when a charge it made again goes first.
+  const void* reserved_owner_ = nullptr;
+  int reserved_level_ = -1;
+  sc_core::sc_time busy_[kCpuContexts];
+  sc_core::sc_event wake_;
+  bool in_run_ = false;
+  uint64_t& preemptions_;
+  std::function<void(const DeferredWrite&)> issue_;
+  uint64_t activations_ = 0;
+  static CpuWork* stepping_;
+};
+
+}  // namespace vhca
