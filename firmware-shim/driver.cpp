@@ -10,6 +10,7 @@
 #include "model/common/bytes.h"
 #include "model/common/log.h"
 #include "tlm/host_memory.h"
+#include "model/eq/eq_engine.h"
 #include "tlm/msi_sink.h"
 
 namespace vhca {
@@ -93,12 +94,14 @@ CommandResult Driver::boot() {
   cqs_.clear();
   for (uint32_t v = 0; v <= cfg_.num_comp_vectors; ++v) program_msix(v);
   Eq async_eq;
-  if ((r = create_eq(0, cfg_.async_eq_log_size, (1u << 1) | (1u << 2), async_eq)); !r.ok()) return r;
+  // Asynchronous events only: the driver polls its commands (decision 8), so it does not ask for
+  // a command-completion EQE and the interrupt each would cost.
+  if ((r = create_eq(0, cfg_.async_eq_log_size, kEqMaskAsync, async_eq)); !r.ok()) return r;
   async_eq_ = eqs_.size();
   eqs_.push_back(async_eq);
   for (uint32_t v = 1; v <= cfg_.num_comp_vectors; ++v) {
     Eq eq;
-    if ((r = create_eq(v, cfg_.eq_log_size, 1u << 0, eq)); !r.ok()) return r;
+    if ((r = create_eq(v, cfg_.eq_log_size, kEqMaskCompletion, eq)); !r.ok()) return r;
     comp_eqs_.push_back(eqs_.size());
     eqs_.push_back(eq);
   }

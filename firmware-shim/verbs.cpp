@@ -21,11 +21,16 @@ using detail::log2_at_least;
 // A fresh CQ buffer: every entry INVALID with owner 1, so nothing is valid on the first pass.
 uint64_t alloc_cq_buffer(Driver& dev, uint8_t log_size) {
   uint64_t buf = dev.memory().allocate(uint64_t(cqe::kSize) << log_size);
-  // Every entry pre-filled with opcode INVALID and owner 1, written a page at a time.
-  std::vector<uint8_t> page(std::min<uint64_t>(HostMemory::kPageSize, uint64_t(cqe::kSize) << log_size));
-  queue_format::prefill_cqes(page.data(), page.size());
+  // Every entry pre-filled with opcode INVALID and owner 1, written a page at a time from one
+  // pre-filled page (every entry alike).
+  static const std::vector<uint8_t> page = [] {
+    std::vector<uint8_t> p(HostMemory::kPageSize);
+    queue_format::prefill_cqes(p.data(), p.size());
+    return p;
+  }();
   const uint64_t len = uint64_t(cqe::kSize) << log_size;
-  for (uint64_t at = 0; at < len; at += page.size()) dev.cpu().write(buf + at, page.data(), uint32_t(page.size()));
+  for (uint64_t at = 0; at < len; at += page.size())
+    dev.cpu().write(buf + at, page.data(), uint32_t(std::min<uint64_t>(page.size(), len - at)));
   return buf;
 }
 

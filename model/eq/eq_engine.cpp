@@ -31,6 +31,7 @@ void EqEngine::report(const DeviceEvent& ev) {
 
 void EqEngine::reset() {
   for (auto& eq : table_) eq = EqContext{};
+  find_event_targets();
   s_event->clear();
   s_db->clear();
   reports_.clear();
@@ -40,11 +41,26 @@ void EqEngine::create(uint32_t eqn, const EqConfig& cfg) {
   table_.at(eqn) = EqContext{};
   table_[eqn].valid = true;
   table_[eqn].cfg = cfg;
+  find_event_targets();
   log::write(log::Cat::eq, "EQ {} created: {} entries at {:#x}, vector {}, mask {:#x}", eqn, 1u << cfg.log_size,
              cfg.base, cfg.vector, cfg.event_mask);
 }
 
-void EqEngine::destroy(uint32_t eqn) { table_.at(eqn).valid = false; }
+void EqEngine::destroy(uint32_t eqn) {
+  table_.at(eqn).valid = false;
+  find_event_targets();
+}
+
+// The EQ that takes asynchronous events, and the one that takes command completions: the first
+// valid EQ whose mask names them (-1: none). Looked up when the table changes, not per event.
+void EqEngine::find_event_targets() {
+  async_target_ = command_target_ = -1;
+  for (uint32_t i = 0; i < table_.size(); ++i) {
+    if (!table_[i].valid) continue;
+    if (async_target_ < 0 && (table_[i].cfg.event_mask & kEqMaskAsync)) async_target_ = int(i);
+    if (command_target_ < 0 && (table_[i].cfg.event_mask & kEqMaskCommand)) command_target_ = int(i);
+  }
+}
 
 // One action per cycle: a doorbell first, else an event, else a pending report.
 void EqEngine::step() {
@@ -92,10 +108,7 @@ void EqEngine::apply_doorbell(const EqDoorbell& db, uint64_t now) {
 
 int EqEngine::target_eq(const DeviceEvent& ev) const {
   if (ev.type == eqe::kCompletion) return exists(ev.eqn) ? int(ev.eqn) : -1;
-  uint32_t mask = ev.type == eqe::kCommandDone ? kEqMaskCommand : kEqMaskAsync;
-  for (uint32_t i = 0; i < table_.size(); ++i)
-    if (table_[i].valid && (table_[i].cfg.event_mask & mask)) return int(i);
-  return -1;
+  return ev.type == eqe::kCommandDone ? command_target_ : async_target_;
 }
 
 void EqEngine::write_eqe(const DeviceEvent& ev, uint64_t now) {

@@ -82,12 +82,14 @@ class EqEngine : public sc_core::sc_module {
   void apply_doorbell(const EqDoorbell& db, uint64_t now);
   void write_eqe(const DeviceEvent& ev, uint64_t now);
   int target_eq(const DeviceEvent& ev) const;
+  void find_event_targets();
   void interrupt(EqContext& eq, uint32_t eqn, uint64_t now);
 
   const SimClock& clock_;
   EqEngineConfig cfg_;
   Wakeup wakeup_;
   std::vector<EqContext> table_;
+  int async_target_ = -1, command_target_ = -1;  // find_event_targets()
   uint64_t dropped_ = 0;
   static constexpr size_t kPendingReports = 16;
   std::deque<DeviceEvent> reports_;  // at most kPendingReports
