@@ -19,8 +19,8 @@ const char* context_name(CpuContext c) {
 
 int level_of(CpuContext c) { return c == CpuContext::hardirq ? 0 : c == CpuContext::softirq ? 1 : 2; }
 
-CpuCore::CpuCore(const std::string& name, uint64_t& preemptions, std::function<void(const DeferredWrite&)> issue)
-    : preemptions_(preemptions), issue_(std::move(issue)) {
+CpuCore::CpuCore(const std::string& name, Counters& counters, std::function<void(const DeferredWrite&)> issue)
+    : counters_(counters), issue_(std::move(issue)) {
   sc_core::sc_spawn_options opts;
   opts.spawn_method();
   opts.dont_initialize();
@@ -49,7 +49,7 @@ sc_core::sc_time CpuCore::busy(CpuContext ctx) const {
 }
 
 void CpuCore::run() {
-  ++activations_;
+  ++counters_.activations;
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   in_run_ = true;
   settle(now);
@@ -87,11 +87,12 @@ void CpuCore::issue_due_writes(CpuWork& w) {
 }
 
 void CpuCore::admit(const sc_core::sc_time& now) {
-  while (!arrivals_.empty() && arrivals_.front().at <= now) {
-    CpuWork* w = arrivals_.front().work;
-    arrivals_.pop_front();
+  size_t due = 0;
+  while (due < arrivals_.size() && arrivals_[due].at <= now) {
+    CpuWork* w = arrivals_[due++].work;
     ready_[level_of(w->ctx)].push_back(w);
   }
+  arrivals_.erase(arrivals_.begin(), arrivals_.begin() + long(due));
 }
 
 int CpuCore::top_level() const {
@@ -116,7 +117,7 @@ void CpuCore::dispatch(const sc_core::sc_time& now) {
       held_[level] = ready_[level].front();
       ready_[level].pop_front();
     }
-    if (active_ > level) ++preemptions_;  // a lower level, with time still owed, loses the core
+    if (active_ > level) ++counters_.preemptions;  // a lower level, with time still owed, loses the core
     active_ = level;
     since_ = now;
     if (held_[level]->remaining != sc_core::SC_ZERO_TIME) return;  // served from now on

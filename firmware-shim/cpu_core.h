@@ -58,9 +58,13 @@ struct CpuWork {
 class CpuCore {
  public:
   static constexpr int kLevels = 3;
-  // `preemptions` counts the times a level lost the core to a higher one (shared by a host's cores).
+  // What a host's cores count together: the times a level lost its core to a higher one, and the
+  // cores' activations.
+  struct Counters {
+    uint64_t preemptions = 0, activations = 0;
+  };
   // `issue` posts a step's MMIO write when it is due.
-  CpuCore(const std::string& name, uint64_t& preemptions, std::function<void(const DeferredWrite&)> issue);
+  CpuCore(const std::string& name, Counters& counters, std::function<void(const DeferredWrite&)> issue);
   CpuCore(const CpuCore&) = delete;
   CpuCore& operator=(const CpuCore&) = delete;
 
@@ -70,7 +74,6 @@ class CpuCore {
   // CPU time served in `ctx` before now: the running segment counts up to now, so work that
   // starts at this instant adds nothing yet, whichever process asks first.
   sc_core::sc_time busy(CpuContext ctx) const;
-  uint64_t activations() const { return activations_; }
   // The kernel work running a step right now, on any core (null outside a step): HostCpu::charge
   // adds to its time and HostCpu::then names its next step. One process runs at a time, so one
   // pointer serves every host.
@@ -96,7 +99,7 @@ class CpuCore {
     sc_core::sc_time at;
     CpuWork* work;
   };
-  std::deque<Arrival> arrivals_;             // in time order (ties: in submission order)
+  std::vector<Arrival> arrivals_;            // in time order (ties: in submission order); a few at most
   std::deque<CpuWork*> ready_[kLevels];      // waiting for their level
   CpuWork* held_[kLevels] = {};              // started at each level (a lower one may be paused)
   int active_ = -1;                          // the level being served now
@@ -108,9 +111,8 @@ class CpuCore {
   sc_core::sc_time busy_[kCpuContexts];
   sc_core::sc_event wake_;
   bool in_run_ = false;
-  uint64_t& preemptions_;
+  Counters& counters_;
   std::function<void(const DeferredWrite&)> issue_;
-  uint64_t activations_ = 0;
   static CpuWork* stepping_;
 };
 

@@ -229,17 +229,18 @@ Cq* Driver::find_cq(uint32_t cqn) const {
 void Driver::handle_eq(size_t index) {
   if (!booted_ || index >= eqs_.size()) return;  // a late interrupt from before a reboot is ignored
   Eq& eq = eqs_[index];
-  std::array<uint8_t, eqe::kSize> e;
-  cpu_.read(eq.base + uint64_t(eq.ci & ((1u << eq.log_size) - 1)) * eqe::kSize, e.data(), eqe::kSize);
-  if (get_field(e.data(), eqe::owner) != ((eq.ci >> eq.log_size) & 1)) {
+  uint8_t* e = eq.taken.data();
+  cpu_.read(eq.base + uint64_t(eq.ci & ((1u << eq.log_size) - 1)) * eqe::kSize, e, eqe::kSize);
+  if (get_field(e, eqe::owner) != ((eq.ci >> eq.log_size) & 1)) {
     cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eq.eqn << 24 | eq.ci, CpuContext::hardirq);
     return;
   }
   cpu_.charge(CpuContext::hardirq, cpu_.config().eqe_cost);
   eq.ci = (eq.ci + 1) & 0xFFFFFF;
   ++eqes_handled_;
-  cpu_.then([this, index, e] {
-    dispatch(e.data());
+  cpu_.then([this, index] {
+    if (!booted_ || index >= eqs_.size()) return;
+    dispatch(eqs_[index].taken.data());
     handle_eq(index);
   });
 }

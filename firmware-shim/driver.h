@@ -126,6 +126,7 @@ class Driver {
     uint64_t base = 0;
     uint8_t log_size = 0;
     uint32_t ci = 0;
+    std::array<uint8_t, eqe::kSize> taken{};  // the EQE the handler's next step dispatches
   };
   CommandResult fail_local(const std::string& what);
   CommandResult create_eq(uint32_t vector, uint8_t log_size, uint32_t mask, Eq& eq);

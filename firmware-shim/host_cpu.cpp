@@ -12,7 +12,7 @@ namespace vhca {
 HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) : sc_module(name), cfg_(cfg) {
   mem.register_invalidate_direct_mem_ptr(this, &HostCpu::invalidate_dmi);
   for (uint32_t k = 0; k < cfg.cores; ++k)
-    cores_.push_back(std::make_unique<CpuCore>("core", preemptions_, [this](const DeferredWrite& w) {
+    cores_.push_back(std::make_unique<CpuCore>("core", counters_, [this](const DeferredWrite& w) {
       mmio_issue(w.offset, w.data.data(), w.len);
     }));
   if (cores_.empty()) irq_lane_ = make_lane("hardirq");
@@ -24,19 +24,13 @@ HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) 
 }
 
 std::unique_ptr<CpuCore> HostCpu::make_lane(const std::string& name) {
-  return std::make_unique<CpuCore>(name, lane_preemptions_,
+  return std::make_unique<CpuCore>(name, counters_,
                                    [this](const DeferredWrite& w) { mmio_issue(w.offset, w.data.data(), w.len); });
 }
 
 uint32_t HostCpu::core_of_vector(uint32_t host_vector) const {
   if (cores_.empty() || host_vector == 0) return 0;
   return (host_vector - 1) % cores();
-}
-
-uint64_t HostCpu::core_activations() const {
-  uint64_t n = irq_lane_ ? irq_lane_->activations() : 0;
-  for (const auto& c : cores_) n += c->activations();
-  return n;
 }
 
 void HostCpu::bind_current(uint32_t core, CpuContext ctx) {
@@ -53,21 +47,22 @@ const HostCpu::Binding* HostCpu::binding() const {
 
 uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
   const uint64_t page = addr / HostMemory::kPageSize;
-  if (page == last_page_) return last_ptr_ + addr % HostMemory::kPageSize;  // the common case: the same page again
+  // A driver goes back and forth between a few pages (an EQ, a CQ, their doorbell records): a
+  // small direct-mapped cache answers those without the map.
+  RecentPage& recent = recent_pages_[page % recent_pages_.size()];
+  if (recent.page == page) return recent.ptr + addr % HostMemory::kPageSize;
   auto it = dmi_pages_.find(page);
-  if (it != dmi_pages_.end()) {
-    last_page_ = page, last_ptr_ = it->second;
-    return it->second + addr % HostMemory::kPageSize;
+  if (it == dmi_pages_.end()) {
+    tlm::tlm_generic_payload tx;
+    tlm::tlm_dmi dmi;
+    tx.set_address(addr);
+    tx.set_command(tlm::TLM_READ_COMMAND);
+    if (!mem->get_direct_mem_ptr(tx, dmi))
+      throw std::runtime_error(fmt::format("host CPU: access to unmapped host memory at {:#x}", addr));
+    it = dmi_pages_.emplace(page, dmi.get_dmi_ptr()).first;
   }
-  tlm::tlm_generic_payload tx;
-  tlm::tlm_dmi dmi;
-  tx.set_address(addr);
-  tx.set_command(tlm::TLM_READ_COMMAND);
-  if (!mem->get_direct_mem_ptr(tx, dmi))
-    throw std::runtime_error(fmt::format("host CPU: access to unmapped host memory at {:#x}", addr));
-  dmi_pages_[page] = dmi.get_dmi_ptr();
-  last_page_ = page, last_ptr_ = dmi.get_dmi_ptr();
-  return dmi.get_dmi_ptr() + addr % HostMemory::kPageSize;
+  recent = RecentPage{page, it->second};
+  return it->second + addr % HostMemory::kPageSize;
 }
 
 void HostCpu::read(uint64_t addr, void* dst, uint32_t len) {
@@ -89,16 +84,20 @@ void HostCpu::write(uint64_t addr, const void* src, uint32_t len) {
 }
 
 bool HostCpu::mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len) {
-  tlm::tlm_generic_payload tx;
-  tx.set_command(cmd);
-  tx.set_address(offset);
-  tx.set_data_ptr(data);
-  tx.set_data_length(len);
-  tx.set_streaming_width(len);
-  tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-  mmio->b_transport(tx, delay);
-  return tx.is_response_ok();
+  auto transport = [&](tlm::tlm_generic_payload& tx) {
+    tx.set_command(cmd);
+    tx.set_address(offset);
+    tx.set_data_ptr(data);
+    tx.set_data_length(len);
+    tx.set_streaming_width(len);
+    tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    mmio->b_transport(tx, delay);
+    return tx.is_response_ok();
+  };
+  if (cmd == tlm::TLM_WRITE_COMMAND) return transport(write_tx_);  // posted: returns at once
+  tlm::tlm_generic_payload read;  // a read blocks its thread, and another may write meanwhile
+  return transport(read);
 }
 
 // A posted write: charged first (its cost comes before it leaves). A step's write is issued by
@@ -170,13 +169,19 @@ bool HostCpu::mmio_read32(uint64_t offset, uint32_t& value) {
 
 void HostCpu::raise(uint32_t vector) {
   IrqQueue& q = irq_queues_[cores_.empty() ? 0 : core_of_vector(vector)];
-  q.irqs.emplace_back();
-  Irq& irq = q.irqs.back();
-  irq.ctx = CpuContext::hardirq;
-  irq.vector = vector;
-  irq.next = [this, &irq] { take_irq(irq); };
-  irq.done = [this, &q] { finish_irq(q); };
-  q.where->submit(irq, sc_core::sc_time_stamp() + cfg_.irq_delivery);
+  if (q.spare.empty()) {  // hard IRQs are recycled: a new one only when more are on their way
+    auto irq = std::make_unique<Irq>();
+    irq->ctx = CpuContext::hardirq;
+    irq->done = [this, &q] { finish_irq(q); };
+    q.spare.push_back(std::move(irq));
+  }
+  std::unique_ptr<Irq> irq = std::move(q.spare.back());
+  q.spare.pop_back();
+  irq->vector = vector;
+  irq->handled = false;
+  irq->next = [this, p = irq.get()] { take_irq(*p); };
+  q.irqs.push_back(std::move(irq));
+  q.where->submit(*q.irqs.back(), sc_core::sc_time_stamp() + cfg_.irq_delivery);
 }
 
 void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler) { handlers_[vector] = std::move(handler); }
@@ -198,8 +203,9 @@ void HostCpu::take_irq(Irq& irq) {
 }
 
 void HostCpu::finish_irq(IrqQueue& q) {
-  const Irq& irq = q.irqs.front();
+  const Irq& irq = *q.irqs.front();
   if (irq.handled) on_handler_done(irq.vector, irq.begin);
+  q.spare.push_back(std::move(q.irqs.front()));
   q.irqs.pop_front();
 }
 

@@ -9,6 +9,7 @@
 // runs one context of each priority at a time and a hard IRQ preempts softirq and thread work; on
 // a host without cores every context runs in parallel and only hard IRQs are serialised.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -124,9 +125,9 @@ class HostCpu : public sc_core::sc_module {
   void unbind_current();  // before a bound process ends (its object's address may be reused)
   // CPU time core `core` spent in `ctx` before now (as busy()), and times a context was preempted.
   sc_core::sc_time core_busy(uint32_t core, CpuContext ctx) const { return cores_.at(core)->busy(ctx); }
-  uint64_t preemptions() const { return preemptions_; }
-  // Kernel activations of the host's cores and lanes so far (the benchmark's host-side count).
-  uint64_t core_activations() const;
+  uint64_t preemptions() const { return counters_.preemptions; }
+  // Activations of the host's cores and lanes so far (the benchmark's host-side count).
+  uint64_t core_activations() const { return counters_.activations; }
 
  private:
   // A hard IRQ from the moment it is raised until its handler's last step has been served.
@@ -137,7 +138,8 @@ class HostCpu : public sc_core::sc_module {
   };
   // Interrupts raised and not yet finished, for one hard-IRQ context (the host's, or a core's).
   struct IrqQueue {
-    std::deque<Irq> irqs;  // in arrival order: each finishes before the next is taken
+    std::deque<std::unique_ptr<Irq>> irqs;  // in arrival order: each finishes before the next is taken
+    std::vector<std::unique_ptr<Irq>> spare;
     CpuCore* where = nullptr;
   };
   struct Binding {
@@ -161,14 +163,18 @@ class HostCpu : public sc_core::sc_module {
   uint8_t* dmi_pointer(uint64_t addr);
   void invalidate_dmi(sc_dt::uint64, sc_dt::uint64) {
     dmi_pages_.clear();
-    last_page_ = UINT64_MAX;
+    recent_pages_.fill(RecentPage{});
   }
 
   HostCpuConfig cfg_;
+  tlm::tlm_generic_payload write_tx_;  // every posted MMIO write's (a payload allocates when built)
   std::map<uint32_t, std::function<void()>> handlers_;
   std::map<uint64_t, uint8_t*> dmi_pages_;
-  uint64_t last_page_ = UINT64_MAX;  // the page of the last access, and its DMI pointer
-  uint8_t* last_ptr_ = nullptr;
+  struct RecentPage {
+    uint64_t page = UINT64_MAX;
+    uint8_t* ptr = nullptr;
+  };
+  std::array<RecentPage, 16> recent_pages_{};  // dmi_pointer's cache, by page number modulo 16
   sc_core::sc_time busy_[kCpuContexts];
   struct Instant {
     sc_core::sc_time at, sum;  // what was charged at instant `at`
@@ -181,10 +187,10 @@ class HostCpu : public sc_core::sc_module {
   } polling_;
   uint64_t interrupts_ = 0;
   std::map<uint32_t, uint64_t> vector_interrupts_;
-  uint64_t preemptions_ = 0, lane_preemptions_ = 0;
+  CpuCore::Counters counters_;  // every core's and lane's (lanes are never preempted)
   std::vector<std::unique_ptr<CpuCore>> cores_;
   std::unique_ptr<CpuCore> irq_lane_;  // the hard-IRQ context of a host without cores
-  std::vector<IrqQueue> irq_queues_;   // one per core, or the lane's
+  std::deque<IrqQueue> irq_queues_;    // one per core, or the lane's
   std::unordered_map<const sc_core::sc_object*, Binding> bindings_;  // thread -> its core
   std::deque<HeldWrite> held_writes_;
   sc_core::sc_event held_write_, writes_drained_;

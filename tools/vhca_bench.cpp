@@ -6,6 +6,8 @@
 //              (an overrun-ignore CQ: no events), one record per cycle
 //   event      one CQE per interrupt: CQE -> EQE -> MSI-X -> the host's IRQ handler, EQ dispatch,
 //              the CQ handler polling its CQE and re-arming (device and host side together)
+//   interrupt  the same through the driver's own path: the CQ pool's softirq poller polls the CQE,
+//              runs its done callback and re-arms; the host side's share is reported apart
 //   message    64-byte RC SENDs through the loopback port: doorbell, WQE fetch, payload read,
 //              packet, receive WQE, responder write, ACK, both CQEs
 //   scale_K    the cqe phase with records spread round robin over K CQs (K = 1 .. 65,024)
@@ -38,6 +40,7 @@
 #define CALLGRIND_DUMP_STATS_AT(x)
 #endif
 
+#include "firmware-shim/cq_pool.h"
 #include "firmware-shim/verbs.h"
 #include "sim/fabric.h"
 #include "sim/system.h"
@@ -84,6 +87,10 @@ struct Report {
   std::vector<PhaseResult> phases;
   double startup_s = 0, startup_mib = 0, floor_lo = 0, floor_hi = 0;
   uint32_t num_cqs = 0;
+  // The interrupt phase's host side: its cores' activations and the interrupts taken, and (under
+  // callgrind) the instructions of the work they ran less the PCIe link's part of its doorbells.
+  uint64_t host_activations = 0, host_interrupts = 0;
+  double host_work = 0;
 };
 
 // Runs `body` as one measured phase: instructions are zeroed before and dumped after (under
@@ -225,6 +232,31 @@ int run_phases(const Options& opt, Report& rep) {
         }));
         ok &= handled == n / 20 && sys.cpu.interrupts() - interrupts0 >= handled;
 
+        // The driver's own path, one CQE per interrupt: hard IRQ and EQ dispatch, the softirq
+        // poller polling the CQE, its done callback, the re-arm (CqPool, as a kernel consumer).
+        vhca::CqPool pool(sys.driver);
+        vhca::IbCq* icq = pool.alloc_cq(64, 0, vhca::PollContext::softirq);
+        uint64_t done = 0;
+        vhca::CqeDone on_done;
+        on_done.done = [&](vhca::IbCq&, const vhca::Wc&) { ++done; };
+        pool.track(on_done);
+        const uint64_t host0 = sys.cpu.core_activations(), irqs0 = sys.cpu.interrupts();
+        results.push_back(phase("interrupt", [&] {
+          vhca::CompletionRecord r;
+          r.cqn = icq->cq->cqn;
+          r.opcode = vhca::cqe::kRespSend;
+          r.byte_cnt = 64;
+          r.wr_id = vhca::CqPool::wr_id_of(on_done);
+          for (uint64_t i = 0; i < n / 20; ++i) {
+            sys.hca.inject_now(r);
+            sc_core::wait(sc_core::sc_time(5, sc_core::SC_US));
+          }
+          return done;
+        }));
+        rep.host_activations = sys.cpu.core_activations() - host0;
+        rep.host_interrupts = sys.cpu.interrupts() - irqs0;
+        ok &= done == n / 20 && rep.host_interrupts == done;
+
         namespace fb = vhca::fabric;
         vhca::Pd* pd = fb::alloc_pd(sys.driver);
         vhca::Cq* scq = fb::create_cq(sys.driver, 1024);
@@ -298,6 +330,8 @@ int run_phases(const Options& opt, Report& rep) {
 void print_lines(const Report& rep) {
   std::printf("STARTUP %.6f %.1f %u\n", rep.startup_s, rep.startup_mib, rep.num_cqs);
   std::printf("FLOOR_RANGE %.9f %.9f\n", rep.floor_lo, rep.floor_hi);
+  std::printf("HOST %llu %llu\n", static_cast<unsigned long long>(rep.host_activations),
+              static_cast<unsigned long long>(rep.host_interrupts));
   for (const auto& p : rep.phases)
     std::printf("PHASE %s %llu %.9f\n", p.name.c_str(), static_cast<unsigned long long>(p.items), p.wall_s);
 }
@@ -317,29 +351,54 @@ void parse_lines(const std::string& text, Report& rep) {
       l >> rep.startup_s >> rep.startup_mib >> rep.num_cqs;
     } else if (tag == "FLOOR_RANGE") {
       l >> rep.floor_lo >> rep.floor_hi;
+    } else if (tag == "HOST") {
+      l >> rep.host_activations >> rep.host_interrupts;
     }
   }
 }
 
-std::map<std::string, double> callgrind_dumps(const std::string& dir) {
-  std::map<std::string, double> ir;
+// One phase's dump: its total, and the inclusive cost of the calls to functions named by each
+// needle (the dump is written with uncompressed names: "cfn=NAME", "calls=...", then the call's
+// cost as the line's last number).
+struct PhaseDump {
+  double total = -1;
+  std::map<std::string, double> calls_to;
+};
+
+std::map<std::string, PhaseDump> callgrind_dumps(const std::string& dir, const std::vector<std::string>& needles) {
+  std::map<std::string, PhaseDump> dumps;
   FILE* ls = popen(("ls " + dir).c_str(), "r");
   char name[512];
   while (ls && std::fgets(name, sizeof name, ls)) {
     std::string file = dir + "/" + std::string(name, strcspn(name, "\n"));
     std::ifstream f(file);
-    std::string line, phase;
-    double summary = -1;
+    std::string line, phase, callee;
+    PhaseDump d;
+    bool cost_next = false;
     while (std::getline(f, line)) {
       const std::string trigger = "desc: Trigger: Client Request: ";
       if (line.rfind(trigger, 0) == 0) phase = line.substr(trigger.size());
-      if (line.rfind("summary: ", 0) == 0) summary = std::atof(line.c_str() + 9);
+      if (line.rfind("summary: ", 0) == 0) d.total = std::atof(line.c_str() + 9);
+      if (cost_next) {
+        cost_next = false;
+        if (!callee.empty()) d.calls_to[callee] += std::atof(line.c_str() + line.find_last_of(' ') + 1);
+      } else if (line.rfind("cfn=", 0) == 0) {
+        callee.clear();
+        for (const std::string& n : needles)
+          if (line.find(n) != std::string::npos) callee = n;
+      } else if (line.rfind("calls=", 0) == 0) {
+        cost_next = true;
+      }
     }
-    if (!phase.empty() && summary >= 0) ir[phase] = summary;
+    if (!phase.empty() && d.total >= 0) dumps[phase] = d;
   }
   if (ls) pclose(ls);
-  return ir;
+  return dumps;
 }
+
+// The kernel work the host's cores ran, less the PCIe link's part of its doorbells.
+const char* const kHostWork = "vhca::CpuCore::run()";
+const char* const kHostMmio = "vhca::HostCpu::mmio_transport(";
 
 void print_report(const Report& rep, bool instructions) {
   const PhaseResult* floor = nullptr;
@@ -368,6 +427,17 @@ void print_report(const Report& rep, bool instructions) {
     }
     std::printf("\n");
   }
+  if (rep.host_interrupts == 0) return;
+  const double per_irq = double(rep.host_activations) / double(rep.host_interrupts);
+  std::printf("\nhost side of the interrupt phase: %.2f core activations per interrupt, no thread", per_irq);
+  if (instructions && rep.host_work > 0) {
+    // Its work (under the cores' activations, less the link's part of the doorbells) and a floor
+    // for each activation, the kernel's share.
+    const double work = rep.host_work / double(rep.host_interrupts);
+    std::printf("; %.0f instructions of work: %.1f floors with one floor per activation", work,
+                work / floor_ir + per_irq);
+  }
+  std::printf("\n");
 }
 
 }  // namespace
@@ -403,7 +473,7 @@ int sc_main(int argc, char* argv[]) {
   char dir_template[] = "/tmp/vhca-bench-XXXXXX";
   const char* dir = mkdtemp(dir_template);
   if (!dir) return 1;
-  const std::string cmd = std::string("valgrind --tool=callgrind --callgrind-out-file=") + dir +
+  const std::string cmd = std::string("valgrind --tool=callgrind --compress-strings=no --callgrind-out-file=") + dir +
                           "/cg.%p " + argv[0] + (opt.quick ? " --quick" : "") + " --callgrind-child 2>/dev/null";
   FILE* child = popen(cmd.c_str(), "r");
   if (!child) return 1;
@@ -417,10 +487,15 @@ int sc_main(int argc, char* argv[]) {
     std::fprintf(stderr, "vhca-bench: the callgrind run printed no phase (is valgrind installed?)\n");
     return 1;
   }
-  const auto ir = callgrind_dumps(dir);
+  const auto dumps = callgrind_dumps(dir, {kHostWork, kHostMmio});
   bool counted = true;
   for (auto& p : rep.phases) {
-    if (auto it = ir.find(p.name); it != ir.end()) p.instructions = it->second;
+    if (auto it = dumps.find(p.name); it != dumps.end()) p.instructions = it->second.total;
+    if (p.name == "interrupt" && dumps.count(p.name)) {
+      const auto& calls = dumps.at(p.name).calls_to;
+      auto cost = [&](const char* n) { return calls.count(n) ? calls.at(n) : 0.0; };
+      rep.host_work = cost(kHostWork) - cost(kHostMmio);
+    }
     if (p.instructions <= 0) {
       std::fprintf(stderr, "vhca-bench: no instruction count for phase %s\n", p.name.c_str());
       counted = false;
