@@ -191,6 +191,31 @@ std::string failure_of(const std::vector<std::string>& header, const std::vector
 }
 
 // Whether values span more than a decade (a log axis shows them better).
+// Where a point lands along one axis, as a fraction of the axis (log scale or linear), so that
+// points drawn on top of each other can be told.
+struct AxisScale {
+  bool log = false;
+  double lo = 0, hi = 0;
+  double at(double v) const {
+    if (log) return v > 0 && hi > lo ? (std::log(v) - std::log(lo)) / (std::log(hi) - std::log(lo)) : 0;
+    return hi > lo ? (v - lo) / (hi - lo) : 0;
+  }
+};
+
+AxisScale axis_scale(const std::vector<PlotPoint>& pts, double PlotPoint::*axis, bool log) {
+  AxisScale a{log, 0, 0};
+  bool first = true;
+  for (const PlotPoint& p : pts) {
+    const double v = p.*axis;
+    if (log && !(v > 0)) continue;
+    a.lo = first ? v : std::min(a.lo, v);
+    a.hi = first ? v : std::max(a.hi, v);
+    first = false;
+  }
+  if (!log) a.lo = std::min(a.lo, 0.0);  // linear axes start at 0
+  return a;
+}
+
 bool spans_decades(const std::vector<PlotPoint>& pts, double PlotPoint::*axis) {
   double lo = 0, hi = 0;
   for (const PlotPoint& p : pts) {
@@ -342,15 +367,21 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points, s
   std::sort(front.begin(), front.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
   // Points are numbered on the plot; a key beside it says what each number ran (every point up to
   // 40, else the frontier and the failed ones), and why a failed point failed.
+  const bool logx = spans_decades(plot, &PlotPoint::x), logy = spans_decades(plot, &PlotPoint::y);
+  const AxisScale xs = axis_scale(plot, &PlotPoint::x, logx), ys = axis_scale(plot, &PlotPoint::y, logy);
+  // Two points whose marks would overlap: within 3 % of the axes of each other.
+  auto overlap = [&](const PlotPoint& a, const PlotPoint& b) {
+    return std::abs(xs.at(a.x) - xs.at(b.x)) < 0.03 && std::abs(ys.at(a.y) - ys.at(b.y)) < 0.03;
+  };
   std::ofstream dat(o.out + "/pareto.dat");
   dat << "# interrupts_k_per_s " << ycol << " point; blocks: passed points, failed points, the frontier\n";
   for (bool ok : {true, false}) {
-    // Points with identical results share one label ("0,1,2"), written at the first of them.
+    // Points drawn on top of each other (identical or nearly identical results) share one label
+    // ("0,1,2"), written at the first of them, so that no two labels are printed over each other.
     std::vector<std::pair<const PlotPoint*, std::string>> labelled;
     for (const auto& p : plot) {
       if (p.ok != ok) continue;
-      auto same = std::find_if(labelled.begin(), labelled.end(),
-                               [&](const auto& l) { return l.first->x == p.x && l.first->y == p.y; });
+      auto same = std::find_if(labelled.begin(), labelled.end(), [&](const auto& l) { return overlap(*l.first, p); });
       if (same == labelled.end()) labelled.push_back({&p, std::to_string(p.index)});
       else same->second += "," + std::to_string(p.index);
     }
@@ -376,7 +407,6 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points, s
   if (!all_keyed) key += "(other points: sweep.csv)\\n";
   for (char& c : key)
     if (c == '"') c = '\'';
-  const bool logx = spans_decades(plot, &PlotPoint::x), logy = spans_decades(plot, &PlotPoint::y);
   // A log axis spans the data and a little more (gnuplot would round out to whole decades).
   auto log_range = [&](double PlotPoint::*axis) {
     double lo = 0, hi = 0;
