@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "explorer/scenario.h"
 
@@ -190,7 +191,25 @@ std::string failure_of(const std::vector<std::string>& header, const std::vector
   return text;
 }
 
+// The smallest and the largest positive value along one axis (0 and 0 when there is none): what a
+// log axis shows.
+std::pair<double, double> positive_range(const std::vector<PlotPoint>& pts, double PlotPoint::*axis) {
+  double lo = 0, hi = 0;
+  for (const PlotPoint& p : pts) {
+    const double v = p.*axis;
+    if (!(v > 0)) continue;
+    lo = lo == 0 ? v : std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  return {lo, hi};
+}
+
 // Whether values span more than a decade (a log axis shows them better).
+bool spans_decades(const std::vector<PlotPoint>& pts, double PlotPoint::*axis) {
+  const auto [lo, hi] = positive_range(pts, axis);
+  return lo > 0 && hi / lo > 10;
+}
+
 // Where a point lands along one axis, as a fraction of the axis (log scale or linear), so that
 // points drawn on top of each other can be told.
 struct AxisScale {
@@ -203,28 +222,17 @@ struct AxisScale {
 };
 
 AxisScale axis_scale(const std::vector<PlotPoint>& pts, double PlotPoint::*axis, bool log) {
-  AxisScale a{log, 0, 0};
-  bool first = true;
-  for (const PlotPoint& p : pts) {
-    const double v = p.*axis;
-    if (log && !(v > 0)) continue;
-    a.lo = first ? v : std::min(a.lo, v);
-    a.hi = first ? v : std::max(a.hi, v);
-    first = false;
+  if (log) {
+    const auto [lo, hi] = positive_range(pts, axis);
+    return AxisScale{true, lo, hi};
   }
-  if (!log) a.lo = std::min(a.lo, 0.0);  // linear axes start at 0
+  AxisScale a{false, 0, 0};  // linear axes start at 0
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const double v = pts[i].*axis;
+    a.lo = std::min(a.lo, v);
+    a.hi = i == 0 ? v : std::max(a.hi, v);
+  }
   return a;
-}
-
-bool spans_decades(const std::vector<PlotPoint>& pts, double PlotPoint::*axis) {
-  double lo = 0, hi = 0;
-  for (const PlotPoint& p : pts) {
-    const double v = p.*axis;
-    if (!(v > 0)) continue;
-    lo = lo == 0 ? v : std::min(lo, v);
-    hi = std::max(hi, v);
-  }
-  return lo > 0 && hi / lo > 10;
 }
 
 // The latency the plot uses: the round trip for a ping-pong, else the first requester opcode with
@@ -408,11 +416,8 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points, s
   for (char& c : key)
     if (c == '"') c = '\'';
   // A log axis spans the data and a little more (gnuplot would round out to whole decades).
-  auto log_range = [&](double PlotPoint::*axis) {
-    double lo = 0, hi = 0;
-    for (const PlotPoint& p : plot)
-      if (p.*axis > 0) lo = lo == 0 ? p.*axis : std::min(lo, p.*axis), hi = std::max(hi, p.*axis);
-    return "[" + std::to_string(lo / 1.5) + ":" + std::to_string(hi * 1.5) + "]";
+  auto log_range = [](const AxisScale& a) {
+    return "[" + std::to_string(a.lo / 1.5) + ":" + std::to_string(a.hi * 1.5) + "]";
   };
   const std::string scenario_name = o.scenario.substr(o.scenario.find_last_of('/') + 1);
   std::ofstream gp(o.out + "/pareto.gp");
@@ -421,8 +426,8 @@ bool collect_and_plot(const SweepOptions& o, const std::vector<Point>& points, s
      << "set xlabel '" << (o.x_column.empty() ? std::string("interrupts per second, both hosts (k/s") : o.x_column + " (")
      << (logx ? (o.x_column.empty() ? ", log scale" : "log scale") : "") << ")' noenhanced\n"
      << "set ylabel '" << ycol << " (µs" << (logy ? ", log scale" : "") << ")' noenhanced\n"
-     << (logx ? "set logscale x\nset xrange " + log_range(&PlotPoint::x) + "\n" : "set xrange [0:*]\n")
-     << (logy ? "set logscale y\nset yrange " + log_range(&PlotPoint::y) + "\n" : "set yrange [0:*]\n")
+     << (logx ? "set logscale x\nset xrange " + log_range(xs) + "\n" : "set xrange [0:*]\n")
+     << (logy ? "set logscale y\nset yrange " + log_range(ys) + "\n" : "set yrange [0:*]\n")
      << (logx || logy ? "" : "set offsets 0, graph 0.1, graph 0.1, 0\n")
      << "set title 'vhca-sim sweep of " << scenario_name << ": latency vs "
      << (o.x_column.empty() ? std::string("interrupt rate") : o.x_column) << "' noenhanced\n"

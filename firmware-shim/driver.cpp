@@ -9,8 +9,8 @@
 #include "firmware-shim/verbs.h"
 #include "model/common/bytes.h"
 #include "model/common/log.h"
-#include "tlm/host_memory.h"
 #include "model/eq/eq_engine.h"
+#include "tlm/host_memory.h"
 #include "tlm/msi_sink.h"
 
 namespace vhca {

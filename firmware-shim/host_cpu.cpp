@@ -11,10 +11,8 @@ namespace vhca {
 
 HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) : sc_module(name), cfg_(cfg) {
   mem.register_invalidate_direct_mem_ptr(this, &HostCpu::invalidate_dmi);
-  for (uint32_t k = 0; k < cfg.cores; ++k)
-    cores_.push_back(std::make_unique<CpuCore>("core", counters_, [this](const DeferredWrite& w) {
-      mmio_issue(w.offset, w.data.data(), w.len);
-    }));
+  // A core is built as a lane is; only what runs on it differs.
+  for (uint32_t k = 0; k < cfg.cores; ++k) cores_.push_back(make_lane("core"));
   if (cores_.empty()) irq_lane_ = make_lane("hardirq");
   irq_queues_.resize(std::max<size_t>(1, cores_.size()));
   for (size_t k = 0; k < irq_queues_.size(); ++k) irq_queues_[k].where = cores_.empty() ? irq_lane_.get() : cores_[k].get();
@@ -102,6 +100,8 @@ bool HostCpu::mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* dat
 
 // A posted write: charged first (its cost comes before it leaves). A step's write is issued by
 // its core once the step's time up to it has been served; a thread's now that its charge is.
+bool HostCpu::credits_for(unsigned len) { return !mmio_credits.size() || mmio_credits->can_post(len); }
+
 bool HostCpu::mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx) {
   charge(ctx, cfg_.mmio_write_cost);
   if (CpuWork* step = CpuCore::stepping()) {
@@ -118,7 +118,7 @@ bool HostCpu::mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuC
   for (;;) {
     if (!held_writes_.empty())
       sc_core::wait(writes_drained_);
-    else if (mmio_credits.size() && !mmio_credits->can_post(len))
+    else if (!credits_for(len))
       sc_core::wait(mmio_credits->returned_event());
     else
       break;
@@ -128,7 +128,7 @@ bool HostCpu::mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuC
 
 // Kernel work cannot wait: a write the link has no credits for waits in the store buffer, in order.
 bool HostCpu::mmio_issue(uint64_t offset, const uint8_t* data, unsigned len) {
-  if (held_writes_.empty() && (!mmio_credits.size() || mmio_credits->can_post(len)))
+  if (held_writes_.empty() && credits_for(len))
     return mmio_transport(tlm::TLM_WRITE_COMMAND, offset, const_cast<uint8_t*>(data), len);
   held_writes_.push_back(HeldWrite{offset, std::vector<uint8_t>(data, data + len)});
   held_write_.notify(sc_core::SC_ZERO_TIME);
@@ -139,7 +139,7 @@ bool HostCpu::mmio_issue(uint64_t offset, const uint8_t* data, unsigned len) {
 void HostCpu::issue_held_writes() {
   while (!held_writes_.empty()) {
     HeldWrite& w = held_writes_.front();
-    if (mmio_credits.size() && !mmio_credits->can_post(w.data.size())) {
+    if (!credits_for(unsigned(w.data.size()))) {
       next_trigger(mmio_credits->returned_event());
       return;
     }

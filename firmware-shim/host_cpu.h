@@ -158,6 +158,7 @@ class HostCpu : public sc_core::sc_module {
   void serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_time& t);  // a thread's charge
   bool mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx);
   bool mmio_issue(uint64_t offset, const uint8_t* data, unsigned len);  // now, or into the store buffer
+  bool credits_for(unsigned len);  // the downstream link takes a posted write of `len` bytes now
   bool mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len);
   void issue_held_writes();
   uint8_t* dmi_pointer(uint64_t addr);
