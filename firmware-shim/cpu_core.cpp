@@ -19,8 +19,9 @@ const char* context_name(CpuContext c) {
 
 int level_of(CpuContext c) { return c == CpuContext::hardirq ? 0 : c == CpuContext::softirq ? 1 : 2; }
 
-CpuCore::CpuCore(const std::string& name, Counters& counters, std::function<void(const DeferredWrite&)> issue)
-    : counters_(counters), issue_(std::move(issue)) {
+CpuCore::CpuCore(const std::string& name, Counters& counters, std::function<bool(const DeferredWrite&)> issue,
+                 std::function<const sc_core::sc_event&()> space)
+    : counters_(counters), issue_(std::move(issue)), space_(std::move(space)) {
   sc_core::sc_spawn_options opts;
   opts.spawn_method();
   opts.dont_initialize();
@@ -73,17 +74,24 @@ void CpuCore::run() {
 void CpuCore::settle(const sc_core::sc_time& now) {
   if (active_ < 0) return;
   CpuWork& w = *held_[active_];
-  const sc_core::sc_time served = std::min(now - since_, w.remaining);
-  w.remaining -= served;
-  busy_[int(w.ctx)] += served;
+  if (!w.stalled) {  // a stalled write serves no CPU time
+    const sc_core::sc_time served = std::min(now - since_, w.remaining);
+    w.remaining -= served;
+    busy_[int(w.ctx)] += served;
+  }
   since_ = now;
   issue_due_writes(w);
 }
 
 void CpuCore::issue_due_writes(CpuWork& w) {
+  w.stalled = false;
   if (w.writes_issued == w.writes.size()) return;
   const sc_core::sc_time served = w.served_in_step();
-  while (w.writes_issued < w.writes.size() && w.writes[w.writes_issued].at <= served) issue_(w.writes[w.writes_issued++]);
+  for (; w.writes_issued < w.writes.size() && w.writes[w.writes_issued].at <= served; ++w.writes_issued)
+    if (!issue_(w.writes[w.writes_issued])) {
+      w.stalled = true;
+      return;
+    }
 }
 
 void CpuCore::admit(const sc_core::sc_time& now) {
@@ -104,7 +112,7 @@ int CpuCore::top_level() const {
 
 void CpuCore::dispatch(const sc_core::sc_time& now) {
   for (;;) {
-    if (active_ >= 0 && held_[active_]->remaining == sc_core::SC_ZERO_TIME) {
+    if (active_ >= 0 && held_[active_]->remaining == sc_core::SC_ZERO_TIME && !held_[active_]->stalled) {
       advance(active_);
       continue;
     }
@@ -120,7 +128,8 @@ void CpuCore::dispatch(const sc_core::sc_time& now) {
     if (active_ > level) ++counters_.preemptions;  // a lower level, with time still owed, loses the core
     active_ = level;
     since_ = now;
-    if (held_[level]->remaining != sc_core::SC_ZERO_TIME) return;  // served from now on
+    if (held_[level]->stalled) issue_due_writes(*held_[level]);  // credits may have returned meanwhile
+    if (held_[level]->remaining != sc_core::SC_ZERO_TIME || held_[level]->stalled) return;  // served from now on
   }
 }
 
@@ -161,6 +170,12 @@ void CpuCore::advance(int level) {
 void CpuCore::schedule_wake(const sc_core::sc_time& now) {
   if (reserved_owner_) {
     wake_.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
+  if (active_ >= 0 && held_[active_]->stalled) {
+    // Woken when the link's credits return (to try the write again) or when work arrives.
+    if (arrivals_.empty()) sc_core::next_trigger(wake_ | space_());
+    else sc_core::next_trigger(arrivals_.front().at - now, wake_ | space_());
     return;
   }
   sc_core::sc_time next = sc_core::sc_max_time();

@@ -27,7 +27,9 @@ const char* context_name(CpuContext c);
 int level_of(CpuContext c);
 
 // A posted MMIO write made in a step: it leaves once the CPU time the step charged before it has
-// been served (as from a thread that waits for each charge), later if the step is preempted.
+// been served (as from a thread that waits for each charge), later if the step is preempted. A
+// write the link has no credits for stalls its core until it can leave, as a core stalls on a full
+// write-combining buffer: nothing is queued behind the core's back.
 struct DeferredWrite {
   sc_core::sc_time at;  // CPU time into the step
   uint64_t offset = 0;
@@ -52,6 +54,7 @@ struct CpuWork {
   sc_core::sc_time step_total;
   std::vector<DeferredWrite> writes;
   size_t writes_issued = 0;
+  bool stalled = false;  // its next write found no link credits: the core waits, serving nothing
   sc_core::sc_time served_in_step() const { return step_total - remaining; }
 };
 
@@ -63,8 +66,10 @@ class CpuCore {
   struct Counters {
     uint64_t preemptions = 0, activations = 0;
   };
-  // `issue` posts a step's MMIO write when it is due.
-  CpuCore(const std::string& name, Counters& counters, std::function<void(const DeferredWrite&)> issue);
+  // `issue` posts a step's MMIO write when it is due; when it cannot (no link credits) it returns
+  // false, and the core tries again when `space` is notified.
+  CpuCore(const std::string& name, Counters& counters, std::function<bool(const DeferredWrite&)> issue,
+          std::function<const sc_core::sc_event&()> space);
   CpuCore(const CpuCore&) = delete;
   CpuCore& operator=(const CpuCore&) = delete;
 
@@ -112,7 +117,8 @@ class CpuCore {
   sc_core::sc_event wake_;
   bool in_run_ = false;
   Counters& counters_;
-  std::function<void(const DeferredWrite&)> issue_;
+  std::function<bool(const DeferredWrite&)> issue_;
+  std::function<const sc_core::sc_event&()> space_;
   static CpuWork* stepping_;
 };
 

@@ -16,14 +16,12 @@ HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) 
   if (cores_.empty()) irq_lane_ = make_lane("hardirq");
   irq_queues_.resize(std::max<size_t>(1, cores_.size()));
   for (size_t k = 0; k < irq_queues_.size(); ++k) irq_queues_[k].where = cores_.empty() ? irq_lane_.get() : cores_[k].get();
-  SC_METHOD(issue_held_writes);
-  sensitive << held_write_;
-  dont_initialize();
 }
 
 std::unique_ptr<CpuCore> HostCpu::make_lane(const std::string& name) {
-  return std::make_unique<CpuCore>(name, counters_,
-                                   [this](const DeferredWrite& w) { mmio_issue(w.offset, w.data.data(), w.len); });
+  return std::make_unique<CpuCore>(
+      name, counters_, [this](const DeferredWrite& w) { return mmio_issue(w.offset, w.data.data(), w.len); },
+      [this]() -> const sc_core::sc_event& { return mmio_credits->returned_event(); });
 }
 
 uint32_t HostCpu::core_of_vector(uint32_t host_vector) const {
@@ -102,6 +100,8 @@ bool HostCpu::mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* dat
 // its core once the step's time up to it has been served; a thread's now that its charge is.
 bool HostCpu::credits_for(unsigned len) { return !mmio_credits.size() || mmio_credits->can_post(len); }
 
+// A posted write: charged first (its cost comes before it leaves). A step's write is issued by
+// its core once the step's time up to it has been served; a thread's now that its charge is.
 bool HostCpu::mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx) {
   charge(ctx, cfg_.mmio_write_cost);
   if (CpuWork* step = CpuCore::stepping()) {
@@ -114,39 +114,17 @@ bool HostCpu::mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuC
     step->writes.push_back(w);
     return true;  // a posted write's errors are reported where it lands
   }
-  // A thread stalls while its store buffer holds writes or the link has no credits.
-  for (;;) {
-    if (!held_writes_.empty())
-      sc_core::wait(writes_drained_);
-    else if (!credits_for(len))
-      sc_core::wait(mmio_credits->returned_event());
-    else
-      break;
-  }
+  // A thread stalls while the link has no credits (as a core whose write-combining buffers cannot drain).
+  while (!credits_for(len)) sc_core::wait(mmio_credits->returned_event());
   return mmio_transport(tlm::TLM_WRITE_COMMAND, offset, const_cast<uint8_t*>(data), len);
 }
 
-// Kernel work cannot wait: a write the link has no credits for waits in the store buffer, in order.
+// A step's write, when its core gets to it: refused while the link has no credits (the core
+// stalls and tries again when they return).
 bool HostCpu::mmio_issue(uint64_t offset, const uint8_t* data, unsigned len) {
-  if (held_writes_.empty() && credits_for(len))
-    return mmio_transport(tlm::TLM_WRITE_COMMAND, offset, const_cast<uint8_t*>(data), len);
-  held_writes_.push_back(HeldWrite{offset, std::vector<uint8_t>(data, data + len)});
-  held_write_.notify(sc_core::SC_ZERO_TIME);
+  if (!credits_for(len)) return false;
+  mmio_transport(tlm::TLM_WRITE_COMMAND, offset, const_cast<uint8_t*>(data), len);
   return true;
-}
-
-// The store buffer drains in order as the link's credits return.
-void HostCpu::issue_held_writes() {
-  while (!held_writes_.empty()) {
-    HeldWrite& w = held_writes_.front();
-    if (!credits_for(unsigned(w.data.size()))) {
-      next_trigger(mmio_credits->returned_event());
-      return;
-    }
-    mmio_transport(tlm::TLM_WRITE_COMMAND, w.offset, w.data.data(), unsigned(w.data.size()));
-    held_writes_.pop_front();
-  }
-  writes_drained_.notify();
 }
 
 bool HostCpu::mmio_write32(uint64_t offset, uint32_t value, CpuContext ctx) {

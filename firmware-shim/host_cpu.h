@@ -66,8 +66,8 @@ class HostCpu : public sc_core::sc_module {
 
   // MMIO to BAR0. Writes are posted and leave once the CPU time charged before them has been
   // served: a thread waits for it; a step of kernel work goes on, and its core issues the write at
-  // that point of the step's time (DeferredWrite). A write that finds no link credits waits in the
-  // CPU's store buffer, and later writes queue behind it. A read (threads only) blocks for the round trip. Each returns
+  // that point of the step's time (DeferredWrite). A write that finds no link credits stalls the
+  // thread, or the core, until they return. A read (threads only) blocks for the round trip. Each returns
   // the TLM status so the driver can see an error response.
   bool mmio_write32(uint64_t offset, uint32_t value, CpuContext ctx = CpuContext::app);
   bool mmio_write64(uint64_t offset, uint64_t value, CpuContext ctx = CpuContext::app);
@@ -146,21 +146,15 @@ class HostCpu : public sc_core::sc_module {
     uint32_t core;
     CpuContext ctx;
   };
-  // A posted MMIO write waiting for link credits (or behind one that is).
-  struct HeldWrite {
-    uint64_t offset;
-    std::vector<uint8_t> data;
-  };
   void take_irq(Irq& irq);  // the first step of a hard IRQ
   void finish_irq(IrqQueue& q);
   const Binding* binding() const;
   void note_busy(CpuContext ctx, const sc_core::sc_time& t);  // a host without cores: busy() by context
   void serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_time& t);  // a thread's charge
   bool mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx);
-  bool mmio_issue(uint64_t offset, const uint8_t* data, unsigned len);  // now, or into the store buffer
+  bool mmio_issue(uint64_t offset, const uint8_t* data, unsigned len);  // a step's write; false: no credits
   bool credits_for(unsigned len);  // the downstream link takes a posted write of `len` bytes now
   bool mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len);
-  void issue_held_writes();
   uint8_t* dmi_pointer(uint64_t addr);
   void invalidate_dmi(sc_dt::uint64, sc_dt::uint64) {
     dmi_pages_.clear();
@@ -193,8 +187,6 @@ class HostCpu : public sc_core::sc_module {
   std::unique_ptr<CpuCore> irq_lane_;  // the hard-IRQ context of a host without cores
   std::deque<IrqQueue> irq_queues_;    // one per core, or the lane's
   std::unordered_map<const sc_core::sc_object*, Binding> bindings_;  // thread -> its core
-  std::deque<HeldWrite> held_writes_;
-  sc_core::sc_event held_write_, writes_drained_;
 };
 
 }  // namespace vhca

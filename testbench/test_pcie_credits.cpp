@@ -61,3 +61,33 @@ TEST_CASE("[S28] downstream credits: with 2 posted header credits the CPU's door
     CHECK(sys().link.credit_overdrafts(false) == 0);
   });
 }
+
+TEST_CASE("[S28] downstream credits hold kernel work too: a step's doorbell writes that find no credits stall its core, none is lost or queued aside") {
+  sys().run([] {
+    boot();
+    wait_us(2);
+    uint64_t entered = 0;
+    sys().hca.eq.s_db->on_push.add([&](const EqDoorbell& d, uint64_t) { entered += d.eqn == 0 && !d.arm; });
+    const uint32_t ci = sys().hca.eq.context(0).ci;
+    constexpr int kDoorbells = 12;
+    HostCpu& cpu = sys().cpu;
+    std::unique_ptr<CpuCore> lane = cpu.make_lane("kernel_work");
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    sc_core::sc_time next_step;
+    CpuWork work;
+    work.ctx = CpuContext::softirq;
+    work.next = [&] {
+      for (int i = 0; i < kDoorbells; ++i)  // free writes (mmio_write_cost 0): all due at once
+        cpu.mmio_write32(Driver::offset_of(reg::eq_db_noarm),
+                         uint32_t(with_bits(with_bits(0, eqdb::eqn, 0), eqdb::consumer_index, ci)), CpuContext::softirq);
+      cpu.then([&] { next_step = sc_core::sc_time_stamp(); });
+    };
+    cpu.start(work, *lane);
+    wait_us(5);
+    // As the thread above: two writes per credit loop (400 ns), so the step's core stalled for at
+    // least five loops before its last write left and its next step could run.
+    CHECK(next_step >= t0 + sc_core::sc_time(5 * 400, sc_core::SC_NS));
+    CHECK(entered == uint64_t(kDoorbells));
+    CHECK(sys().link.credit_overdrafts(false) == 0);
+  });
+}
