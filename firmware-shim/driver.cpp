@@ -23,7 +23,11 @@ std::string CommandResult::message() const {
 
 void Driver::log_warning(const std::string& w) { log::write(log::Cat::drv, "warning: {}", w); }
 
-Driver::Driver(HostCpu& cpu, HostMemory& memory, const DriverConfig& cfg) : cpu_(cpu), memory_(memory), cfg_(cfg) {}
+Driver::Driver(HostCpu& cpu, HostMemory& memory, const DriverConfig& cfg) : cpu_(cpu), memory_(memory), cfg_(cfg) {
+  cmd_wake_ |= cmd_reply_;
+  cmd_wake_ |= cmd_timeout_.near_event();
+  cmd_wake_ |= cmd_timeout_.far_event();
+}
 
 uint64_t Driver::offset_of(const char* name, uint32_t index) {
   // Doorbells look their offsets up on every post and poll: the reg:: names are constants, so a
@@ -171,7 +175,7 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
       break;
     }
     cmd_timeout_.arm(start + interval * double(poll_at_or_after(deadline)));
-    sc_core::wait(cmd_reply_ | cmd_timeout_.events());
+    sc_core::wait(cmd_wake_);
     cmd_timeout_.fired();
     const uint64_t poll = std::max(polls + 1, poll_at_or_after(sc_core::sc_time_stamp()));
     const sc_core::sc_time poll_time = start + interval * double(poll);

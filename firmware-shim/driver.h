@@ -145,6 +145,7 @@ class Driver {
   sc_core::sc_mutex cmd_lock_;
   sc_core::sc_event cmd_reply_;    // the device wrote the command block
   EarliestTimer cmd_timeout_;      // a command's deadline: finished commands leave no cancelled timeout
+  sc_core::sc_event_or_list cmd_wake_;  // the reply or the deadline: built once, not per command
   std::vector<Eq> eqs_;
   size_t async_eq_ = 0;
   std::vector<size_t> comp_eqs_;

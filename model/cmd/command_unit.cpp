@@ -12,7 +12,7 @@ using namespace cmd;
 CommandUnit::CommandUnit(const sc_core::sc_module_name& name, const SimClock& clock, const CommandUnitConfig& cfg,
                          CqeWriter& cq, EqEngine& eq, DmaEngine& dma, RegisterFile& regs, QpTables& qp_tables)
     : sc_module(name), clock_(clock), cfg_(cfg), cq_(cq), eq_(eq), dma_(dma), regs_(regs), qp_(qp_tables) {
-  cq_.on_control_done = [this](const CqControl&, uint64_t) { control_done_.notify(sc_core::SC_ZERO_TIME); };
+  cq_.on_control_done = [this](const CqControl&, uint64_t) { control_done_.notify(to_edge(sc_core::SC_ZERO_TIME)); };
   m_ctl.hold_threads(clock);
   m_event.hold_threads(clock);
   SC_THREAD(run);
@@ -25,7 +25,7 @@ void CommandUnit::ring() {
     return;
   }
   busy_ = true;
-  doorbell_.notify(sc_core::SC_ZERO_TIME);
+  doorbell_.notify(to_edge(sc_core::SC_ZERO_TIME));
 }
 
 void CommandUnit::reset() {
@@ -40,12 +40,15 @@ void CommandUnit::set_initialized(bool on) {
   regs_.set(reg::health, on ? h | kHealthInitialized : h & ~uint64_t(kHealthInitialized));
 }
 
-void CommandUnit::wait_edge() { sc_core::wait(clock_.until(clock_.cycle_at_or_after(sc_core::sc_time_stamp()))); }
+// The firmware acts on clock edges. Its wake-ups are notified for the edge itself (rather than
+// waking and then waiting for the edge): one thread switch per wake-up, not two.
+sc_core::sc_time CommandUnit::to_edge(const sc_core::sc_time& after) const {
+  return clock_.until(clock_.cycle_at_or_after(sc_core::sc_time_stamp() + after));
+}
 
 void CommandUnit::run() {
   for (;;) {
     while (!busy_) sc_core::wait(doorbell_);
-    wait_edge();
     const uint64_t addr = regs_.value(reg::cmdq_addr_hi) << 32 | regs_.value(reg::cmdq_addr_lo);
     if (addr == 0 || addr % 128) {
       log::error("command doorbell: CMDQ_ADDR {:#x} is not a 128-byte aligned address: ignored", addr);
@@ -66,8 +69,7 @@ void CommandUnit::run() {
       busy_ = false;
       continue;
     }
-    sc_core::wait(cfg_.latency);
-    wait_edge();
+    sc_core::wait(to_edge(cfg_.latency));
     const uint16_t opcode = uint16_t(get_field(block, cmdblk::opcode));
     In in{};
     Out out{};
@@ -101,12 +103,10 @@ void CommandUnit::run() {
 }
 
 CommandUnit::Result CommandUnit::check_reserved(uint16_t opcode, const In& in) const {
-  const CommandSpec* spec = find(opcode);
-  for (uint8_t i = 0; i < in.size(); ++i) {
-    bool used = false;
-    for (const auto& d : spec->inputs) used |= d.index == i;
-    if (!used && in[i] != 0) return fail(kBadParam, i, kReservedSet);
-  }
+  uint32_t used = 0;
+  for (const auto& d : find(opcode)->inputs) used |= 1u << d.index;
+  for (uint8_t i = 0; i < in.size(); ++i)
+    if (in[i] != 0 && !(used >> i & 1)) return fail(kBadParam, i, kReservedSet);
   return {};
 }
 
@@ -596,7 +596,6 @@ CommandUnit::Result CommandUnit::destroy_qp(const In& in) {
 void CommandUnit::cq_control(const CqControl& c) {
   m_ctl.push_held(c);
   sc_core::wait(control_done_);
-  wait_edge();
 }
 
 }  // namespace vhca

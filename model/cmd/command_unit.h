@@ -66,7 +66,7 @@ class CommandUnit : public sc_core::sc_module {
   std::set<uint32_t> freed_cqns_;      // destroyed CQNs below it
 
   void run();
-  void wait_edge();
+  sc_core::sc_time to_edge(const sc_core::sc_time& after) const;  // from now to the first edge at or after now + after
   Result execute(uint16_t opcode, const In& in, Out& out);
   Result check_reserved(uint16_t opcode, const In& in) const;
   Result query_cap(Out& out);

@@ -41,6 +41,7 @@ void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
 void CompletionArbiter::reset() {
   transport_.clear();
   injections_.clear();
+  injection_held_since_ = UINT64_MAX;
 }
 
 void CompletionArbiter::step() {
@@ -49,12 +50,15 @@ void CompletionArbiter::step() {
     wakeup_.wake(now + 1);
     return;
   }
+  wakeup_.count();
   const bool transport_was_full = transport_.size() >= cfg_.transport_depth;
+  bool held = false;
   for (;;) {
     const bool from_transport = !transport_.empty(), from_injection = injection_due(now);
     if (!from_transport && !from_injection) break;
     if (!m_cpl.can_push(now)) {
-      if (from_injection) ++injection_stalls_;
+      if (from_injection && injection_held_since_ == UINT64_MAX) injection_held_since_ = now;
+      held = true;
       break;  // m_cpl's on_space wakes this again
     }
     const bool take_transport = from_transport && (transport_turn_ || !from_injection);
@@ -65,12 +69,15 @@ void CompletionArbiter::step() {
       m_cpl->push(injections_.front().second, now);
       injections_.pop_front();
       ++injected_;
+      if (injection_held_since_ != UINT64_MAX) injection_stalls_ += now - injection_held_since_;
+      injection_held_since_ = UINT64_MAX;
     }
     if (from_transport && from_injection) transport_turn_ = !take_transport;
   }
   // A slot freed on this cycle is the transport's from the next.
   if (transport_was_full && transport_.size() < cfg_.transport_depth) space_.notify(clock_.until(now + 1));
-  if (!injections_.empty() && transport_.empty()) wakeup_.wake(std::max(injections_.front().first, now + 1));
+  // Held by a full s_cpl, it sleeps until its on_space (no activation per cycle of the stall).
+  if (!held && !injections_.empty() && transport_.empty()) wakeup_.wake(std::max(injections_.front().first, now + 1));
 }
 
 }  // namespace vhca

@@ -55,6 +55,7 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   uint64_t injection_stalls() const { return injection_stalls_; }  // cycles an injection waited for room
   uint64_t transport_stalls() const { return transport_stalls_; }  // puts refused: the transport held
   size_t transport_high_water() const { return transport_high_water_; }
+  uint64_t activations() const { return wakeup_.activations(); }
   size_t transport_depth() const { return cfg_.transport_depth; }
   // The transport's queue, as the topology reports it.
   size_t queue_depth() const override { return cfg_.transport_depth; }
@@ -75,6 +76,7 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   bool transport_turn_ = true;  // round robin: whose record goes first when both have one
   sc_core::sc_event space_;
   uint64_t injected_ = 0, injection_stalls_ = 0, transport_stalls_ = 0, transport_puts_ = 0;
+  uint64_t injection_held_since_ = UINT64_MAX;  // the cycle a due injection was first refused
   size_t transport_high_water_ = 0;
 };
 
