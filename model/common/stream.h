@@ -13,7 +13,6 @@
 #pragma once
 #include <cassert>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,10 +64,52 @@ class StreamBase : public virtual sc_core::sc_interface, public QueueInfo {
   uint64_t pushed_ = 0;
 };
 
+// A stream's storage: a ring of slots sized to the stream's depth (a power of two at least that),
+// allocated once, so that a push or a pop moves one slot and never allocates. It grows only if a
+// producer pushes past the depth without asking (a model error that push() asserts on).
+template <typename Slot>
+class SlotRing {
+ public:
+  explicit SlotRing(size_t depth) {
+    size_t cap = 1;
+    while (cap < depth) cap *= 2;
+    slots_.resize(cap);
+  }
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  Slot& front() { return slots_[head_]; }
+  const Slot& front() const { return slots_[head_]; }
+  Slot& back() { return slots_[(head_ + count_ - 1) & (slots_.size() - 1)]; }
+  const Slot& back() const { return slots_[(head_ + count_ - 1) & (slots_.size() - 1)]; }
+  void push_back(Slot&& s) {
+    if (count_ == slots_.size()) grow();
+    slots_[(head_ + count_) & (slots_.size() - 1)] = std::move(s);
+    ++count_;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & (slots_.size() - 1);
+    --count_;
+  }
+  void clear() {
+    for (; count_; pop_front()) front() = Slot{};
+    head_ = 0;
+  }
+
+ private:
+  void grow() {
+    std::vector<Slot> bigger(slots_.size() * 2);
+    for (size_t i = 0; i < count_; ++i) bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);
+    slots_ = std::move(bigger);
+    head_ = 0;
+  }
+  std::vector<Slot> slots_;
+  size_t head_ = 0, count_ = 0;
+};
+
 template <typename T>
 class Stream : public StreamBase {
  public:
-  Stream(std::string name, size_t depth) : StreamBase(std::move(name), depth) {}
+  Stream(std::string name, size_t depth) : StreamBase(std::move(name), depth), items_(depth) {}
 
   // A refused producer is always woken (on_space) for the cycle a slot is usable again: by the
   // next pop when the stream holds `depth` items, or for the next cycle when it was refused only
@@ -120,13 +161,13 @@ class Stream : public StreamBase {
 
  private:
   struct Slot {
-    uint64_t cycle;
-    T value;
+    uint64_t cycle = 0;
+    T value{};
   };
   uint64_t popped_cycle_ = UINT64_MAX;  // slots freed on this cycle are not reusable until the next
   size_t popped_ = 0;
   mutable bool refused_ = false;  // a producer found it full: the next pop wakes it
-  std::deque<Slot> items_;
+  SlotRing<Slot> items_;
 };
 
 // A producer's output: a named port, bound at elaboration to the consumer's StreamIn (or to a

@@ -42,6 +42,7 @@ TimerWheel::Outputs TimerWheel::outputs() const {
 }
 
 void TimerWheel::edge(const Inputs& in) {
+  if (idle() && !in.ins_valid) return idle_edge();
   // The combinational values this edge samples, from the registers before it.
   const bool go = detach_go();
   const bool take = in.ins_valid && ins_ready();
@@ -66,14 +67,7 @@ void TimerWheel::edge(const Inputs& in) {
   }
   if (ins1_valid_) nexts_[ins1_cqn_] = old_head;
 
-  // Time.
-  const bool tick = presc_ == cycles_per_us_ - 1;
-  if (tick) {
-    presc_ = 0;
-    now_ = (now_ + 1) & kTickMask;
-  } else {
-    ++presc_;
-  }
+  count_edge();
 
   // The insert pipeline.
   late_ = late;
@@ -104,6 +98,29 @@ void TimerWheel::edge(const Inputs& in) {
     exp_valid_ = false;
   }
   if (go) detach_tick_ = (detach_tick_ + 1) & kTickMask;
+}
+
+void TimerWheel::count_edge() {
+  if (presc_ == cycles_per_us_ - 1) {
+    presc_ = 0;
+    now_ = (now_ + 1) & kTickMask;
+  } else {
+    ++presc_;
+  }
+}
+
+// edge() of an idle wheel offered no insert: no RAM is read or written, nothing is walked, the
+// insert pipeline shifts its (invalid) registers and time is counted. The same registers as the
+// full edge leaves, for a fraction of its work (the pipelined writer clocks it every busy cycle).
+void TimerWheel::idle_edge() {
+  late_ = false;
+  wrote_valid_ = false;  // ins1_valid_ is false when idle
+  wrote_slot_ = ins1_slot_;
+  wrote_cqn_ = ins1_cqn_;
+  ins1_cqn_ = ins0_cqn_;
+  ins1_slot_ = ins0_slot_;
+  detaching_ = following_ = false;  // already: the walk is not busy
+  count_edge();
 }
 
 void TimerWheel::skip_empty(uint64_t edges) {

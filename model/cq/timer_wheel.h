@@ -68,6 +68,8 @@ class TimerWheel {
   bool heads_ready() const { return sweep_done_; }
   bool detach_go() const { return heads_ready() && !walk_busy() && tick_due() && !ins0_valid_ && !ins1_valid_; }
   bool ins_ready() const { return heads_ready() && !(!walk_busy() && tick_due()); }
+  void count_edge();  // the prescaler, and the tick it begins
+  void idle_edge();
   bool placeable(uint32_t deadline) const;
   uint32_t ins_slot(uint32_t deadline) const;
 
