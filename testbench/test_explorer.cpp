@@ -342,35 +342,13 @@ TEST_CASE("time series: interrupts per interval add up, and DIM's recorded profi
   }
 }
 
-TEST_CASE("[validation] DIM climbs the RDMA profile table under a surge and steps back after it (traces/dim-step.yaml)") {
+TEST_CASE("[validation] DIM follows the kernel's RDMA profile table and cadence: one decision per 64 counted events (traces/dim-step.yaml)") {
+  // Whether DIM climbs under the surge and steps back after it is a claim about many CQs: one CQ's
+  // first step is a coin flip (ctest validation_dim_step_seeds, docs/validation.md).
   const TrafficOptions o = load_scenario(std::string(VHCA_SOURCE_DIR) + "/traces/dim-step.yaml");
   const TrafficResult r = run_traffic(o);
   REQUIRE(r.ok);
-  const double surge_end_us = 1500;
-  const size_t start = dim_profile_near(2, 8);
-  // Climbed: above the start profile at some time during the surge. Still high: above it when the
-  // surge ends. Stepped back: a still-high CQ that moves below the profile it held at the end,
-  // within 1 ms of it.
-  int climbed = 0, still_high = 0, stepped_back = 0;
-  for (int cq = 0; cq < o.cqs; ++cq) {
-    size_t highest = start, held = start;
-    bool back = false;
-    for (const TimeSeries::DimChange& d : r.series.dim) {
-      if (d.host != 0 || d.cq != cq) continue;
-      if (d.time_us < surge_end_us) {
-        highest = std::max(highest, d.profile);
-        held = d.profile;
-      } else if (d.time_us < surge_end_us + 1000 && d.profile < held) {
-        back = true;
-      }
-    }
-    climbed += highest > start;
-    still_high += held > start;
-    stepped_back += held > start && back;
-  }
-  INFO(climbed << " CQs climbed, " << still_high << " still high at the surge's end, " << stepped_back
-               << " of them stepped back");
-  // The kernel's RDMA DIM table (include/linux/dim.h, rdma_dim_prof: usec, comps) and cadence.
+  // The kernel's RDMA DIM table (include/linux/dim.h, rdma_dim_prof: usec, comps).
   const std::vector<std::pair<uint16_t, uint16_t>> kernel = {{1, 1}, {1, 4}, {2, 4}, {2, 8}, {4, 8},
                                                              {16, 8}, {16, 16}, {32, 16}, {32, 32}};
   REQUIRE(dim_profiles().size() == kernel.size());
@@ -379,16 +357,21 @@ TEST_CASE("[validation] DIM climbs the RDMA profile table under a surge and step
     CHECK(dim_profiles()[i].count == kernel[i].second);
   }
   // One decision per 64 counted events of a CQ (DIM_NEVENTS); a CQ's first event only opens its
-  // window and events while a new profile is being applied are not counted,
-  // so each CQ may come out a decision short (the kernel ignores events in DIM_APPLY_NEW_PROFILE).
+  // window and events while a new profile is being applied are not counted, so each CQ may come
+  // out a decision short (the kernel ignores events in DIM_APPLY_NEW_PROFILE).
   uint64_t at_most = 0;
   for (const CqStats& c : r.cqs)
     if (c.host == 0) at_most += c.events / 64;
+  CHECK(r.host[0].dim_decisions > 0);
   CHECK(r.host[0].dim_decisions <= at_most);
   CHECK(r.host[0].dim_decisions + uint64_t(o.cqs) >= at_most);
-  // DIM is a hill climber: a CQ's first step may go either way, so the climb is claimed of most
-  // CQs; every CQ still above the start when the surge ends steps back.
-  CHECK(climbed > o.cqs / 2);
-  CHECK(still_high > 0);
-  CHECK(stepped_back == still_high);
+  // Each change is one step along the table, except the fall to the first profile when events
+  // carry few completions.
+  std::vector<size_t> held(size_t(o.cqs), dim_profile_near(2, 8));
+  for (const TimeSeries::DimChange& d : r.series.dim) {
+    if (d.host != 0) continue;
+    const size_t before = held.at(size_t(d.cq));
+    CHECK((d.profile + 1 == before || d.profile == before + 1 || d.profile == 0));
+    held[size_t(d.cq)] = d.profile;
+  }
 }
