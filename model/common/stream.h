@@ -79,7 +79,8 @@ class SlotRing {
   bool empty() const { return count_ == 0; }
   Slot& front() { return slots_[head_]; }
   const Slot& front() const { return slots_[head_]; }
-  Slot& back() { return slots_[(head_ + count_ - 1) & (slots_.size() - 1)]; }
+  Slot& at(size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }  // i from the head
+  Slot& back() { return at(count_ - 1); }
   const Slot& back() const { return slots_[(head_ + count_ - 1) & (slots_.size() - 1)]; }
   void push_back(Slot&& s) {
     if (count_ == slots_.size()) grow();
@@ -122,14 +123,24 @@ class Stream : public StreamBase {
       refused_ = true;
     return false;
   }
-  void push(T value, uint64_t cycle) {
+  // Items pushed on one cycle are queued in a fixed order, not in the order SystemC happened to
+  // run their producers: by same_cycle_rank(item) when the stream has one, then by the producer's
+  // tiebreak, then in push order. No consumer sees an item before the cycle after its push, so
+  // the order is settled before anyone looks.
+  void push(T value, uint64_t cycle, uint32_t tiebreak = 0) {
     assert(can_push(cycle));
-    items_.push_back({cycle, std::move(value)});
-    ++pushed_;
+    const uint64_t order = (same_cycle_rank ? uint64_t(same_cycle_rank(value)) << 32 : 0) | tiebreak;
+    items_.push_back({cycle, order, ++pushed_, std::move(value)});
+    size_t i = items_.size() - 1;
+    for (; i > 0 && items_.at(i - 1).cycle == cycle && items_.at(i - 1).order > order; --i)
+      std::swap(items_.at(i - 1), items_.at(i));
     if (items_.size() > high_water_) high_water_ = items_.size();
-    on_push(items_.back().value, cycle);
+    on_push(items_.at(i).value, cycle);
     if (on_data) on_data(cycle + 1);
   }
+  // The head's place in push order (1 for the first item ever pushed): same-cycle items may leave
+  // in another order than they came (push), and a mark taken as pushed() names them all.
+  uint64_t front_seq() const { return items_.front().seq; }
   // Cycle from which the head is visible, or UINT64_MAX when empty.
   uint64_t head_ready_cycle() const { return items_.empty() ? UINT64_MAX : items_.front().cycle + 1; }
   bool ready(uint64_t cycle) const { return !items_.empty() && items_.front().cycle < cycle; }
@@ -156,12 +167,16 @@ class Stream : public StreamBase {
 
   // The consumer's wake-up: one consumer per stream, set by the block that owns the stream.
   std::function<void(uint64_t cycle)> on_data;
+  // The order of a shared stream's same-cycle items (lower first), set by the block that owns it.
+  uint32_t (*same_cycle_rank)(const T&) = nullptr;  // a plain function: one is called per push
   Observers<uint64_t> on_space;                // producers held by a full stream
   Observers<const T&, uint64_t> on_push;       // taps: told of every item as it is pushed
 
  private:
   struct Slot {
     uint64_t cycle = 0;
+    uint64_t order = 0;  // same_cycle_rank, tiebreak
+    uint64_t seq = 0;    // push order
     T value{};
   };
   uint64_t popped_cycle_ = UINT64_MAX;  // slots freed on this cycle are not reusable until the next

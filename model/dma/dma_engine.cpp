@@ -11,6 +11,9 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
       write_wakeup_(clock),
       channel_wakeup_(clock) {
   s_write->on_data = [this](uint64_t c) { write_wakeup_.wake(c); };
+  // Writes pushed on one cycle leave in the order of their source (a CQE before its EQE before
+  // its MSI-X message, then the firmware's and the transport's), whichever block SystemC ran first.
+  s_write->same_cycle_rank = [](const DmaWrite& w) { return uint32_t(w.source); };
   s_ci_req->on_data = [this](uint64_t c) { channel_wakeup_.wake(c); };
   m_ci_rsp.on_space([this](uint64_t c) { channel_wakeup_.wake(c); });
   socket.register_nb_transport_bw(this, &DmaEngine::read_response);
@@ -37,6 +40,7 @@ void DmaEngine::write_step() {
       ++credit_stalls_;
       return;  // woken when credits return
     }
+    const uint64_t seq = s_write->front_seq();
     DmaWrite w = s_write->pop(now);
     tlm::tlm_generic_payload& tx = write_tx_;
     PostedTag& tag = write_tag_;
@@ -52,12 +56,28 @@ void DmaEngine::write_step() {
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     socket->b_transport(tx, delay);
     tx.clear_extension(&tag);
-    ++writes_;
+    note_issued(seq);
     if (fence_waiters_) write_issued_.notify(sc_core::SC_ZERO_TIME);  // only a waiting thread needs it
     release_issue_waiters();
     log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
   }
   if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
+}
+
+// The prefix of push order that has all left grows past a write issued ahead of one pushed before
+// it on the same cycle once that one leaves too.
+void DmaEngine::note_issued(uint64_t seq) {
+  if (seq != issued_prefix_ + 1) return issued_ahead_.push_back(seq);
+  ++issued_prefix_;
+  for (auto it = issued_ahead_.begin(); it != issued_ahead_.end();) {
+    if (*it != issued_prefix_ + 1) {
+      ++it;
+      continue;
+    }
+    ++issued_prefix_;
+    issued_ahead_.erase(it);
+    it = issued_ahead_.begin();
+  }
 }
 
 void DmaEngine::read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done) {
@@ -72,12 +92,12 @@ void DmaEngine::read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, Read
 // Waiters are released in the order they came; marks never decrease (writes_queued() only
 // grows), so a waiter whose mark is reached never waits behind one whose mark is not.
 void DmaEngine::when_issued(uint64_t mark, std::function<void()> then) {
-  if (mark <= writes_) return then();
+  if (mark <= issued_prefix_) return then();
   issue_waiters_.push_back(IssueWaiter{mark, std::move(then)});
 }
 
 void DmaEngine::release_issue_waiters() {
-  while (!issue_waiters_.empty() && issue_waiters_.front().mark <= writes_) {
+  while (!issue_waiters_.empty() && issue_waiters_.front().mark <= issued_prefix_) {
     std::function<void()> then = std::move(issue_waiters_.front().then);
     issue_waiters_.pop_front();
     then();
@@ -175,9 +195,9 @@ void DmaEngine::channel_done() {
 }
 
 void DmaEngine::fence_writes() {
-  const uint64_t fence = writes_ + s_write->size();
+  const uint64_t fence = writes_queued();
   ++fence_waiters_;
-  while (writes_ < fence) sc_core::wait(write_issued_);
+  while (issued_prefix_ < fence) sc_core::wait(write_issued_);
   --fence_waiters_;
 }
 

@@ -53,10 +53,11 @@ class DmaEngine : public sc_core::sc_module {
   using ReadDone = std::function<void(bool ok)>;
   void read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done);
 
-  uint64_t writes_issued() const { return writes_; }
-  // The writes queued so far, counted from the first: writes_issued() reaches it when they have
-  // all been issued to the link.
-  uint64_t writes_queued() const { return writes_ + s_write->size(); }
+  // Writes queued so far, counted in push order from the first; writes_issued() is how many of
+  // them, in that order, have all been issued to the link (same-cycle writes may leave in another
+  // order than they were pushed: the stream orders them by source, see the constructor).
+  uint64_t writes_issued() const { return issued_prefix_; }
+  uint64_t writes_queued() const { return s_write->pushed(); }
   // Runs `then` (from the engine's process) once writes_issued() reaches `mark`; marks are taken
   // from writes_queued(), so they come in order.
   void when_issued(uint64_t mark, std::function<void()> then);
@@ -108,7 +109,10 @@ class DmaEngine : public sc_core::sc_module {
   sc_core::sc_event write_issued_;  // a write left for the link (fences wait for it)
   uint32_t fence_waiters_ = 0;      // threads waiting on write_issued_
   std::deque<FirmwareRead*> firmware_reads_;
-  uint64_t writes_ = 0, reads_ = 0, read_errors_ = 0, credit_stalls_ = 0;
+  void note_issued(uint64_t seq);
+  uint64_t issued_prefix_ = 0;             // every write of push order <= this has been issued
+  std::vector<uint64_t> issued_ahead_;     // issued writes past the prefix (same-cycle reorders)
+  uint64_t reads_ = 0, read_errors_ = 0, credit_stalls_ = 0;
 };
 
 }  // namespace vhca

@@ -11,6 +11,9 @@ EqEngine::EqEngine(const sc_core::sc_module_name& name, const SimClock& clock, c
       table_(cfg.num_eqs) {
   auto wake = [this](uint64_t c) { wakeup_.wake(c); };
   s_event->on_data = s_db->on_data = wake;
+  // Events pushed on one cycle (the CQ writer's, the transport's, the firmware's) are taken in the
+  // order of their type, whichever block SystemC ran first.
+  s_event->same_cycle_rank = [](const DeviceEvent& e) { return uint32_t(e.type); };
   m_dma.on_space(wake);
   m_irq.on_space(wake);
   SC_METHOD(step);

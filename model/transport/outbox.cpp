@@ -6,13 +6,14 @@
 namespace vhca {
 
 Outbox::Outbox(const sc_core::sc_module_name& name, const SimClock& clock, size_t depth, DmaEngine& dma,
-               sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats)
+               sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats, uint32_t write_order)
     : sc_module(name),
       s_items("s_items", depth, "its block: payload writes and completion records, in order"),
       clock_(clock),
       dma_(dma),
       completions_(completions),
       stats_(stats),
+      write_order_(write_order),
       depth_(depth) {
   dma_.s_write->on_space.add([this](uint64_t c) {
     if (held_) wake_.notify(clock_.until(c));
@@ -75,7 +76,7 @@ void Outbox::drain() {
   while (!items_.empty()) {
     if (auto* w = std::get_if<DmaWrite>(&items_.front())) {
       if (!dma_.s_write->can_push(now)) break;  // the stream's on_space wakes us
-      dma_.s_write->push(std::move(*w), now);
+      dma_.s_write->push(std::move(*w), now, write_order_);
       last_write_mark_ = dma_.writes_queued();
       if (--writes_held_ == 0 && after_writes_handed_) {
         std::function<void()> then = std::move(after_writes_handed_);

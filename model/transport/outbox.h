@@ -26,8 +26,10 @@ namespace vhca {
 class Outbox : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Outbox);
+  // write_order: where this outbox's writes go among same-source writes pushed on one cycle (the
+  // requester's before the responder's; docs/architecture.md, "Same-cycle order").
   Outbox(const sc_core::sc_module_name& name, const SimClock& clock, size_t depth, DmaEngine& dma,
-         sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats);
+         sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats, uint32_t write_order);
 
   // Payload bytes to host memory (split into DMA writes of at most 4 KiB).
   void write(uint64_t addr, const uint8_t* data, uint32_t len, DmaSource source = DmaSource::other, uint32_t id = 0);
@@ -54,6 +56,7 @@ class Outbox : public sc_core::sc_module {
   DmaEngine& dma_;
   sc_core::sc_port<CompletionPutIf>& completions_;
   TransportStats& stats_;
+  uint32_t write_order_;
   std::deque<std::variant<DmaWrite, CompletionRecord>> items_;
   size_t writes_held_ = 0;       // DmaWrites among items_
   uint64_t last_write_mark_ = 0;  // the DMA queue mark of the last write handed on

@@ -39,7 +39,7 @@ Requester::Requester(const sc_core::sc_module_name& name, const SimClock& clock,
       tables_(tables),
       timers_(timers),
       stats_(stats),
-      outbox_("outbox", clock, cfg.outbox_depth, dma, completions, stats),
+      outbox_("outbox", clock, cfg.outbox_depth, dma, completions, stats, 0),
       qps_(tables.qps.size()) {
   outbox_.on_empty.add([this] { pump_completions(); });
 }

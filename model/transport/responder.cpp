@@ -19,7 +19,7 @@ Responder::Responder(const sc_core::sc_module_name& name, const SimClock& clock,
       rq_(rq),
       dma_(dma),
       stats_(stats),
-      outbox_("outbox", clock, cfg.outbox_depth, dma, completions, stats),
+      outbox_("outbox", clock, cfg.outbox_depth, dma, completions, stats, 1),
       qps_(tables.qps.size()) {}
 
 void Responder::begin_packet() { awaited_ = Awaited{}; }
