@@ -370,7 +370,13 @@ class Lockstep {
     CqeWriterConfig cfg;
     cfg.num_cqs = opt.num_cqs;
     cfg.arm_event = opt.arm_event;
-    if (opt.mode != CosimMode::rtl_only) model_ = std::make_unique<Side>(std::make_unique<CqWriterPipeline>(cfg, 500.0));
+    if (opt.mode != CosimMode::rtl_only) {
+      model_ = std::make_unique<Side>(std::make_unique<CqWriterPipeline>(cfg, 500.0));
+      // Compared with the RTL's o_busy: the clock it wants whenever anything is inside it. (In the
+      // HCA, unwatched, the model sleeps through busy cycles that only move items along; the
+      // RTL in the HCA is clocked on each, with byte-identical results: vhca_sim_run_rtl_twin.)
+      model_->engine->wake_every_busy_cycle = true;
+    }
     if (opt.mode != CosimMode::model_only) {
       std::unique_ptr<RtlEngine> rtl = make_rtl_pipelined_writer(cfg, opt.faults, opt.rtl_init_seed);
       if (!trace_path.empty()) rtl->trace(trace_path, trace_from, trace_to);

@@ -48,6 +48,28 @@ TEST_CASE("event-driven: no HCA block runs on idle cycles") {
   });
 }
 
+TEST_CASE("event-driven: unwatched, the pipelined writer wakes only where a CQE meets the world, and the CQE leaves on the same cycle") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(16);  // disarmed: no event, no timer
+    wait_us(5);
+    std::vector<uint64_t> cqe_pushed;
+    sys().hca.dma.s_write->on_push.add([&](const DmaWrite& w, uint64_t c) {
+      if (w.source == DmaSource::cqe) cqe_pushed.push_back(c);
+    });
+    const uint64_t writer = sys().hca.cq.activations();
+    const uint64_t k = soon();
+    sys().hca.inject(recv_record(cq->cqn, 1), k);
+    wait_us(5);
+    // It takes the record (k+1), acts on the CQ's context (k+4) and hands the CQE on (k+5); the
+    // select and the context read (k+2, k+3) run when it next acts. Watched (the case above), it
+    // is clocked on all five.
+    CHECK(sys().hca.cq.activations() - writer == 3);
+    CHECK(cqe_pushed == std::vector<uint64_t>{k + 5});
+    CHECK(sys().hca.cq.stats().cqes == 1);
+  });
+}
+
 // Issue 14, item 2: a run ends with a clear message when its time limit comes before the body
 // finishes, also when the next event lies beyond the limit (this looped for ever).
 TEST_CASE("System::run stops at its time limit with a message, even when the next event lies beyond it") {

@@ -109,6 +109,9 @@ class CqWriterEngine {
   virtual bool act(uint64_t now) = 0;
   // The earliest cycle after `now` on which it may act (UINT64_MAX: only new input wakes it).
   virtual uint64_t next_cycle(uint64_t now) = 0;
+  // Set while someone watches each cycle it acts on (waveforms): a pipelined engine is then
+  // clocked on every cycle something is inside it, instead of only those where it meets the world.
+  bool wake_every_busy_cycle = false;
   // By value: an engine may build it on demand (the RTL reads it through its query port).
   virtual CqContext context(uint32_t cqn) const = 0;
   virtual bool cq_exists(uint32_t cqn) const = 0;

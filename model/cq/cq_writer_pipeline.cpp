@@ -75,12 +75,34 @@ bool CqWriterPipeline::quiet() const { return pipeline_empty() && wheel_.idle();
 // next tick; else the next input. The cycles between are clocked when it next acts: they only
 // count time. RtlPipelined::next_cycle (cosim/rtl_pipelined_writer.cpp) wakes on the same cycles.
 uint64_t CqWriterPipeline::next_cycle(uint64_t now) {
-  if (!started_ || !quiet()) return now + 1;
+  if (!started_) return now + 1;
+  if (!quiet()) return wake_every_busy_cycle ? now + 1 : next_busy_cycle(now);
   const uint64_t tick = tick_start(tick_of(now) + 1);
   const uint64_t ready_at = first_cycle_ + clearing_cycles();
   if (now + 1 < ready_at) return std::min(ready_at, tick);
   const uint64_t next = next_input_cycle(now, false, UINT64_MAX);
   return listed_ != 0 ? std::min(next, tick) : next;
+}
+
+// With something in flight, the next cycle on which it touches the world: takes an input, hands
+// an output on, or acts on a CQ's context (stage 3: its callbacks, its counters, what a query of
+// the context sees). The cycles between only move items along the stages or select one from the
+// replay buffer; act() runs them when it next acts, with the same result. While anything it could
+// take or hand on is waiting, or the wheel is busy, that is every cycle.
+uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) const {
+  // The likeliest first (a flood keeps completions waiting and the DMA skid buffer full).
+  if (!s_cpl.empty() || !dma_skid_.empty() || s3_.kind != Kind::none || !event_skid_.empty() ||
+      !ci_skid_.empty() || !ins_skid_.empty() || !s_arm.empty() || !s_ctl.empty() || !s_ci.empty() ||
+      !s_access_error.empty() || !wheel_.idle() || cycles_since_reset(now + 1) < cfg_.num_cqs)
+    return now + 1;
+  uint64_t next = UINT64_MAX;
+  if (s2_.kind != Kind::none) next = now + 2;  // stage 3 on the next edge, acting on the one after
+  // A completion selected on the next edge acts two edges later; one held (a consumer-index
+  // refresh, a resize) waits for an input, which wakes this.
+  else if (!waiting_ci_ && resizing_ == 0 && issued_ < replay_.size()) next = now + 3;
+  // Running timers: the wheel walks the next tick's slot from its first edge.
+  if (listed_ != 0) next = std::min(next, tick_start(tick_of(now) + 1));
+  return next;
 }
 
 // Stage 3 may need every output it has: it holds while any skid buffer is full (their ready is a

@@ -24,8 +24,11 @@
 //   cycle count, i_timestamp). After a reset the context table and the wheel clear themselves
 //   (max(num_cqs, 8,192) cycles), and no item is taken meanwhile.
 //
-// Clocked every cycle: act(now) also runs the cycles since the last call on which nothing was
-// offered to it.
+// Event-driven: it asks to be clocked on the cycles where it takes an input, acts on a CQ's context
+// or hands an output on (every cycle something is inside it while it is watched, or while the
+// wheel or a skid buffer is busy); act(now) first runs the cycles since the last call, on which
+// items only moved along the stages. Same-cycle pushes into shared streams are ordered by rule
+// (docs/architecture.md), so when it wakes does not change where its outputs go.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -95,6 +98,7 @@ class CqWriterPipeline : public CqWriterCore {
   bool holds(uint64_t c) const;
   bool pipeline_empty() const;  // no item in a stage, the replay buffer or a skid buffer
   bool quiet() const;  // nothing in flight and the wheel idle: a cycle only counts time
+  uint64_t next_busy_cycle(uint64_t now) const;
   uint64_t cycles_since_reset(uint64_t c) const { return c - first_cycle_; }
   uint32_t tick_of(uint64_t c) const { return uint32_t(cycles_since_reset(c) / cycles_per_us_); }
   uint64_t tick_start(uint64_t tick) const { return first_cycle_ + tick * cycles_per_us_; }  // its first cycle

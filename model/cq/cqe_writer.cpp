@@ -47,6 +47,7 @@ void CqeWriter::step() {
     return;
   }
   if (engine_->act(now)) on_acted(now);
+  engine_->wake_every_busy_cycle = !on_acted.empty();
   const uint64_t next = engine_->next_cycle(now);
   if (next != UINT64_MAX) wakeup_.wake(next);
 }
