@@ -70,10 +70,11 @@ bool CqWriterPipeline::pipeline_empty() const {
 
 bool CqWriterPipeline::quiet() const { return pipeline_empty() && wheel_.idle(); }
 
-// Event-driven: with something in flight (or the wheel walking), the next cycle; while the table
-// clears, its end or the next tick (the wheel walks each tick's slot); with timers running, the
-// next tick; else the next input. The cycles between are clocked when it next acts: they only
-// count time. RtlPipelined::next_cycle (cosim/rtl_pipelined_writer.cpp) wakes on the same cycles.
+// Event-driven: with something in flight (or the wheel walking), the next cycle when watched, else
+// the next on which it meets the world (next_busy_cycle); while the table clears, its end or the
+// next tick (the wheel walks each tick's slot); with timers running, the next tick; else the next
+// input. The cycles between are clocked when it next acts. Watched, it wakes on the cycles
+// RtlPipelined::next_cycle (cosim/rtl_pipelined_writer.cpp) does; the lockstep compares them.
 uint64_t CqWriterPipeline::next_cycle(uint64_t now) {
   if (!started_) return now + 1;
   if (!quiet()) return wake_every_busy_cycle ? now + 1 : next_busy_cycle(now);
