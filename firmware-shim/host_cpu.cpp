@@ -96,8 +96,7 @@ bool HostCpu::mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* dat
   return transport(read);
 }
 
-// A posted write: charged first (its cost comes before it leaves). A step's write is issued by
-// its core once the step's time up to it has been served; a thread's now that its charge is.
+// Whether the downstream link takes a posted write of `len` bytes now (always, unbound).
 bool HostCpu::credits_for(unsigned len) { return !mmio_credits.size() || mmio_credits->can_post(len); }
 
 // A posted write: charged first (its cost comes before it leaves). A step's write is issued by

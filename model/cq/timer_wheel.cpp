@@ -109,9 +109,10 @@ void TimerWheel::count_edge() {
   }
 }
 
-// edge() of an idle wheel offered no insert: no RAM is read or written, nothing is walked, the
-// insert pipeline shifts its (invalid) registers and time is counted. The same registers as the
-// full edge leaves, for a fraction of its work (the pipelined writer clocks it every busy cycle).
+// edge() of an idle wheel offered no insert: no RAM is read or written, nothing is walked (the
+// walk's registers are already clear), the insert pipeline shifts its (invalid) registers and
+// time is counted. The same registers as the full edge leaves, for a fraction of its work (the
+// pipelined writer clocks it every busy cycle).
 void TimerWheel::idle_edge() {
   late_ = false;
   wrote_valid_ = false;  // ins1_valid_ is false when idle
@@ -119,7 +120,6 @@ void TimerWheel::idle_edge() {
   wrote_cqn_ = ins1_cqn_;
   ins1_cqn_ = ins0_cqn_;
   ins1_slot_ = ins0_slot_;
-  detaching_ = following_ = false;  // already: the walk is not busy
   count_edge();
 }
 

@@ -1,5 +1,7 @@
 #include "model/dma/dma_engine.h"
 
+#include <algorithm>
+
 #include "model/common/bytes.h"
 #include "model/common/log.h"
 #include "tlm/posted_tag.h"
@@ -69,14 +71,10 @@ void DmaEngine::write_step() {
 void DmaEngine::note_issued(uint64_t seq) {
   if (seq != issued_prefix_ + 1) return issued_ahead_.push_back(seq);
   ++issued_prefix_;
-  for (auto it = issued_ahead_.begin(); it != issued_ahead_.end();) {
-    if (*it != issued_prefix_ + 1) {
-      ++it;
-      continue;
-    }
-    ++issued_prefix_;
+  for (auto it = std::find(issued_ahead_.begin(), issued_ahead_.end(), issued_prefix_ + 1); it != issued_ahead_.end();
+       it = std::find(issued_ahead_.begin(), issued_ahead_.end(), issued_prefix_ + 1)) {
     issued_ahead_.erase(it);
-    it = issued_ahead_.begin();
+    ++issued_prefix_;
   }
 }
 
