@@ -80,7 +80,7 @@ CommandResult Driver::boot() {
     return fail_local("device has fewer MSI-X vectors than completion vectors + 1");
   if (!cmd_block_) {
     cmd_block_ = memory_.allocate(4096);
-    memory_.watch(cmd_block_, cmdblk::kSize, cmd_reply_);
+    memory_.watch(cmd_block_, cmdblk::kSize, [this] { reply_landed(); });
   }
   cpu_.mmio_write32(offset_of(reg::cmdq_addr_hi), uint32_t(cmd_block_ >> 32));
   cpu_.mmio_write32(offset_of(reg::cmdq_addr_lo), uint32_t(cmd_block_));
@@ -158,15 +158,15 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
   cpu_.write(cmd_block_, block, cmdblk::kSize);
   cpu_.mmio_write32(offset_of(reg::cmd_doorbell), 1);
   CommandResult r;
-  // The driver polls the block every poll interval from `start` (decision 8), so it sees the
+  // The driver polls the block every poll interval from the doorbell (decision 8), so it sees the
   // reply at the first poll at or after the device's write lands, and times out at the first poll
-  // at or after the deadline. Rather than waking for every poll, the thread sleeps until the
-  // write lands (or the deadline), steps to that poll and counts the polling time it spent.
-  const sc_core::sc_time start = sc_core::sc_time_stamp(), interval = cpu_.config().command_poll_interval;
-  const sc_core::sc_time deadline = start + cfg_.command_timeout;
-  auto poll_at_or_after = [&](const sc_core::sc_time& t) { return uint64_t(std::ceil((t - start) / interval)); };
-  uint64_t polls = 0;  // polls that found the block still owned by the device
-  cpu_.begin_polling(CpuContext::app, interval);
+  // at or after the deadline. Rather than waking for every poll, the thread sleeps until that
+  // poll (reply_landed() sets the wake-up when the write lands) or the deadline's, and counts the
+  // polling time it spent.
+  cmd_start_ = sc_core::sc_time_stamp();
+  cmd_polls_ = 0;
+  const sc_core::sc_time deadline = cmd_start_ + cfg_.command_timeout;
+  cpu_.begin_polling(CpuContext::app, cpu_.config().command_poll_interval);
   for (;;) {
     cpu_.read(cmd_block_, block, cmdblk::kSize);
     if (!get_field(block, cmdblk::ownership)) break;
@@ -174,15 +174,16 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
       r.timed_out = true;
       break;
     }
-    cmd_timeout_.arm(start + interval * double(poll_at_or_after(deadline)));
+    cmd_timeout_.arm(poll_time(poll_at_or_after(deadline)));
+    cmd_waiting_ = true;
     sc_core::wait(cmd_wake_);
+    cmd_waiting_ = false;
     cmd_timeout_.fired();
-    const uint64_t poll = std::max(polls + 1, poll_at_or_after(sc_core::sc_time_stamp()));
-    const sc_core::sc_time poll_time = start + interval * double(poll);
-    if (poll_time > sc_core::sc_time_stamp()) sc_core::wait(poll_time - sc_core::sc_time_stamp());
-    polls = poll;
+    const uint64_t poll = next_poll();
+    if (poll_time(poll) > sc_core::sc_time_stamp()) sc_core::wait(poll_time(poll) - sc_core::sc_time_stamp());
+    cmd_polls_ = poll;
   }
-  cpu_.end_polling(polls);
+  cpu_.end_polling(cmd_polls_);
   if (!r.timed_out) {
     r.status = uint8_t(get_field(block, cmdblk::status));
     r.syndrome = uint32_t(get_field(block, cmdblk::syndrome));
@@ -194,6 +195,26 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
   }
   cmd_lock_.unlock();
   return r;
+}
+
+uint64_t Driver::poll_at_or_after(const sc_core::sc_time& t) const {
+  return uint64_t(std::ceil((t - cmd_start_) / cpu_.config().command_poll_interval));
+}
+
+sc_core::sc_time Driver::poll_time(uint64_t poll) const {
+  return cmd_start_ + cpu_.config().command_poll_interval * double(poll);
+}
+
+// The first poll after the last that found the block owned, at or after now.
+uint64_t Driver::next_poll() const { return std::max(cmd_polls_ + 1, poll_at_or_after(sc_core::sc_time_stamp())); }
+
+// The device's write into the command block has landed (called as it lands). The waiting command
+// is woken at the poll that will see it, not now and then again at that poll: one thread
+// switch, at the same time as two.
+void Driver::reply_landed() {
+  if (!cmd_waiting_) return;
+  const sc_core::sc_time at = poll_time(next_poll()), now = sc_core::sc_time_stamp();
+  cmd_reply_.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);
 }
 
 // Re-read each affected CQ's arm sequence number from the device and call its handler, as if its

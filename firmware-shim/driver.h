@@ -99,7 +99,7 @@ class Driver {
   template <class T>
   T* own(std::unique_ptr<T> object) {
     T* raw = object.get();
-    owned_.emplace(raw, std::shared_ptr<T>(std::move(object)));
+    owned_.emplace(raw, Owned(object.release(), [](void* p) { delete static_cast<T*>(p); }));
     return raw;
   }
   void free_owned(const void* object) { owned_.erase(object); }
@@ -143,7 +143,14 @@ class Driver {
   uint64_t cmd_block_ = 0;
   uint8_t token_ = 0;
   sc_core::sc_mutex cmd_lock_;
-  sc_core::sc_event cmd_reply_;    // the device wrote the command block
+  sc_core::sc_event cmd_reply_;    // the device's reply is seen by a poll now
+  sc_core::sc_time cmd_start_;     // the running command's doorbell: its polls count from here
+  uint64_t cmd_polls_ = 0;         // its polls that found the block still owned by the device
+  bool cmd_waiting_ = false;       // it sleeps until its reply or deadline
+  void reply_landed();
+  uint64_t poll_at_or_after(const sc_core::sc_time& t) const;
+  sc_core::sc_time poll_time(uint64_t poll) const;
+  uint64_t next_poll() const;
   EarliestTimer cmd_timeout_;      // a command's deadline: finished commands leave no cancelled timeout
   sc_core::sc_event_or_list cmd_wake_;  // the reply or the deadline: built once, not per command
   std::vector<Eq> eqs_;
@@ -151,7 +158,10 @@ class Driver {
   std::vector<size_t> comp_eqs_;
   std::map<uint32_t, Cq*> cqs_;
   std::map<uint32_t, Qp*> qps_;
-  std::unordered_map<const void*, std::shared_ptr<void>> owned_;
+  // Objects of any type, each with its own deleter (no shared_ptr: its control block is an
+  // allocation per object).
+  using Owned = std::unique_ptr<void, void (*)(void*)>;
+  std::unordered_map<const void*, Owned> owned_;
   bool booted_ = false;
   std::string last_error_;
   uint64_t eqes_handled_ = 0;

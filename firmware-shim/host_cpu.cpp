@@ -49,11 +49,10 @@ uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
   if (recent.page == page) return recent.ptr + addr % HostMemory::kPageSize;
   auto it = dmi_pages_.find(page);
   if (it == dmi_pages_.end()) {
-    tlm::tlm_generic_payload tx;
     tlm::tlm_dmi dmi;
-    tx.set_address(addr);
-    tx.set_command(tlm::TLM_READ_COMMAND);
-    if (!mem->get_direct_mem_ptr(tx, dmi))
+    dmi_tx_.set_address(addr);
+    dmi_tx_.set_command(tlm::TLM_READ_COMMAND);
+    if (!mem->get_direct_mem_ptr(dmi_tx_, dmi))
       throw std::runtime_error(fmt::format("host CPU: access to unmapped host memory at {:#x}", addr));
     it = dmi_pages_.emplace(page, dmi.get_dmi_ptr()).first;
   }

@@ -165,6 +165,7 @@ class HostCpu : public sc_core::sc_module {
   tlm::tlm_generic_payload write_tx_;  // every posted MMIO write's (a payload allocates when built)
   std::map<uint32_t, std::function<void()>> handlers_;
   std::map<uint64_t, uint8_t*> dmi_pages_;
+  tlm::tlm_generic_payload dmi_tx_;  // asks for a page's pointer (reused, as write_tx_)
   struct RecentPage {
     uint64_t page = UINT64_MAX;
     uint8_t* ptr = nullptr;

@@ -80,7 +80,10 @@ HostMemory::Page* HostMemory::page_of(uint64_t addr) const {
 
 HostMemory::Page& HostMemory::backed_page(uint64_t addr) {
   auto [it, fresh] = pages_.try_emplace(addr / kPageSize);
-  if (fresh) it->second = std::make_unique<Page>();  // zeroed once
+  if (fresh) {  // zeroed once, by memset (a value-initialized array is zeroed by a loop of stores)
+    it->second.reset(new Page);
+    std::memset(it->second->data(), 0, kPageSize);
+  }
   return *it->second;
 }
 
@@ -102,6 +105,14 @@ uint64_t HostMemory::attach(uint64_t len, ExternalMemory& backing) {
 }
 
 void HostMemory::detach(uint64_t addr) { externals_.erase(addr); }
+
+void HostMemory::watch(uint64_t addr, uint64_t len, sc_core::sc_event& written) {
+  watches_.push_back({addr, len, &written, [&written] { written.notify(sc_core::SC_ZERO_TIME); }});
+}
+
+void HostMemory::watch(uint64_t addr, uint64_t len, std::function<void()> on_write) {
+  watches_.push_back({addr, len, nullptr, std::move(on_write)});
+}
 
 void HostMemory::unwatch(uint64_t addr, const sc_core::sc_event& written) {
   watches_.erase(std::remove_if(watches_.begin(), watches_.end(),
@@ -169,7 +180,7 @@ bool HostMemory::execute(tlm::tlm_generic_payload& tx) {
   if (ok && tx.is_write())
     for (const Watch& w : watches_)
       if (tx.get_address() < w.addr + w.len && w.addr < tx.get_address() + tx.get_data_length())
-        w.written->notify(sc_core::SC_ZERO_TIME);
+        w.on_write();
   return ok;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <systemc>
@@ -41,7 +42,10 @@ class HostMemory : public sc_core::sc_module {
   // Notifies `written` (in the next delta) whenever a write through the socket (a device DMA,
   // not the CPU's direct accesses) touches [addr, addr + len): a driver waits for the device's
   // reply instead of polling.
-  void watch(uint64_t addr, uint64_t len, sc_core::sc_event& written) { watches_.push_back({addr, len, &written}); }
+  void watch(uint64_t addr, uint64_t len, sc_core::sc_event& written);
+  // The same, but calls `on_write` as the write lands (from the writer's process; it must not
+  // wait): a waiter that knows when it would look can be woken then, not now.
+  void watch(uint64_t addr, uint64_t len, std::function<void()> on_write);
   uint64_t allocate(uint64_t len, uint64_t align = kPageSize);
   void map(uint64_t addr, uint64_t len);
   void unmap(uint64_t addr, uint64_t len);
@@ -67,7 +71,8 @@ class HostMemory : public sc_core::sc_module {
   bool execute(tlm::tlm_generic_payload& tx);
   struct Watch {
     uint64_t addr, len;
-    sc_core::sc_event* written;
+    const sc_core::sc_event* written;  // the event notified, or null: on_write is called
+    std::function<void()> on_write;
   };
   std::vector<Watch> watches_;
   struct External {

@@ -11,7 +11,16 @@ using namespace cmd;
 
 CommandUnit::CommandUnit(const sc_core::sc_module_name& name, const SimClock& clock, const CommandUnitConfig& cfg,
                          CqeWriter& cq, EqEngine& eq, DmaEngine& dma, RegisterFile& regs, QpTables& qp_tables)
-    : sc_module(name), clock_(clock), cfg_(cfg), cq_(cq), eq_(eq), dma_(dma), regs_(regs), qp_(qp_tables) {
+    : sc_module(name),
+      clock_(clock),
+      cfg_(cfg),
+      cq_(cq),
+      eq_(eq),
+      dma_(dma),
+      regs_(regs),
+      cmdq_addr_hi_(regs.ref(reg::cmdq_addr_hi)),
+      cmdq_addr_lo_(regs.ref(reg::cmdq_addr_lo)),
+      qp_(qp_tables) {
   cq_.on_control_done = [this](const CqControl&, uint64_t) { control_done_.notify(to_edge(sc_core::SC_ZERO_TIME)); };
   m_ctl.hold_threads(clock);
   m_event.hold_threads(clock);
@@ -46,18 +55,31 @@ sc_core::sc_time CommandUnit::to_edge(const sc_core::sc_time& after) const {
   return clock_.until(clock_.cycle_at_or_after(sc_core::sc_time_stamp() + after));
 }
 
+// The block has arrived (from the DMA engine's process): an owned block executes after the
+// firmware latency, counted from this cycle; anything else is answered now. One wake-up of the
+// firmware thread covers the read and the latency.
+void CommandUnit::block_arrived(bool ok) {
+  fetched_ok_ = ok;
+  if (ok && get_field(block_.data(), cmdblk::ownership))
+    fetched_.notify(to_edge(cfg_.latency));
+  else
+    fetched_.notify();
+}
+
 void CommandUnit::run() {
   for (;;) {
     while (!busy_) sc_core::wait(doorbell_);
-    const uint64_t addr = regs_.value(reg::cmdq_addr_hi) << 32 | regs_.value(reg::cmdq_addr_lo);
+    const uint64_t addr = cmdq_addr_hi_.value() << 32 | cmdq_addr_lo_.value();
     if (addr == 0 || addr % 128) {
       log::error("command doorbell: CMDQ_ADDR {:#x} is not a 128-byte aligned address: ignored", addr);
       regs_.set(reg::bad_doorbells, regs_.value(reg::bad_doorbells) + 1);
       busy_ = false;
       continue;
     }
-    uint8_t block[cmdblk::kSize];
-    if (!dma_.read_blocking(addr, block, cmdblk::kSize)) {
+    uint8_t* const block = block_.data();
+    dma_.firmware_read(addr, block, cmdblk::kSize, [this](bool ok) { block_arrived(ok); });
+    sc_core::wait(fetched_);
+    if (!fetched_ok_) {
       log::error("command block at {:#x} could not be read: command not executed", addr);
       m_event.push_held(DeviceEvent{eqe::kDmaError, 0, 0, 0, addr});
       busy_ = false;
@@ -69,7 +91,6 @@ void CommandUnit::run() {
       busy_ = false;
       continue;
     }
-    sc_core::wait(to_edge(cfg_.latency));
     const uint16_t opcode = uint16_t(get_field(block, cmdblk::opcode));
     In in{};
     Out out{};
@@ -96,8 +117,10 @@ void CommandUnit::run() {
     w.source = DmaSource::command;
     std::memcpy(w.data.data(), reply + cmdblk::status.byte, w.len);
     dma_.write_blocking(w);
+    // A command-done EQE only when an EQ takes them (the firmware's event mode); a polling
+    // driver gets none, and the EQ engine spends no cycle on one.
     const uint8_t token = uint8_t(get_field(block, cmdblk::token));
-    m_event.push_held(DeviceEvent{eqe::kCommandDone, 0, 0, r.status, token});
+    if (eq_.takes_command_events()) m_event.push_held(DeviceEvent{eqe::kCommandDone, 0, 0, r.status, token});
     busy_ = false;
   }
 }

@@ -173,13 +173,12 @@ void DmaEngine::serve_channel() {
     return;
   }
   if (!firmware_reads_.empty()) {
-    FirmwareRead* r = firmware_reads_.front();
+    serving_ = std::move(firmware_reads_.front());
     firmware_reads_.pop_front();
     channel_busy_ = true;
-    issue(r->addr, r->out, r->len, [this, r](bool ok) {
-      r->ok = ok;
-      r->done = true;
-      r->done_event->notify();
+    issue(serving_.addr, serving_.out, serving_.len, [this](bool ok) {
+      ReadDone done = std::move(serving_.done);
+      done(ok);
       channel_done();
     });
     return;
@@ -200,15 +199,23 @@ void DmaEngine::fence_writes() {
 }
 
 bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
+  sc_core::sc_event arrived;
+  bool ok = false, done = false;
+  firmware_read(addr, out, len, [&](bool r) {
+    ok = r;
+    done = true;
+    arrived.notify();
+  });
+  while (!done) sc_core::wait(arrived);
+  return ok;
+}
+
+void DmaEngine::firmware_read(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done) {
   // A firmware read must observe every write queued before it (the resize copy reads CQEs that
   // may still sit in the write queue).
   fence_writes();
-  sc_core::sc_event done;
-  FirmwareRead r{addr, out, len, false, false, &done};
-  firmware_reads_.push_back(&r);
+  firmware_reads_.push_back(FirmwareRead{addr, out, len, std::move(done)});
   channel_wakeup_.wake(clock_.now());
-  while (!r.done) sc_core::wait(done);
-  return r.ok;
 }
 
 void DmaEngine::write_blocking(DmaWrite w) {

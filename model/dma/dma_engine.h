@@ -46,11 +46,16 @@ class DmaEngine : public sc_core::sc_module {
   // on the cycle its completion has arrived, and a write queued behind everything already queued.
   bool read_blocking(uint64_t addr, uint8_t* out, uint32_t len);
   void write_blocking(DmaWrite w);
+  // The firmware read without the wait for its data: called from an SC_THREAD, it waits (in the
+  // caller) for the writes queued so far to be issued, queues the read on the read channel and
+  // returns; `done(ok)` runs from the engine's process on the cycle the data is usable. A thread
+  // that has more waiting to do after the data arrives (the command unit's latency) wakes once.
+  using ReadDone = std::function<void(bool ok)>;
+  void firmware_read(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
   // Data-path read, with others in flight (PCIe allows many outstanding reads): `done(ok)` runs
   // on the cycle its data is usable (from the engine's own process: it may start more reads, but
   // not wait). `fence`: first wait for every write queued before it to be issued, so that the
   // read observes them (RDMA READ after WRITE, atomics). `out` must stay valid until done.
-  using ReadDone = std::function<void(bool ok)>;
   void read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done);
 
   // Writes queued so far, counted in push order from the first; writes_issued() is how many of
@@ -70,9 +75,7 @@ class DmaEngine : public sc_core::sc_module {
     uint64_t addr;
     uint8_t* out;
     uint32_t len;
-    bool ok;
-    bool done;
-    sc_core::sc_event* done_event;
+    ReadDone done;
   };
   // A read on the link: its payload and what to do when it completes. Recycled.
   struct ReadSlot : tlm::tlm_generic_payload {
@@ -108,7 +111,8 @@ class DmaEngine : public sc_core::sc_module {
   sc_core::sc_event write_space_;  // the write queue stopped being full
   sc_core::sc_event write_issued_;  // a write left for the link (fences wait for it)
   uint32_t fence_waiters_ = 0;      // threads waiting on write_issued_
-  std::deque<FirmwareRead*> firmware_reads_;
+  std::deque<FirmwareRead> firmware_reads_;
+  FirmwareRead serving_;  // the firmware read on the channel (one at a time)
   void note_issued(uint64_t seq);
   uint64_t issued_prefix_ = 0;             // every write of push order <= this has been issued
   std::vector<uint64_t> issued_ahead_;     // issued writes past the prefix (same-cycle reorders)

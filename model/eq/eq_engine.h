@@ -72,6 +72,7 @@ class EqEngine : public sc_core::sc_module {
   void create(uint32_t eqn, const EqConfig& cfg);
   void destroy(uint32_t eqn);
   bool exists(uint32_t eqn) const { return eqn < table_.size() && table_[eqn].valid; }
+  bool takes_command_events() const { return command_target_ >= 0; }  // an EQ's mask has commands
   const EqContext& context(uint32_t eqn) const { return table_.at(eqn); }
   const EqEngineConfig& config() const { return cfg_; }
   uint64_t events_dropped() const { return dropped_; }
