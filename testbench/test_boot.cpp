@@ -48,7 +48,7 @@ TEST_CASE("event-driven: no HCA block runs on idle cycles") {
   });
 }
 
-TEST_CASE("event-driven: unwatched, the pipelined writer wakes only where a CQE meets the world, and the CQE leaves on the same cycle") {
+TEST_CASE("event-driven: unwatched, the pipelined writer wakes only where a lone CQE acts and leaves, on the same cycles") {
   sys().run([] {
     boot();
     Cq* cq = make_cq(16);  // disarmed: no event, no timer
@@ -61,12 +61,44 @@ TEST_CASE("event-driven: unwatched, the pipelined writer wakes only where a CQE 
     const uint64_t k = soon();
     sys().hca.inject(recv_record(cq->cqn, 1), k);
     wait_us(5);
-    // It takes the record (k+1), acts on the CQ's context (k+4) and hands the CQE on (k+5); the
-    // select and the context read (k+2, k+3) run when it next acts. Watched (the case above), it
-    // is clocked on all five.
-    CHECK(sys().hca.cq.activations() - writer == 3);
+    // It acts on the CQ's context (k+4) and hands the CQE on (k+5). The record is alone and the
+    // writer idle, so the take (k+1), the select and the context read (k+2, k+3) run when it
+    // first acts. Watched (the case above), it is clocked on all five.
+    CHECK(sys().hca.cq.activations() - writer == 2);
     CHECK(cqe_pushed == std::vector<uint64_t>{k + 5});
     CHECK(sys().hca.cq.stats().cqes == 1);
+  });
+}
+
+// A lone input into the idle writer is taken on the cycle it is ready although the writer first
+// wakes two cycles later (input_wake). A producer looking at the stream meanwhile must not find
+// the item it took: the stream has the writer settle its owed take first. s_ctl is two deep: two
+// pushes on the cycle after the take fit only if the first item is gone.
+TEST_CASE("event-driven: a lone input taken late by the idle writer is already out of a producer's way (settle)") {
+  sys().run([] {
+    boot();
+    std::vector<Cq*> cqs{make_cq(16), make_cq(16), make_cq(16)};
+    wait_us(5);
+    CqeWriter& writer = sys().hca.cq;
+    Stream<CqControl>& ctl = writer.s_ctl.stream();
+    auto modify = [&](Cq* cq) {
+      CqControl c{CqControl::Op::modify_moderation, cq->cqn, writer.context(cq->cqn).cfg};
+      c.cfg.mod_count = 7;
+      return c;
+    };
+    const uint64_t activations = writer.activations();
+    const uint64_t p = sys().cycle();
+    REQUIRE(ctl.can_push(p));
+    ctl.push(modify(cqs[0]), p);  // ready on p+1, taken then; the writer wakes on p+3, where it acts
+    sys().wait_cycle(p + 2);
+    CHECK(writer.activations() == activations);  // asleep through the take
+    REQUIRE(ctl.can_push(p + 2));
+    ctl.push(modify(cqs[1]), p + 2);
+    REQUIRE(ctl.can_push(p + 2));  // an eager writer popped the first on p+1: room for a second
+    ctl.push(modify(cqs[2]), p + 2);
+    CHECK(ctl.high_water() == 2);
+    wait_us(1);
+    for (Cq* cq : cqs) CHECK(writer.context(cq->cqn).cfg.mod_count == 7);
   });
 }
 

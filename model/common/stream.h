@@ -117,6 +117,10 @@ class Stream : public StreamBase {
   // because a slot freed on this cycle is not reusable until then.
   bool can_push(uint64_t cycle) const {
     if (items_.size() + (popped_cycle_ == cycle ? popped_ : 0) < depth_) return true;
+    if (settle_owed && *settle_owed) {  // the consumer may owe pops: an item it took is not in the way
+      settle(cycle);
+      if (items_.size() + (popped_cycle_ == cycle ? popped_ : 0) < depth_) return true;
+    }
     if (items_.size() < depth_)
       on_space(cycle + 1);
     else
@@ -128,6 +132,8 @@ class Stream : public StreamBase {
   // tiebreak, then in push order. No consumer sees an item before the cycle after its push, so
   // the order is settled before anyone looks.
   void push(T value, uint64_t cycle, uint32_t tiebreak = 0) {
+    // A new high-water mark is recorded from the exact fill (the consumer's owed pops done).
+    if (items_.size() >= high_water_ && settle_owed && *settle_owed) settle(cycle);
     assert(can_push(cycle));
     const uint64_t order = (same_cycle_rank ? uint64_t(same_cycle_rank(value)) << 32 : 0) | tiebreak;
     items_.push_back({cycle, order, ++pushed_, std::move(value)});
@@ -167,6 +173,12 @@ class Stream : public StreamBase {
 
   // The consumer's wake-up: one consumer per stream, set by the block that owns the stream.
   std::function<void(uint64_t cycle)> on_data;
+  // A lazy consumer's catch-up (the pipelined CQ writer may take an item on a cycle it did not
+  // wake for): while *settle_owed is set, called before a push would be refused or would set a
+  // new high-water mark, so that the pops the consumer owes for cycles before `cycle` are done
+  // first. (An owed pop can only make the stream look fuller: an accepted push stays accepted.)
+  std::function<void(uint64_t cycle)> settle;
+  const bool* settle_owed = nullptr;  // read on every push: a flag, not a call
   // The order of a shared stream's same-cycle items (lower first), set by the block that owns it.
   uint32_t (*same_cycle_rank)(const T&) = nullptr;  // a plain function: one is called per push
   Observers<uint64_t> on_space;                // producers held by a full stream

@@ -109,6 +109,14 @@ class CqWriterEngine {
   virtual bool act(uint64_t now) = 0;
   // The earliest cycle after `now` on which it may act (UINT64_MAX: only new input wakes it).
   virtual uint64_t next_cycle(uint64_t now) = 0;
+  // The cycle to wake for an input that became ready on `ready`: that cycle, unless the engine
+  // can take it later, in act(), with the same result (a lone input into an idle pipelined writer).
+  virtual uint64_t input_wake(uint64_t ready) { return ready; }
+  // Called before a producer looks at an input's fill (`cycle`: the producer's): an engine that
+  // owes pops of cycles before it does them first, so a producer never sees an item the engine
+  // had taken.
+  virtual void settle(uint64_t cycle) { (void)cycle; }
+  const bool* settle_owed() const { return &settle_owed_; }  // set while settle() has work
   // Set while someone watches each cycle it acts on (waveforms): a pipelined engine is then
   // clocked on every cycle something is inside it, instead of only those where it meets the world.
   bool wake_every_busy_cycle = false;
@@ -144,6 +152,7 @@ class CqWriterEngine {
   }
   CqeWriterConfig cfg_;
   CqeWriterStats stats_;
+  bool settle_owed_ = false;
 };
 
 }  // namespace vhca

@@ -38,29 +38,67 @@ bool CqWriterPipeline::act(uint64_t now) {
     clock(now);
     return true;
   }
-  // The cycles since the last call first. Where nothing is in flight and the wheel is idle they
-  // only count time, up to the edge that begins the next tick: those are skipped at once; so are
-  // those of the wheel's clearing sweep after a reset, which only clear its head RAM.
-  for (uint64_t c = last_cycle_ + 1; c < now;) {
-    const uint64_t to_tick = std::min<uint64_t>(now - c, wheel_.edges_before_tick());
-    if (quiet() && listed_ == 0 && cycles_per_us_ >= 3) {
-      // No timer listed: the ticks meanwhile only walk empty slots, all of them at once.
-      wheel_.skip_empty(now - c);
-      c = now;
-    } else if (quiet() && to_tick > 0) {
-      wheel_.skip_idle(uint32_t(to_tick));
-      c += to_tick;
-    } else if (pipeline_empty() && wheel_.sweeping_only() && std::min<uint64_t>(to_tick, wheel_.sweep_edges_left()) > 0) {
-      const uint64_t skip = std::min<uint64_t>(to_tick, wheel_.sweep_edges_left());
-      wheel_.skip_sweep(uint32_t(skip));
-      c += skip;
-    } else {
-      clock(c++);
-    }
-  }
+  settle_owed_ = false;
+  if (now > last_cycle_ + 1) run_cycles_before(now);
   clock(now);
   last_cycle_ = now;
   return true;
+}
+
+// The cycles since the last one clocked, up to `end` (not included). Where nothing is in flight
+// and the wheel is idle they only count time, up to the edge that begins the next tick or the
+// cycle an input is ready: those are skipped at once; so are those of the wheel's clearing sweep
+// after a reset, which only clear its head RAM.
+void CqWriterPipeline::run_cycles_before(uint64_t end) {
+  for (uint64_t c = last_cycle_ + 1; c < end;) {
+    if (quiet()) {
+      const uint64_t limit = std::min(end, next_input_cycle(c - 1, false, UINT64_MAX));
+      const uint64_t to_tick = std::min<uint64_t>(limit - c, wheel_.edges_before_tick());
+      if (listed_ == 0 && cycles_per_us_ >= 3 && limit > c) {
+        // No timer listed: the ticks meanwhile only walk empty slots, all of them at once.
+        wheel_.skip_empty(limit - c);
+        c = limit;
+        continue;
+      }
+      if (to_tick > 0) {
+        wheel_.skip_idle(uint32_t(to_tick));
+        c += to_tick;
+        continue;
+      }
+    } else if (pipeline_empty() && wheel_.sweeping_only()) {
+      const uint64_t skip = std::min<uint64_t>({end - c, wheel_.edges_before_tick(), wheel_.sweep_edges_left()});
+      if (skip > 0) {
+        wheel_.skip_sweep(uint32_t(skip));
+        c += skip;
+        continue;
+      }
+    }
+    clock(c++);
+  }
+  if (end > 0 && end - 1 > last_cycle_) last_cycle_ = end - 1;
+}
+
+size_t CqWriterPipeline::inputs_waiting() const {
+  return s_cpl.size() + s_arm.size() + s_ctl.size() + s_ci.size() + s_access_error.size();
+}
+
+// A lone input into an idle writer (nothing in flight, the wheel idle, no other input) is taken
+// on `ready` and first acts on its CQ two cycles later (a completion three: it spends a cycle in
+// the replay buffer before it is selected), and the writer meets the world on none of the cycles
+// between. Unwatched, it wakes then and takes the input in act()'s catch-up, with the same result;
+// a timer's tick or another input wakes it sooner (from then on, as usual).
+uint64_t CqWriterPipeline::input_wake(uint64_t ready) {
+  if (wake_every_busy_cycle || inputs_waiting() != 1 || !started_ || ready <= last_cycle_ || !quiet() ||
+      ready < first_cycle_ + clearing_cycles())
+    return ready;
+  if (!s_cpl.empty() && (waiting_ci_ || resizing_ != 0)) return ready;  // held: the writer decides
+  settle_owed_ = true;  // a woken act() clears it
+  return ready + (s_cpl.empty() ? 2 : 3);
+}
+
+// A producer is about to look at an input stream: the takes owed before its cycle are done first.
+void CqWriterPipeline::settle(uint64_t cycle) {
+  if (cycle > last_cycle_ + 1) run_cycles_before(cycle);
 }
 
 bool CqWriterPipeline::pipeline_empty() const {

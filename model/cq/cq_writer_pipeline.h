@@ -27,8 +27,11 @@
 // Event-driven: it asks to be clocked on the cycles where it takes an input, acts on a CQ's context
 // or hands an output on (every cycle something is inside it while it is watched, or while the
 // wheel or a skid buffer is busy); act(now) first runs the cycles since the last call, on which
-// items only moved along the stages. Same-cycle pushes into shared streams are ordered by rule
-// (docs/architecture.md), so when it wakes does not change where its outputs go.
+// items only moved along the stages. A lone input into an idle writer is taken in those cycles
+// too: it wakes first where the input acts on its CQ (input_wake), and a producer that looks at
+// the input stream meanwhile has the take done first (settle). Same-cycle pushes into shared
+// streams are ordered by rule (docs/architecture.md), so when it wakes does not change where its
+// outputs go.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -45,6 +48,8 @@ class CqWriterPipeline : public CqWriterCore {
 
   bool act(uint64_t now) override;
   uint64_t next_cycle(uint64_t now) override;
+  uint64_t input_wake(uint64_t ready) override;
+  void settle(uint64_t cycle) override;
   bool holds_outputs() const override { return true; }  // its skid buffers hold stage 3
   void reset() override;
 
@@ -90,6 +95,8 @@ class CqWriterPipeline : public CqWriterCore {
   };
 
   void clock(uint64_t c);
+  void run_cycles_before(uint64_t end);
+  size_t inputs_waiting() const;
   void note_bypass(bool hazard);
   Op select(uint64_t c, const TimerWheel::Outputs& wheel);
   void perform(const Op& op, uint64_t c);

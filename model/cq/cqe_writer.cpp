@@ -18,8 +18,17 @@ CqeWriter::CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock,
   s_ci.bind_to(engine_->s_ci);
   s_access_error.bind_to(engine_->s_access_error);
   auto wake = [this](uint64_t c) { wakeup_.wake(c); };
+  auto input_wake = [this](uint64_t ready) {
+    engine_->wake_every_busy_cycle = !on_acted.empty();  // a watcher added since it last acted
+    wakeup_.wake(engine_->input_wake(ready));
+  };
+  auto settle = [this](uint64_t c) { engine_->settle(c); };
   engine_->s_cpl.on_data = engine_->s_arm.on_data = engine_->s_ctl.on_data = engine_->s_ci.on_data =
-      engine_->s_access_error.on_data = wake;
+      engine_->s_access_error.on_data = input_wake;
+  engine_->s_cpl.settle = engine_->s_arm.settle = engine_->s_ctl.settle = engine_->s_ci.settle =
+      engine_->s_access_error.settle = settle;
+  engine_->s_cpl.settle_owed = engine_->s_arm.settle_owed = engine_->s_ctl.settle_owed =
+      engine_->s_ci.settle_owed = engine_->s_access_error.settle_owed = engine_->settle_owed();
   m_dma.on_space(wake);
   m_event.on_space(wake);
   m_ci_req.on_space(wake);
