@@ -221,8 +221,8 @@ void Driver::reply_landed() {
 // event had arrived: the handler polls and re-arms, so no CQ is left silent.
 void Driver::recover_eq_overrun(uint32_t eqn) {
   std::vector<uint32_t> affected;
-  for (const auto& [cqn, cq] : cqs_)
-    if (eqn_for_vector(cq->comp_vector) == eqn) affected.push_back(cqn);
+  for (uint32_t cqn = 0; cqn < cqs_.size(); ++cqn)
+    if (cqs_[cqn] && eqn_for_vector(cqs_[cqn]->comp_vector) == eqn) affected.push_back(cqn);
   ++eq_overruns_recovered_;
   for (uint32_t cqn : affected) {
     CommandResult r = exec(cmd::kQueryCq, {cqn});
@@ -240,12 +240,14 @@ Qp* Driver::find_qp(uint32_t qpn) const {
   return it == qps_.end() ? nullptr : it->second;
 }
 
-void Driver::attach(Cq* cq) { cqs_[cq->cqn] = cq; }
-void Driver::detach(Cq* cq) { cqs_.erase(cq->cqn); }
-Cq* Driver::find_cq(uint32_t cqn) const {
-  auto it = cqs_.find(cqn);
-  return it == cqs_.end() ? nullptr : it->second;
+void Driver::attach(Cq* cq) {
+  if (cq->cqn >= cqs_.size()) cqs_.resize(std::max<size_t>(cq->cqn + 1, 2 * cqs_.size()));
+  cqs_[cq->cqn] = cq;
 }
+void Driver::detach(Cq* cq) {
+  if (cq->cqn < cqs_.size()) cqs_[cq->cqn] = nullptr;
+}
+Cq* Driver::find_cq(uint32_t cqn) const { return cqn < cqs_.size() ? cqs_[cqn] : nullptr; }
 
 // Hard-IRQ handler of one EQ, a step per EQE (kernel work, firmware-shim/cpu_core.h): each step
 // reads the EQE at the consumer index and charges its cost; the next step dispatches it, then

@@ -156,7 +156,7 @@ class Driver {
   std::vector<Eq> eqs_;
   size_t async_eq_ = 0;
   std::vector<size_t> comp_eqs_;
-  std::map<uint32_t, Cq*> cqs_;
+  std::vector<Cq*> cqs_;  // by CQN (dense, from 1): found per EQE without a tree walk
   std::map<uint32_t, Qp*> qps_;
   // Objects of any type, each with its own deleter (no shared_ptr: its control block is an
   // allocation per object).

@@ -152,3 +152,38 @@ TEST_CASE("[S24] unmasking twice delivers a pending message once, an MSI-X addre
     CHECK(ev.count() == 1);
   });
 }
+
+// Decision 8: the driver polls its commands; the device posts a command-completion EQE only to an
+// EQ that takes command events, and generates none when no EQ does.
+TEST_CASE("[decision 8] a command-completion EQE goes to an EQ that takes command events, and with none a command does not wake the EQ engine") {
+  sys().run([] {
+    boot();
+    wait_us(5);  // the boot's EQ doorbells have been applied
+    Hca& hca = sys().hca;
+    const uint64_t before = hca.eq.activations();
+    REQUIRE(sys().driver.exec(cmd::kQueryCap).ok());
+    wait_us(1);
+    CHECK(hca.eq.activations() == before);  // no event generated, none discarded
+    // An EQ of 16 entries for command events only (vector 0, never armed: no interrupt).
+    const uint64_t base = sys().memory.allocate(eqe::kSize * 16);
+    uint8_t init[eqe::kSize] = {};
+    put_field(init, eqe::owner, 1);
+    for (uint32_t i = 0; i < 16; ++i) sys().driver.cpu().write(base + i * eqe::kSize, init, eqe::kSize);
+    const CommandResult r =
+        sys().driver.exec(cmd::kCreateEq, {4, uint32_t(base >> 32), uint32_t(base), 0, kEqMaskCommand});
+    REQUIRE(r.ok());
+    const uint32_t eqn = r.out[0];
+    REQUIRE(sys().driver.exec(cmd::kQueryCap).ok());
+    wait_us(1);
+    // CREATE_EQ's own completion first (the EQ exists when it completes), then QUERY_CAP's: status
+    // OK, the data the command's token (one more each command).
+    REQUIRE(hca.eq.context(eqn).pi == 2);
+    uint8_t e[2][eqe::kSize];
+    for (uint32_t i = 0; i < 2; ++i) {
+      sys().driver.cpu().read(base + i * eqe::kSize, e[i], eqe::kSize);
+      CHECK(get_field(e[i], eqe::event_type) == eqe::kCommandDone);
+      CHECK(get_field(e[i], eqe::syndrome) == cmd::kOk);
+    }
+    CHECK(uint8_t(get_field(e[1], eqe::data)) == uint8_t(get_field(e[0], eqe::data) + 1));
+  });
+}

@@ -36,15 +36,16 @@ std::pair<uint64_t, uint64_t> page_span(uint64_t addr, uint64_t len) {
 void HostMemory::map(uint64_t addr, uint64_t len) {
   auto [first, last] = page_span(addr, len);
   uint64_t end = last + 1;
-  // Merge with every range it touches or adjoins.
+  // Merge with every range it touches or adjoins. One that starts at or below it keeps its node and
+  // grows (allocations come in address order: each new one adjoins the last, no node is made).
   auto it = ranges_.upper_bound(first);
-  if (it != ranges_.begin() && std::prev(it)->second >= first) --it;
-  while (it != ranges_.end() && it->first <= end) {
-    first = std::min(first, it->first);
-    end = std::max(end, it->second);
-    it = ranges_.erase(it);
-  }
-  ranges_[first] = end;
+  if (it != ranges_.begin() && std::prev(it)->second >= first)
+    --it;
+  else
+    it = ranges_.emplace_hint(it, first, end);
+  for (auto next = std::next(it); next != ranges_.end() && next->first <= end; next = ranges_.erase(next))
+    end = std::max(end, next->second);
+  it->second = std::max(it->second, end);
 }
 
 void HostMemory::unmap(uint64_t addr, uint64_t len) {

@@ -33,8 +33,17 @@ void CommandUnit::ring() {
     regs_.set(reg::bad_doorbells, regs_.value(reg::bad_doorbells) + 1);
     return;
   }
+  const uint64_t addr = cmdq_addr_hi_.value() << 32 | cmdq_addr_lo_.value();
+  if (addr == 0 || addr % 128) {
+    log::error("command doorbell: CMDQ_ADDR {:#x} is not a 128-byte aligned address: ignored", addr);
+    regs_.set(reg::bad_doorbells, regs_.value(reg::bad_doorbells) + 1);
+    return;
+  }
+  // The block is read from here (the read channel issues it on the next edge); the firmware
+  // thread wakes when it has arrived, or after the latency.
   busy_ = true;
-  doorbell_.notify(to_edge(sc_core::SC_ZERO_TIME));
+  block_addr_ = addr;
+  dma_.firmware_read(addr, block_.data(), cmdblk::kSize, [this](bool ok, uint64_t usable) { block_arrived(ok, usable); });
 }
 
 void CommandUnit::reset() {
@@ -55,30 +64,22 @@ sc_core::sc_time CommandUnit::to_edge(const sc_core::sc_time& after) const {
   return clock_.until(clock_.cycle_at_or_after(sc_core::sc_time_stamp() + after));
 }
 
-// The block has arrived (from the DMA engine's process): an owned block executes after the
-// firmware latency, counted from this cycle; anything else is answered now. One wake-up of the
-// firmware thread covers the read and the latency.
-void CommandUnit::block_arrived(bool ok) {
+// The block's completion has arrived (told by the DMA engine as it does), its data usable from
+// cycle `usable`: an owned block executes after the firmware latency, counted from that cycle;
+// anything else is answered on it. One wake-up of the firmware thread covers the doorbell, the
+// read and the latency.
+void CommandUnit::block_arrived(bool ok, uint64_t usable) {
   fetched_ok_ = ok;
-  if (ok && get_field(block_.data(), cmdblk::ownership))
-    fetched_.notify(to_edge(cfg_.latency));
-  else
-    fetched_.notify();
+  const bool owned = ok && get_field(block_.data(), cmdblk::ownership);
+  fetched_.notify(owned ? clock_.until(clock_.cycle_at_or_after(clock_.at(usable) + cfg_.latency))
+                        : clock_.until(usable));
 }
 
 void CommandUnit::run() {
   for (;;) {
-    while (!busy_) sc_core::wait(doorbell_);
-    const uint64_t addr = cmdq_addr_hi_.value() << 32 | cmdq_addr_lo_.value();
-    if (addr == 0 || addr % 128) {
-      log::error("command doorbell: CMDQ_ADDR {:#x} is not a 128-byte aligned address: ignored", addr);
-      regs_.set(reg::bad_doorbells, regs_.value(reg::bad_doorbells) + 1);
-      busy_ = false;
-      continue;
-    }
+    sc_core::wait(fetched_);  // a doorbell's block arrived (ring, block_arrived)
+    const uint64_t addr = block_addr_;
     uint8_t* const block = block_.data();
-    dma_.firmware_read(addr, block, cmdblk::kSize, [this](bool ok) { block_arrived(ok); });
-    sc_core::wait(fetched_);
     if (!fetched_ok_) {
       log::error("command block at {:#x} could not be read: command not executed", addr);
       m_event.push_held(DeviceEvent{eqe::kDmaError, 0, 0, 0, addr});
@@ -125,17 +126,18 @@ void CommandUnit::run() {
   }
 }
 
-CommandUnit::Result CommandUnit::check_reserved(uint16_t opcode, const In& in) const {
+CommandUnit::Result CommandUnit::check_reserved(const CommandSpec& spec, const In& in) const {
   uint32_t used = 0;
-  for (const auto& d : find(opcode)->inputs) used |= 1u << d.index;
+  for (const auto& d : spec.inputs) used |= 1u << d.index;
   for (uint8_t i = 0; i < in.size(); ++i)
     if (in[i] != 0 && !(used >> i & 1)) return fail(kBadParam, i, kReservedSet);
   return {};
 }
 
 CommandUnit::Result CommandUnit::execute(uint16_t opcode, const In& in, Out& out) {
-  if (!find(opcode)) return fail(kBadOp, kFieldNone, kUnknownObject);
-  if (Result r = check_reserved(opcode, in); r.status != kOk) return r;
+  const CommandSpec* spec = find(opcode);
+  if (!spec) return fail(kBadOp, kFieldNone, kUnknownObject);
+  if (Result r = check_reserved(*spec, in); r.status != kOk) return r;
   if (opcode == kQueryCap) return query_cap(out);
   if (opcode == kInit) {
     if (initialized_) return fail(kBadSysState, kFieldNone, kWrongState);

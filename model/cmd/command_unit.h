@@ -66,10 +66,10 @@ class CommandUnit : public sc_core::sc_module {
   std::set<uint32_t> freed_cqns_;      // destroyed CQNs below it
 
   void run();
-  void block_arrived(bool ok);
+  void block_arrived(bool ok, uint64_t usable);
   sc_core::sc_time to_edge(const sc_core::sc_time& after) const;  // from now to the first edge at or after now + after
   Result execute(uint16_t opcode, const In& in, Out& out);
-  Result check_reserved(uint16_t opcode, const In& in) const;
+  Result check_reserved(const cmd::CommandSpec& spec, const In& in) const;
   Result query_cap(Out& out);
   Result create_eq(const In& in, Out& out);
   Result destroy_eq(const In& in);
@@ -101,9 +101,9 @@ class CommandUnit : public sc_core::sc_module {
   DmaEngine& dma_;
   RegisterFile& regs_;
   RegisterRef cmdq_addr_hi_, cmdq_addr_lo_;  // read per command: resolved once, not by name
-  sc_core::sc_event doorbell_;
   sc_core::sc_event control_done_;
   std::array<uint8_t, cmdblk::kSize> block_{};  // the command block being executed
+  uint64_t block_addr_ = 0;                     // its address (CMDQ_ADDR when its doorbell came)
   sc_core::sc_event fetched_;                   // it arrived (and, owned, the latency passed)
   bool fetched_ok_ = false;
   QpTables& qp_;

@@ -59,7 +59,6 @@ void DmaEngine::write_step() {
     socket->b_transport(tx, delay);
     tx.clear_extension(&tag);
     note_issued(seq);
-    if (fence_waiters_) write_issued_.notify(sc_core::SC_ZERO_TIME);  // only a waiting thread needs it
     release_issue_waiters();
     log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
   }
@@ -81,7 +80,10 @@ void DmaEngine::note_issued(uint64_t seq) {
 void DmaEngine::read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done) {
   // Wait until the writes queued so far have been issued, not for an empty queue, which
   // sustained traffic may never give. The link then keeps the read behind them.
-  if (!fence) return issue(addr, out, len, std::move(done));
+  if (!fence) {
+    issue(addr, out, len, std::move(done));
+    return;
+  }
   when_issued(writes_queued(), [this, addr, out, len, done = std::move(done)]() mutable {
     issue(addr, out, len, std::move(done));
   });
@@ -102,7 +104,7 @@ void DmaEngine::release_issue_waiters() {
   }
 }
 
-void DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done) {
+DmaEngine::ReadSlot* DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done) {
   std::unique_ptr<ReadSlot> slot;
   if (free_slots_.empty()) {
     slot = std::make_unique<ReadSlot>();
@@ -126,6 +128,7 @@ void DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done) 
     sc_core::sc_time now = sc_core::sc_time_stamp();
     completions_.at(clock_.at(clock_.cycle_at_or_after(now)), [this, &tx] { finish_read(&tx); });
   }
+  return &tx;
 }
 
 // BEGIN_RESP: the completion has arrived; the data is usable from the next core-clock edge.
@@ -133,19 +136,32 @@ tlm::tlm_sync_enum DmaEngine::read_response(tlm::tlm_generic_payload& tx, tlm::t
   if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;
   ReadSlot* slot = static_cast<ReadSlot*>(&tx);
   const uint64_t usable = clock_.cycle_at_or_after(sc_core::sc_time_stamp() + delay);
-  completions_.at(clock_.at(usable), [this, slot] { finish_read(slot); });
+  if (slot == firmware_slot_) {  // told now, with its usable cycle: nothing runs then for it
+    firmware_slot_ = nullptr;
+    const bool ok = read_ok(*slot);
+    slot->done = nullptr;
+    free_slots_.emplace_back(slot);
+    firmware_done(ok, usable);
+  } else {
+    completions_.at(clock_.at(usable), [this, slot] { finish_read(slot); });
+  }
   phase = tlm::END_RESP;
   return tlm::TLM_COMPLETED;
 }
 
-void DmaEngine::finish_read(ReadSlot* slot) {
-  const bool ok = slot->is_response_ok();
+bool DmaEngine::read_ok(const ReadSlot& slot) {
+  const bool ok = slot.is_response_ok();
   if (!ok) {
     ++read_errors_;
-    log::error("DMA read of {} bytes at {:#x} failed: {}", slot->get_data_length(), slot->get_address(),
-               slot->get_response_string());
+    log::error("DMA read of {} bytes at {:#x} failed: {}", slot.get_data_length(), slot.get_address(),
+               slot.get_response_string());
   }
-  log::write(log::Cat::dma, "read {} bytes at {:#x}", slot->get_data_length(), slot->get_address());
+  log::write(log::Cat::dma, "read {} bytes at {:#x}", slot.get_data_length(), slot.get_address());
+  return ok;
+}
+
+void DmaEngine::finish_read(ReadSlot* slot) {
+  const bool ok = read_ok(*slot);
   ReadDone done = std::move(slot->done);
   free_slots_.emplace_back(slot);
   done(ok);
@@ -156,6 +172,10 @@ void DmaEngine::serve_channel() {
   const uint64_t now = clock_.now();
   if (!clock_.on_edge()) {
     channel_wakeup_.wake(now + 1);
+    return;
+  }
+  if (now < channel_free_at_) {  // a firmware read's data is not yet usable
+    channel_wakeup_.wake(channel_free_at_);
     return;
   }
   if (ci_held_) {
@@ -176,11 +196,13 @@ void DmaEngine::serve_channel() {
     serving_ = std::move(firmware_reads_.front());
     firmware_reads_.pop_front();
     channel_busy_ = true;
-    issue(serving_.addr, serving_.out, serving_.len, [this](bool ok) {
-      ReadDone done = std::move(serving_.done);
-      done(ok);
-      channel_done();
+    // Refused at once, it completes through finish_read (on this cycle); else read_response
+    // tells it as the completion arrives.
+    ReadSlot* slot = issue(serving_.addr, serving_.out, serving_.len, [this](bool ok) {
+      firmware_slot_ = nullptr;
+      firmware_done(ok, clock_.now());
     });
+    if (slot->get_response_status() == tlm::TLM_INCOMPLETE_RESPONSE) firmware_slot_ = slot;
     return;
   }
   if (!s_ci_req->empty()) channel_wakeup_.wake(s_ci_req->head_ready_cycle());
@@ -191,30 +213,38 @@ void DmaEngine::channel_done() {
   serve_channel();
 }
 
-void DmaEngine::fence_writes() {
-  const uint64_t fence = writes_queued();
-  ++fence_waiters_;
-  while (issued_prefix_ < fence) sc_core::wait(write_issued_);
-  --fence_waiters_;
+// The channel is free from the cycle the firmware read's data is usable; what waits is served then.
+void DmaEngine::firmware_done(bool ok, uint64_t usable) {
+  FirmwareDone done = std::move(serving_.done);
+  channel_busy_ = false;
+  channel_free_at_ = usable;
+  if (!firmware_reads_.empty() || !s_ci_req->empty()) channel_wakeup_.wake(usable);
+  done(ok, usable);
 }
 
 bool DmaEngine::read_blocking(uint64_t addr, uint8_t* out, uint32_t len) {
   sc_core::sc_event arrived;
   bool ok = false, done = false;
-  firmware_read(addr, out, len, [&](bool r) {
+  firmware_read(addr, out, len, [&](bool r, uint64_t usable) {
     ok = r;
     done = true;
-    arrived.notify();
+    arrived.notify(clock_.until(usable));
   });
   while (!done) sc_core::wait(arrived);
   return ok;
 }
 
-void DmaEngine::firmware_read(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done) {
+void DmaEngine::firmware_read(uint64_t addr, uint8_t* out, uint32_t len, FirmwareDone done) {
   // A firmware read must observe every write queued before it (the resize copy reads CQEs that
   // may still sit in the write queue).
-  fence_writes();
-  firmware_reads_.push_back(FirmwareRead{addr, out, len, std::move(done)});
+  FirmwareRead r{addr, out, len, std::move(done)};
+  const uint64_t mark = writes_queued();
+  if (mark <= issued_prefix_) return queue_firmware_read(std::move(r));
+  when_issued(mark, [this, r = std::move(r)]() mutable { queue_firmware_read(std::move(r)); });
+}
+
+void DmaEngine::queue_firmware_read(FirmwareRead r) {
+  firmware_reads_.push_back(std::move(r));
   channel_wakeup_.wake(clock_.now());
 }
 

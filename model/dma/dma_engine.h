@@ -46,16 +46,18 @@ class DmaEngine : public sc_core::sc_module {
   // on the cycle its completion has arrived, and a write queued behind everything already queued.
   bool read_blocking(uint64_t addr, uint8_t* out, uint32_t len);
   void write_blocking(DmaWrite w);
-  // The firmware read without the wait for its data: called from an SC_THREAD, it waits (in the
-  // caller) for the writes queued so far to be issued, queues the read on the read channel and
-  // returns; `done(ok)` runs from the engine's process on the cycle the data is usable. A thread
-  // that has more waiting to do after the data arrives (the command unit's latency) wakes once.
-  using ReadDone = std::function<void(bool ok)>;
-  void firmware_read(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
+  // The firmware read without the wait: from any process, it queues the read on the read channel,
+  // to be issued once every write queued before it has been (so that it observes them), and
+  // returns. `done(ok, usable)` runs as the completion arrives, with the cycle from which its data
+  // is usable (the channel is free again from then): a waiting thread is woken for that cycle or
+  // later (the command unit: after its latency), once, and nothing else runs on that cycle for it.
+  using FirmwareDone = std::function<void(bool ok, uint64_t usable)>;
+  void firmware_read(uint64_t addr, uint8_t* out, uint32_t len, FirmwareDone done);
   // Data-path read, with others in flight (PCIe allows many outstanding reads): `done(ok)` runs
   // on the cycle its data is usable (from the engine's own process: it may start more reads, but
   // not wait). `fence`: first wait for every write queued before it to be issued, so that the
   // read observes them (RDMA READ after WRITE, atomics). `out` must stay valid until done.
+  using ReadDone = std::function<void(bool ok)>;
   void read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done);
 
   // Writes queued so far, counted in push order from the first; writes_issued() is how many of
@@ -75,7 +77,7 @@ class DmaEngine : public sc_core::sc_module {
     uint64_t addr;
     uint8_t* out;
     uint32_t len;
-    ReadDone done;
+    FirmwareDone done;
   };
   // A read on the link: its payload and what to do when it completes. Recycled.
   struct ReadSlot : tlm::tlm_generic_payload {
@@ -83,14 +85,16 @@ class DmaEngine : public sc_core::sc_module {
   };
   void write_step();
   void end_of_elaboration() override;
-  void issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
+  ReadSlot* issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
+  bool read_ok(const ReadSlot& slot);  // counts and logs a failed read
   tlm::tlm_sync_enum read_response(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   void finish_read(ReadSlot* slot);
   void release_issue_waiters();
   // The read channel: a consumer-index refresh, else a firmware read, one at a time, on an edge.
   void serve_channel();
   void channel_done();
-  void fence_writes();
+  void queue_firmware_read(FirmwareRead r);
+  void firmware_done(bool ok, uint64_t usable);
 
   const SimClock& clock_;
   Wakeup write_wakeup_;
@@ -109,10 +113,10 @@ class DmaEngine : public sc_core::sc_module {
   uint8_t ci_buf_[4] = {};
   std::optional<CiResponse> ci_held_;  // a refresh answer waiting for room in m_ci_rsp
   sc_core::sc_event write_space_;  // the write queue stopped being full
-  sc_core::sc_event write_issued_;  // a write left for the link (fences wait for it)
-  uint32_t fence_waiters_ = 0;      // threads waiting on write_issued_
   std::deque<FirmwareRead> firmware_reads_;
   FirmwareRead serving_;  // the firmware read on the channel (one at a time)
+  ReadSlot* firmware_slot_ = nullptr;  // its payload while on the link
+  uint64_t channel_free_at_ = 0;       // the cycle the last firmware read's data is usable
   void note_issued(uint64_t seq);
   uint64_t issued_prefix_ = 0;             // every write of push order <= this has been issued
   std::vector<uint64_t> issued_ahead_;     // issued writes past the prefix (same-cycle reorders)
