@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/common/bytes.h"
 #include "model/regs/codes.h"
 
 namespace vhca {
@@ -85,19 +86,19 @@ struct FieldSpec {
   const char* description;
 };
 
-// Inline so that a constant Field folds into a few shifts (the CQE path formats one per CQE).
-inline uint64_t get_field(const uint8_t* buf, Field f) {
-  uint64_t word = 0;
-  for (unsigned i = 0; i < f.size; ++i) word = word << 8 | buf[f.byte + i];
+// Always inlined: a constant Field then folds to one load or store of its container and a byte
+// swap (the CQE path formats one per CQE and the driver parses it); out of line, the container
+// size is not a constant and the accessors cost several times more.
+inline __attribute__((always_inline)) uint64_t get_field(const uint8_t* buf, Field f) {
+  const uint64_t word = get_be(buf + f.byte, f.size);
   if (f.width == 64) return word;
   return (word >> f.lo) & ((uint64_t(1) << f.width) - 1);
 }
-inline void put_field(uint8_t* buf, Field f, uint64_t value) {
-  uint64_t word = 0;
-  for (unsigned i = 0; i < f.size; ++i) word = word << 8 | buf[f.byte + i];
+inline __attribute__((always_inline)) void put_field(uint8_t* buf, Field f, uint64_t value) {
+  if (f.lo == 0 && f.width == 8u * f.size) return put_be(buf + f.byte, f.size, value);  // the whole container
   const uint64_t mask = f.width == 64 ? ~uint64_t(0) : ((uint64_t(1) << f.width) - 1) << f.lo;
-  word = (word & ~mask) | ((value << f.lo) & mask);
-  for (int i = f.size - 1; i >= 0; --i, word >>= 8) buf[f.byte + i] = uint8_t(word);
+  const uint64_t word = get_be(buf + f.byte, f.size);
+  put_be(buf + f.byte, f.size, (word & ~mask) | ((value << f.lo) & mask));
 }
 
 // CQE: 64 bytes.
