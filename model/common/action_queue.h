@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <queue>
+#include <algorithm>
 #include <systemc>
 #include <utility>
 #include <vector>
@@ -29,31 +29,48 @@ class ActionQueue : public sc_core::sc_module {
   // Runs `action` at absolute time `at` (now or later; an earlier time means now).
   void at(const sc_core::sc_time& at, Action action) {
     const sc_core::sc_time when = std::max(at, sc_core::sc_time_stamp());
-    queue_.push(Entry{when, next_seq_++, std::move(action)});
+    uint32_t slot;
+    if (free_.empty()) {
+      slot = uint32_t(actions_.size());
+      actions_.push_back(std::move(action));
+    } else {
+      slot = free_.back();
+      free_.pop_back();
+      actions_[slot] = std::move(action);
+    }
+    heap_.push_back(Entry{when.value(), next_seq_++, slot});
+    std::push_heap(heap_.begin(), heap_.end(), later);
     timer_.arm(when);
   }
-  size_t pending() const { return queue_.size(); }
+  size_t pending() const { return heap_.size(); }
 
  private:
+  // The heap orders small entries; the actions stay where they were stored (a std::function is
+  // costly to move, and a heap moves its entries at every push and pop).
   struct Entry {
-    sc_core::sc_time at;
+    uint64_t at;  // sc_time value
     uint64_t seq;
-    mutable Action action;
-    bool operator>(const Entry& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    uint32_t slot;  // in actions_
   };
+  static bool later(const Entry& a, const Entry& b) { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
 
   void run_due() {
     timer_.fired();
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    while (!queue_.empty() && queue_.top().at <= now) {
-      Action a = std::move(queue_.top().action);
-      queue_.pop();
+    const uint64_t now = sc_core::sc_time_stamp().value();
+    while (!heap_.empty() && heap_.front().at <= now) {
+      const uint32_t slot = heap_.front().slot;
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      heap_.pop_back();
+      Action a = std::move(actions_[slot]);
+      free_.push_back(slot);
       a();  // may schedule more, for now (run in this loop) or later
     }
-    if (!queue_.empty()) timer_.arm(queue_.top().at);
+    if (!heap_.empty()) timer_.arm(sc_core::sc_time::from_value(heap_.front().at));
   }
 
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue_;
+  std::vector<Entry> heap_;
+  std::vector<Action> actions_;
+  std::vector<uint32_t> free_;  // slots of actions_ not in use
   uint64_t next_seq_ = 0;
   EarliestTimer timer_;
 };

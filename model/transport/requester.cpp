@@ -110,12 +110,15 @@ bool Requester::can_send(uint32_t qpn) {
   if (rnr_until && clock_.now() < rnr_until) return false;
   if (q.type != QpType::rc) return true;
   if (!w.started) {
-    uint32_t reads = 0;
-    bool earlier_read = false;
-    for (size_t i = 0; i < s.cursor; ++i)
-      if (s.sq[i].is_read_or_atomic() && !s.sq[i].done) ++reads, earlier_read = true;
-    if (w.fence && earlier_read) return false;
-    if (w.is_read_or_atomic() && reads >= std::max<uint32_t>(1, q.max_rd_atomic)) return false;
+    // Reads and atomics outstanding ahead of it: only a fenced WQE or a read / atomic asks (the
+    // walk is as long as the WQEs not yet acknowledged).
+    if (w.fence || w.is_read_or_atomic()) {
+      uint32_t reads = 0;
+      for (size_t i = 0; i < s.cursor; ++i)
+        if (s.sq[i].is_read_or_atomic() && !s.sq[i].done) ++reads;
+      if (w.fence && reads > 0) return false;
+      if (w.is_read_or_atomic() && reads >= std::max<uint32_t>(1, q.max_rd_atomic)) return false;
+    }
     if (psn_diff(s.next_psn, s.una_psn) >= int32_t(cfg_.max_inflight_psns)) return false;
   }
   return true;
