@@ -180,7 +180,8 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
     cmd_waiting_ = false;
     cmd_timeout_.fired();
     const uint64_t poll = next_poll();
-    if (poll_time(poll) > sc_core::sc_time_stamp()) sc_core::wait(poll_time(poll) - sc_core::sc_time_stamp());
+    const sc_core::sc_time at = poll_time(poll), now = sc_core::sc_time_stamp();
+    if (at > now) sc_core::wait(at - now);
     cmd_polls_ = poll;
   }
   cpu_.end_polling(cmd_polls_);

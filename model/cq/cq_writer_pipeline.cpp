@@ -75,7 +75,7 @@ void CqWriterPipeline::run_cycles_before(uint64_t end) {
     }
     clock(c++);
   }
-  if (end > 0 && end - 1 > last_cycle_) last_cycle_ = end - 1;
+  last_cycle_ = end - 1;  // callers pass end > last_cycle_ + 1
 }
 
 size_t CqWriterPipeline::inputs_waiting() const {

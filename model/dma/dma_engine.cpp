@@ -139,8 +139,7 @@ tlm::tlm_sync_enum DmaEngine::read_response(tlm::tlm_generic_payload& tx, tlm::t
   if (slot == firmware_slot_) {  // told now, with its usable cycle: nothing runs then for it
     firmware_slot_ = nullptr;
     const bool ok = read_ok(*slot);
-    slot->done = nullptr;
-    free_slots_.emplace_back(slot);
+    release(slot);  // its done is the refusal path's (finish_read), not this one's
     firmware_done(ok, usable);
   } else {
     completions_.at(clock_.at(usable), [this, slot] { finish_read(slot); });
@@ -160,11 +159,16 @@ bool DmaEngine::read_ok(const ReadSlot& slot) {
   return ok;
 }
 
+DmaEngine::ReadDone DmaEngine::release(ReadSlot* slot) {
+  ReadDone done = std::move(slot->done);
+  slot->done = nullptr;
+  free_slots_.emplace_back(slot);
+  return done;
+}
+
 void DmaEngine::finish_read(ReadSlot* slot) {
   const bool ok = read_ok(*slot);
-  ReadDone done = std::move(slot->done);
-  free_slots_.emplace_back(slot);
-  done(ok);
+  release(slot)(ok);
 }
 
 void DmaEngine::serve_channel() {
@@ -198,10 +202,8 @@ void DmaEngine::serve_channel() {
     channel_busy_ = true;
     // Refused at once, it completes through finish_read (on this cycle); else read_response
     // tells it as the completion arrives.
-    ReadSlot* slot = issue(serving_.addr, serving_.out, serving_.len, [this](bool ok) {
-      firmware_slot_ = nullptr;
-      firmware_done(ok, clock_.now());
-    });
+    ReadSlot* slot =
+        issue(serving_.addr, serving_.out, serving_.len, [this](bool ok) { firmware_done(ok, clock_.now()); });
     if (slot->get_response_status() == tlm::TLM_INCOMPLETE_RESPONSE) firmware_slot_ = slot;
     return;
   }

@@ -87,6 +87,7 @@ class DmaEngine : public sc_core::sc_module {
   void end_of_elaboration() override;
   ReadSlot* issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
   bool read_ok(const ReadSlot& slot);  // counts and logs a failed read
+  ReadDone release(ReadSlot* slot);     // back to the free slots; returns what it was to call
   tlm::tlm_sync_enum read_response(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   void finish_read(ReadSlot* slot);
   void release_issue_waiters();
