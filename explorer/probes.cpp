@@ -75,14 +75,21 @@ void Probes::attach(int h, Node& n, CqPool& pool, const std::vector<IbCq*>& cqs)
   cqs_[h] = cqs;
   for (size_t i = 0; i < cqs.size(); ++i) cq_index_[h][cqs[i]->cq->cqn] = int(i);
   declare_waves(h);
-  n.link.on_upstream_landed.add([this, h](DmaSource s, uint32_t id, uint64_t) {
-    if (s == DmaSource::cqe) landed_[h][id].push_back(sc_core::sc_time_stamp());
+  // A CQE's landing time is used when the host polls it, so its write may land quietly (told
+  // late, with its arrival); an MSI-X write always lands on time. The timeline records instants
+  // as they happen, so with it every write lands on time.
+  auto landed = [this, h](DmaSource s, uint32_t id, uint64_t, const sc_core::sc_time& at) {
+    if (s == DmaSource::cqe) landed_[h][id].push_back(at);
     if (s == DmaSource::msix && id < waves_[h].msix.size()) vcd_.set(waves_[h].msix[id], ++waves_[h].messages[id]);
     if (!timeline_.enabled()) return;
     if (s == DmaSource::cqe) timeline_.instant(h, cq_track(h, id), "CQE");
     if (s == DmaSource::eqe) timeline_.instant(h, "EQ " + std::to_string(id), "EQE");
     if (s == DmaSource::msix) timeline_.instant(h, "MSI-X " + std::to_string(id), "MSI-X");
-  });
+  };
+  if (timeline_.enabled())
+    n.link.on_upstream_landed.add([landed](DmaSource s, uint32_t id, uint64_t a) { landed(s, id, a, sc_core::sc_time_stamp()); });
+  else
+    n.link.on_upstream_landed_at.add(landed);
   n.cpu.on_handler_done.add([this, h](uint32_t vector, const sc_core::sc_time& begin) {
     if (vector < waves_[h].irq.size()) {
       vcd_.set(waves_[h].irq[vector], 1, begin);

@@ -25,6 +25,7 @@
 #include "firmware-shim/cpu_core.h"
 #include "model/common/observers.h"
 #include "tlm/pcie_credits.h"
+#include "tlm/pending_writes.h"
 
 namespace vhca {
 
@@ -55,6 +56,9 @@ class HostCpu : public sc_core::sc_module {
   // buffers wait to drain). Unbound: no limit.
   sc_core::sc_port<PcieCreditIf, 1, sc_core::SC_ZERO_OR_MORE_BOUND> mmio_credits{"mmio_credits"};
   tlm_utils::simple_initiator_socket<HostCpu> mem{"mem"};    // to the host router
+  // Device writes that land quietly (tlm/pending_writes.h) are landed before each access through
+  // DMI, which bypasses host memory's own interface. Unbound: every write lands on time.
+  PendingWritesPort pending_writes{"pending_writes"};
 
   SC_HAS_PROCESS(HostCpu);
   HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg = {});

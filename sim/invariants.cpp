@@ -171,7 +171,9 @@ void InvariantChecker::attach(System& sys) {
     node.hca.cq.s_ctl->on_push.add([this, n](const CqControl& c, uint64_t) {
       if (c.op == CqControl::Op::create) cq_created(n, c.cqn);
     });
-    node.link.on_upstream_landed.add([this, n](DmaSource source, uint32_t id, uint64_t addr) {
+    // Told as each write lands, in order; a quiet write (tlm/pending_writes.h) lands before the
+    // host reads memory, so the checker does not keep writes from landing quietly.
+    node.link.on_upstream_landed_at.add([this, n](DmaSource source, uint32_t id, uint64_t addr, const sc_core::sc_time&) {
       if (source == DmaSource::cqe) cqe_landed(n, id, addr);
       else if (source == DmaSource::eqe) eqe_landed(n, id);
     });

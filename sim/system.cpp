@@ -130,6 +130,12 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& c, uint32_t 
     hca.upstream_write_failed(s, id, addr);
   };
   link.down_ready = [this](uint64_t addr) { return hca.mmio_ready(addr); };
+  // Device writes into plain host memory land when the host looks (tlm/pending_writes.h).
+  link.up_lands_quietly = [this](uint64_t addr, uint64_t len) {
+    return !router.is_msi(addr) && memory.lands_quietly(addr, len);
+  };
+  memory.pending_writes.bind(link.up_pending);
+  cpu.pending_writes.bind(link.up_pending);
   hca.on_mmio_space = [this](const sc_core::sc_time& delay) { link.resume_down(delay); };
 }
 

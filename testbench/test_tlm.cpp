@@ -168,6 +168,133 @@ TEST_CASE("a 64-byte DMA write lands exactly one serialization time plus the lin
   });
 }
 
+namespace {
+// Queues a 64-byte DMA write of `tag` on the next cycle and returns when it arrives at host
+// memory: issued the cycle after, 2794 ps on the wire (64 B + 24 B of TLP), 200 ns of latency.
+sc_core::sc_time dma_write_64(uint64_t addr, uint8_t tag) {
+  const uint64_t c0 = sys().cycle() + 1;
+  sys().wait_cycle(c0);
+  DmaWrite w;
+  w.addr = addr;
+  w.len = 64;
+  w.data[0] = tag;
+  sys().hca.dma.s_write->push(w, c0);
+  return sys().hca.clock.at(c0 + 1) + sc_core::sc_time(2794, sc_core::SC_PS) + sc_core::sc_time(200, sc_core::SC_NS);
+}
+void wait_until(const sc_core::sc_time& t) { sc_core::wait(t - sc_core::sc_time_stamp()); }
+}  // namespace
+
+TEST_CASE("quiet writes: a DMA write into plain host memory lands when the host looks, at its arrival and not before, and with the next write sent") {
+  sys().run([] {
+    PcieLink& link = sys().link;
+    const uint64_t addr = sys().memory.allocate(4096);
+    const uint64_t errors = log::error_count();
+    uint8_t b = 0;
+    sys().cpu.read(addr, &b, 1);
+    REQUIRE(link.quiet_in_flight() == 0);  // nothing from before this test is waiting
+    const sc_core::sc_time arrival = dma_write_64(addr, 0x11);
+    sys().wait_cycle(sys().cycle() + 2);  // issued
+    CHECK(link.quiet_in_flight() == 1);
+    wait_until(arrival + sc_core::sc_time(1, sc_core::SC_US));
+    CHECK(link.quiet_in_flight() == 1);  // arrived, and the link did not wake to land it
+    sys().cpu.read(addr, &b, 1);  // the host CPU's DMI read lands it first
+    CHECK(b == 0x11);
+    CHECK(link.quiet_in_flight() == 0);
+
+    // Seen by the host CPU exactly from its arrival.
+    const sc_core::sc_time second = dma_write_64(addr, 0x22);
+    wait_until(second - sc_core::sc_time(1, sc_core::SC_PS));
+    sys().cpu.read(addr, &b, 1);
+    CHECK(b == 0x11);
+    wait_until(second);
+    sys().cpu.read(addr, &b, 1);
+    CHECK(b == 0x22);
+
+    // A host write lands what arrived before it first: the host's value is the one that stays.
+    const sc_core::sc_time third = dma_write_64(addr, 0x33);
+    wait_until(third + sc_core::sc_time(10, sc_core::SC_NS));
+    const uint8_t mine = 0x44;
+    sys().cpu.write(addr, &mine, 1);
+    CHECK(link.quiet_in_flight() == 0);
+    sys().memory.read(addr, &b, 1);
+    CHECK(b == 0x44);
+
+    // Nothing waits in flight beyond the link's window: sending the next write lands those due.
+    const sc_core::sc_time fourth = dma_write_64(addr + 64, 0x55);
+    wait_until(fourth + sc_core::sc_time(10, sc_core::SC_NS));
+    CHECK(link.quiet_in_flight() == 1);
+    dma_write_64(addr + 128, 0x66);
+    sys().wait_cycle(sys().cycle() + 2);
+    CHECK(link.quiet_in_flight() == 1);  // the fourth landed as the fifth was sent
+    sys().memory.read(addr + 64, &b, 1);
+    CHECK(b == 0x55);
+    CHECK(log::error_count() == errors);
+  });
+}
+
+TEST_CASE("quiet writes: a watch or an unmap while a quiet write is in flight makes it land on time, telling the watch or failing at its arrival") {
+  sys().run([] {
+    PcieLink& link = sys().link;
+    const uint64_t addr = sys().memory.allocate(4096);
+    const sc_core::sc_time arrival = dma_write_64(addr, 0x77);
+    sys().wait_cycle(sys().cycle() + 2);
+    REQUIRE(link.quiet_in_flight() == 1);
+    sc_core::sc_time told;
+    sys().memory.watch(addr, 64, [&told] { told = sc_core::sc_time_stamp(); });
+    CHECK(link.quiet_in_flight() == 0);
+    wait_until(arrival + sc_core::sc_time(1, sc_core::SC_US));
+    CHECK(told == arrival);  // the link woke for it
+
+    // A write to memory unmapped while it is in flight fails at its arrival, as one to memory
+    // never mapped does.
+    const uint64_t gone = sys().memory.allocate(4096);
+    auto reported = link.on_upstream_write_error;
+    sc_core::sc_time failed;
+    link.on_upstream_write_error = [&](DmaSource s, uint32_t id, uint64_t a) {
+      failed = sc_core::sc_time_stamp();
+      reported(s, id, a);
+    };
+    const uint64_t errors = log::error_count();
+    const sc_core::sc_time lost = dma_write_64(gone, 0x88);
+    sys().wait_cycle(sys().cycle() + 2);
+    REQUIRE(link.quiet_in_flight() == 1);
+    sys().memory.unmap(gone, 4096);
+    CHECK(link.quiet_in_flight() == 0);
+    wait_until(lost + sc_core::sc_time(1, sc_core::SC_US));
+    CHECK(failed == lost);
+    CHECK(log::error_count() > errors);
+    link.on_upstream_write_error = reported;
+  });
+}
+
+TEST_CASE("quiet writes: an on-time landing observer makes every write land on time, one told the arrival lets them land quietly") {
+  sys().run([] {
+    PcieLink& link = sys().link;
+    const uint64_t addr = sys().memory.allocate(4096);
+    std::vector<sc_core::sc_time> late;
+    const size_t at_id = link.on_upstream_landed_at.add(
+        [&late](DmaSource, uint32_t, uint64_t, const sc_core::sc_time& at) { late.push_back(at); });
+    const sc_core::sc_time arrival = dma_write_64(addr, 1);
+    wait_until(arrival + sc_core::sc_time(1, sc_core::SC_US));
+    CHECK(late.empty());  // quiet: not landed yet
+    uint8_t b = 0;
+    sys().cpu.read(addr, &b, 1);
+    REQUIRE(late.size() == 1);
+    CHECK(late[0] == arrival);  // told late, with its arrival
+    link.on_upstream_landed_at.remove(at_id);
+
+    std::vector<sc_core::sc_time> now;
+    const size_t id = link.on_upstream_landed.add([&now](DmaSource, uint32_t, uint64_t) { now.push_back(sc_core::sc_time_stamp()); });
+    const sc_core::sc_time second = dma_write_64(addr, 2);
+    sys().wait_cycle(sys().cycle() + 2);
+    CHECK(link.quiet_in_flight() == 0);
+    wait_until(second + sc_core::sc_time(1, sc_core::SC_US));
+    REQUIRE(now.size() == 1);
+    CHECK(now[0] == second);
+    link.on_upstream_landed.remove(id);
+  });
+}
+
 TEST_CASE("back-to-back writes serialize on the link and arrive in order") {
   sys().run([] {
     const uint64_t addr = sys().memory.allocate(4096);

@@ -49,6 +49,8 @@ void HostMemory::map(uint64_t addr, uint64_t len) {
 }
 
 void HostMemory::unmap(uint64_t addr, uint64_t len) {
+  tell_no_longer_quiet(addr, len);  // writes in flight into it now fail at their arrival
+  hit_ = {1, 0};
   const auto [first, last] = page_span(addr, len);
   const uint64_t end = last + 1;
   auto it = ranges_.upper_bound(first);
@@ -92,10 +94,13 @@ bool HostMemory::mapped(uint64_t addr, uint64_t len) const {
   if (len == 0) return true;
   if (addr + len - 1 < addr) return false;  // wraps past 2^64
   const auto [first, last] = page_span(addr, len);
+  if (first >= hit_.first && last < hit_.second) return true;
   auto it = ranges_.upper_bound(first);
   if (it == ranges_.begin()) return false;
   --it;
-  return it->first <= first && last < it->second;  // ranges are merged: one holds the whole span
+  if (!(it->first <= first && last < it->second)) return false;  // ranges are merged: one holds the whole span
+  hit_ = *it;
+  return true;
 }
 
 uint64_t HostMemory::attach(uint64_t len, ExternalMemory& backing) {
@@ -107,11 +112,24 @@ uint64_t HostMemory::attach(uint64_t len, ExternalMemory& backing) {
 
 void HostMemory::detach(uint64_t addr) { externals_.erase(addr); }
 
+void HostMemory::tell_no_longer_quiet(uint64_t addr, uint64_t len) {
+  pending_writes.no_longer_quiet(addr, len);
+}
+
+bool HostMemory::lands_quietly(uint64_t addr, uint64_t len) const {
+  for (const Watch& w : watches_)
+    if (addr < w.addr + w.len && w.addr < addr + len) return false;
+  bool straddles = false;
+  return !external_at(addr, len, &straddles) && !straddles && mapped(addr, len);
+}
+
 void HostMemory::watch(uint64_t addr, uint64_t len, sc_core::sc_event& written) {
+  tell_no_longer_quiet(addr, len);
   watches_.push_back({addr, len, &written, [&written] { written.notify(sc_core::SC_ZERO_TIME); }});
 }
 
 void HostMemory::watch(uint64_t addr, uint64_t len, std::function<void()> on_write) {
+  tell_no_longer_quiet(addr, len);
   watches_.push_back({addr, len, nullptr, std::move(on_write)});
 }
 
@@ -139,6 +157,7 @@ const std::pair<const uint64_t, HostMemory::External>* HostMemory::external_at(u
 }
 
 bool HostMemory::read(uint64_t addr, void* dst, uint64_t len) const {
+  pending_writes.land_due();
   bool straddles = false;
   if (const auto* ext = external_at(addr, len, &straddles)) return ext->second.backing->read(addr - ext->first, dst, len);
   if (straddles || !mapped(addr, len)) return false;
@@ -155,6 +174,7 @@ bool HostMemory::read(uint64_t addr, void* dst, uint64_t len) const {
 }
 
 bool HostMemory::write(uint64_t addr, const void* src, uint64_t len) {
+  pending_writes.land_due();
   bool straddles = false;
   if (const auto* ext = external_at(addr, len, &straddles)) return ext->second.backing->write(addr - ext->first, src, len);
   if (straddles || !mapped(addr, len)) return false;

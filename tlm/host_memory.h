@@ -14,6 +14,8 @@
 #include <tlm_utils/simple_target_socket.h>
 #include <unordered_map>
 
+#include "tlm/pending_writes.h"
+
 namespace vhca {
 
 // Memory the simulated host reaches outside its own pages: a verbs program's buffers (reached with
@@ -35,6 +37,9 @@ class HostMemory : public sc_core::sc_module {
  public:
   static constexpr uint64_t kPageSize = 4096;
   tlm_utils::simple_target_socket<HostMemory> socket{"socket"};
+  // Where device writes that land quietly wait (the PCIe link; tlm/pending_writes.h): asked
+  // before every access through this class, told before a watch or an unmap changes a range.
+  PendingWritesPort pending_writes{"pending_writes"};
 
   HostMemory(const sc_core::sc_module_name& name, const HostMemoryConfig& cfg = {});
 
@@ -50,6 +55,9 @@ class HostMemory : public sc_core::sc_module {
   void map(uint64_t addr, uint64_t len);
   void unmap(uint64_t addr, uint64_t len);
   bool mapped(uint64_t addr, uint64_t len) const;
+  // Would a device write to [addr, addr + len) land unnoticed: mapped pages of this memory's own
+  // (not a program's), no watch on them? Such a write may be applied when someone looks.
+  bool lands_quietly(uint64_t addr, uint64_t len) const;
   // Gives `len` bytes of address space whose contents live in `backing` (held by the caller until
   // detach): an access must lie wholly inside one such range. Returns the range's address.
   uint64_t attach(uint64_t len, ExternalMemory& backing);
@@ -65,6 +73,7 @@ class HostMemory : public sc_core::sc_module {
 
  private:
   using Page = std::array<uint8_t, kPageSize>;
+  void tell_no_longer_quiet(uint64_t addr, uint64_t len);
   void b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   bool get_direct_mem_ptr(tlm::tlm_generic_payload& tx, tlm::tlm_dmi& dmi);
   unsigned transport_dbg(tlm::tlm_generic_payload& tx);
@@ -88,6 +97,9 @@ class HostMemory : public sc_core::sc_module {
   HostMemoryConfig cfg_;
   uint64_t next_alloc_;
   std::map<uint64_t, uint64_t> ranges_;  // mapped pages: first page -> one past the last, disjoint
+  // The range mapped() last found (mapping more keeps it mapped; unmapping forgets it): device
+  // writes come in runs into one ring.
+  mutable std::pair<uint64_t, uint64_t> hit_{1, 0};
   std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;  // storage of the pages written
 };
 

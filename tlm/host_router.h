@@ -16,9 +16,9 @@ class HostRouter : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<HostRouter> to_msi{"to_msi"};
 
   explicit HostRouter(const sc_core::sc_module_name& name);
+  bool is_msi(uint64_t addr) const;  // the MSI window: a write there is an interrupt
 
  private:
-  bool is_msi(uint64_t addr) const;
   void b_transport(int id, tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   bool get_direct_mem_ptr(int id, tlm::tlm_generic_payload& tx, tlm::tlm_dmi& dmi);
   unsigned transport_dbg(int id, tlm::tlm_generic_payload& tx);

@@ -18,6 +18,7 @@ PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cf
   up_in.register_b_transport(this, &PcieLink::up_transport);
   up_in.register_nb_transport_fw(this, &PcieLink::up_nb_transport);
   down_in.register_b_transport(this, &PcieLink::down_transport);
+  up_pending.bind(*this);
   up_credits.bind(dir_[0].credits);
   down_credits.bind(dir_[1].credits);
   dir_[0].credits.on_return([this] { take_read_credits(0); });
@@ -93,6 +94,8 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
   const sc_time now = sc_core::sc_time_stamp() + delay;
   const uint64_t len = tx.get_data_length();
   if (tx.is_write()) {
+    // Quiet writes already due land now: what waits in flight stays within the link's window.
+    if (dir == 0 && quiet_in_flight_) land_due();
     d.credits.take_posted(len);
     sc_time arrival = serialize(d, now, len, cfg_.max_payload, cfg_.request_overhead);
     PostedTag* tag = nullptr;
@@ -103,9 +106,15 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
       std::memcpy(p.small.data(), tx.get_data_ptr(), len);
     else
       p.large.assign(tx.get_data_ptr(), tx.get_data_ptr() + len);
-    bool was_empty = d.in_flight.empty();
+    p.quiet = dir == 0 && up_lands_quietly && on_upstream_landed.empty() && up_lands_quietly(p.addr, len);
+    if (p.quiet) {
+      ++quiet_in_flight_;
+      p.returned = true;  // the far side takes it at its arrival, wherever it is applied
+      d.credits.give_back(arrival + cfg_.latency, p.tlps, Credits::data_credits(len), 0);
+    } else if (d.on_time++ == 0) {
+      d.arrival_event.notify(arrival - sc_core::sc_time_stamp());  // none before it wakes the link
+    }
     d.in_flight.push_back(std::move(p));
-    if (was_empty) d.arrival_event.notify(arrival - sc_core::sc_time_stamp());
     tx.set_response_status(tlm::TLM_OK_RESPONSE);
     return;
   }
@@ -231,26 +240,73 @@ void PcieLink::deliver_due(int dir) {
       return;  // resume_down() wakes this again
     }
     d.held = false;
-    Posted p = std::move(d.in_flight.front());
-    d.in_flight.pop_front();
-    // The far side has taken it: its credits are on their way back.
-    d.credits.give_back(now + cfg_.latency, p.tlps, Credits::data_credits(p.len), 0);
-    tlm::tlm_generic_payload& tx = delivery_tx_;
-    tx.set_command(tlm::TLM_WRITE_COMMAND);
-    tx.set_address(p.addr);
-    tx.set_data_ptr(p.data());
-    tx.set_data_length(p.len);
-    tx.set_streaming_width(p.len);
-    tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    sc_time zero = sc_core::SC_ZERO_TIME;
-    out(dir)->b_transport(tx, zero);
-    if (tx.is_response_ok() && dir == 0) on_upstream_landed(p.source, p.id, p.addr);
-    if (!tx.is_response_ok()) {
-      if (dir == 0 && on_upstream_write_error) on_upstream_write_error(p.source, p.id, p.addr);
-      if (dir == 1 && on_downstream_write_error) on_downstream_write_error(p.addr);
-    }
+    land(d, dir, now);
   }
-  if (!d.in_flight.empty()) d.arrival_event.notify(d.in_flight.front().arrival - now);
+  notify_next_on_time(d, now);
+}
+
+void PcieLink::land_due() {
+  Direction& d = dir_[0];
+  // Host memory asking while the link lands a write: that write is next.
+  if (landing_ || d.in_flight.empty() || !d.in_flight.front().quiet) return;
+  const sc_time now = sc_core::sc_time_stamp();
+  // Quiet writes only: one that lands on time, due now, is the link's own to land at its wake-up
+  // (it may tell someone), and the writes behind it wait for it.
+  while (!d.in_flight.empty() && d.in_flight.front().quiet && d.in_flight.front().arrival <= now) land(d, 0, now);
+}
+
+void PcieLink::no_longer_quiet(uint64_t addr, uint64_t len) {
+  land_due();  // what arrived by now has landed before the change
+  Direction& d = dir_[0];
+  bool changed = false;
+  for (Posted& p : d.in_flight) {
+    if (!p.quiet || p.addr >= addr + len || addr >= p.addr + p.len) continue;
+    p.quiet = false;
+    --quiet_in_flight_;
+    ++d.on_time;
+    changed = true;
+  }
+  if (changed) notify_next_on_time(d, sc_core::sc_time_stamp());
+}
+
+void PcieLink::notify_next_on_time(Direction& d, const sc_time& now) {
+  if (d.on_time == 0) return;
+  for (const Posted& p : d.in_flight)
+    if (!p.quiet) {
+      d.arrival_event.notify(p.arrival - now);  // an earlier one replaces a later pending one
+      return;
+    }
+}
+
+// The head write lands at the far side now.
+void PcieLink::land(Direction& d, int dir, const sc_time& now) {
+  Posted p = std::move(d.in_flight.front());
+  d.in_flight.pop_front();
+  if (p.quiet)
+    --quiet_in_flight_;
+  else
+    --d.on_time;
+  // The far side has taken it: its credits are on their way back.
+  if (!p.returned) d.credits.give_back(now + cfg_.latency, p.tlps, Credits::data_credits(p.len), 0);
+  tlm::tlm_generic_payload& tx = delivery_tx_;
+  tx.set_command(tlm::TLM_WRITE_COMMAND);
+  tx.set_address(p.addr);
+  tx.set_data_ptr(p.data());
+  tx.set_data_length(p.len);
+  tx.set_streaming_width(p.len);
+  tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  sc_time zero = sc_core::SC_ZERO_TIME;
+  landing_ = true;
+  out(dir)->b_transport(tx, zero);
+  landing_ = false;
+  if (tx.is_response_ok() && dir == 0) {
+    on_upstream_landed(p.source, p.id, p.addr);
+    on_upstream_landed_at(p.source, p.id, p.addr, p.arrival);
+  }
+  if (!tx.is_response_ok()) {
+    if (dir == 0 && on_upstream_write_error) on_upstream_write_error(p.source, p.id, p.addr);
+    if (dir == 1 && on_downstream_write_error) on_downstream_write_error(p.addr);
+  }
 }
 
 }  // namespace vhca

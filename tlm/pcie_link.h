@@ -19,6 +19,14 @@
 // credits (tlm/pcie_credits.h). A TLP takes its credits when it is sent and they return one link
 // latency after the far side has taken it (an UpdateFC DLLP on the way back); a write held at the
 // device (a full doorbell FIFO) keeps its credits, so its sender stalls in turn.
+//
+// Quiet upstream writes (tlm/pending_writes.h): a device write into plain host memory that no one
+// is told of when it lands (up_lands_quietly says so, and no on_upstream_landed observer is
+// attached) does not wake the link at its arrival. Its credits' return is scheduled when it is
+// sent (they come back one latency after its arrival, as for any write), and it lands when a
+// reader of host memory asks (up_pending), when the next upstream write is sent, or with the next
+// write that lands on time, whichever comes first: writes land in order, and what waits in flight
+// is what the link's bandwidth and latency hold, as when every write woke the link.
 #pragma once
 #include <cstdint>
 #include <algorithm>
@@ -37,6 +45,7 @@
 #include "model/common/observers.h"
 #include "tlm/credit_returns.h"
 #include "tlm/pcie_credits.h"
+#include "tlm/pending_writes.h"
 #include "tlm/posted_tag.h"
 
 namespace vhca {
@@ -65,7 +74,7 @@ struct PcieLinkConfig {
   uint32_t down_posted_headers = 32, down_posted_data = 64, down_nonposted_headers = 16;
 };
 
-class PcieLink : public sc_core::sc_module {
+class PcieLink : public sc_core::sc_module, public PendingWritesIf {
  public:
   // Device side of the upstream direction, and its exit to the host router.
   tlm_utils::simple_target_socket<PcieLink> up_in{"up_in"};
@@ -74,6 +83,8 @@ class PcieLink : public sc_core::sc_module {
   sc_core::sc_export<PcieCreditIf> up_credits{"up_credits"};
   sc_core::sc_export<PcieCreditIf> down_credits{"down_credits"};
   tlm_utils::simple_initiator_socket<PcieLink> up_out{"up_out"};
+  // Readers of host memory ask here that quiet upstream writes due by now be landed first.
+  sc_core::sc_export<PendingWritesIf> up_pending{"up_pending"};
   // Host side of the downstream direction, and its exit to the device BAR.
   tlm_utils::simple_target_socket<PcieLink> down_in{"down_in"};
   tlm_utils::simple_initiator_socket<PcieLink> down_out{"down_out"};
@@ -86,8 +97,21 @@ class PcieLink : public sc_core::sc_module {
   // side learns of it as a PCIe error message would tell it.
   std::function<void(DmaSource, uint32_t id, uint64_t addr)> on_upstream_write_error;
   std::function<void(uint64_t addr)> on_downstream_write_error;
-  // Observation: a device write has landed in host memory (tools measure when a CQE is visible).
+  // Observation: a device write has landed in host memory, told at that instant. While any is
+  // attached, every write lands on time (none is quiet). Attach before the run.
   Observers<DmaSource, uint32_t, uint64_t> on_upstream_landed;  // (source, id, address)
+  // The same, told with the arrival time, and for a quiet write perhaps later than it: when it
+  // lands, before anyone reads host memory (tools that measure when a CQE became visible, and use
+  // the figure when the host polls it). These do not stop writes from landing quietly.
+  Observers<DmaSource, uint32_t, uint64_t, const sc_core::sc_time&> on_upstream_landed_at;
+  // Would an upstream write of `len` bytes at `addr` land quietly: plain, mapped host memory
+  // that nothing watches? Unset: every write lands on time by the link's own wake-up.
+  std::function<bool(uint64_t addr, uint64_t len)> up_lands_quietly;
+
+  // PendingWritesIf (through up_pending).
+  void land_due() override;
+  void no_longer_quiet(uint64_t addr, uint64_t len) override;
+  const size_t& quiet_in_flight() const override { return quiet_in_flight_; }
 
   // Posted-write flow control toward the device (its credits): asked before each downstream
   // posted write is delivered. While it says no, that write and everything behind it wait in the
@@ -124,6 +148,8 @@ class PcieLink : public sc_core::sc_module {
     uint8_t* data() { return len <= small.size() ? small.data() : large.data(); }
     DmaSource source;
     uint32_t id;
+    bool quiet = false;     // lands when a reader asks (or with a write behind it that lands on time)
+    bool returned = false;  // its credits' return is scheduled (a quiet write's, when it was sent)
   };
   // One direction's credits: what is in use, and the returns on their way back.
   class Credits : public PcieCreditIf {
@@ -181,6 +207,7 @@ class PcieLink : public sc_core::sc_module {
     sc_core::sc_time free_at;  // when its serializer can start the next TLP
     Credits credits;
     std::deque<Posted> in_flight;
+    size_t on_time = 0;  // writes in flight that are not quiet: the arrival event is for the first
     sc_core::sc_event arrival_event;
     bool held = false;
     uint64_t wire_bytes = 0;
@@ -203,6 +230,8 @@ class PcieLink : public sc_core::sc_module {
   sc_core::sc_time serialize(Direction& d, sc_core::sc_time start, uint64_t len, uint32_t chunk,
                              uint32_t overhead);
   void deliver_due(int dir);
+  void land(Direction& d, int dir, const sc_core::sc_time& now);
+  void notify_next_on_time(Direction& d, const sc_core::sc_time& now);
   void deliver_up() { deliver_due(0); }
   void deliver_down() { deliver_due(1); }
   void returns_up() { dir_[0].credits.process_returns(); }
@@ -222,6 +251,8 @@ class PcieLink : public sc_core::sc_module {
   Direction dir_[2];  // 0 upstream, 1 downstream
   uint64_t down_stalls_ = 0;
   tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write
+  bool landing_ = false;  // a write is landing: host memory's own request to land is this one
+  size_t quiet_in_flight_ = 0;  // upstream
 };
 
 }  // namespace vhca

@@ -105,8 +105,9 @@ PhaseResult phase(const std::string& name, Body body) {
   return r;
 }
 
-// Records for `cqs` CQs, round robin, one per cycle, in chunks.
-uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns, uint64_t n) {
+// Records for `cqs` CQs, round robin, one per cycle, in chunks, until every CQE is visible in
+// the ring at `ring` (in host memory).
+uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns, uint64_t n, uint64_t ring) {
   vhca::CompletionRecord r;
   r.opcode = vhca::cqe::kRespSend;
   r.byte_cnt = 64;
@@ -123,6 +124,12 @@ uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns
   // Until every record is written: the link (88 bytes a CQE on the wire) cannot take one every
   // cycle, so the writer is held by PCIe credits and the records queue behind it.
   while (sys.hca.cq.stats().cqes - before < n && sys.hca.cq.stats().dropped == 0) sys.wait_cycle(sys.cycle() + 1000);
+  // The last CQE has landed, and the host looks: writes into memory nothing watches land when
+  // someone looks (tlm/pending_writes.h), so the phase pays for landing its own CQEs.
+  const sc_core::sc_time landed = sys.link.posted_landed_by(true);
+  if (landed > sc_core::sc_time_stamp()) sc_core::wait(landed - sc_core::sc_time_stamp());
+  uint8_t first_byte = 0;
+  sys.memory.read(ring, &first_byte, 1);
   return sys.hca.cq.stats().cqes - before;
 }
 
@@ -204,7 +211,7 @@ int run_phases(const Options& opt, Report& rep) {
           ok = false;
           return;
         }
-        results.push_back(phase("cqe", [&] { return inject_round_robin(sys, {cq->cqn}, n); }));
+        results.push_back(phase("cqe", [&] { return inject_round_robin(sys, {cq->cqn}, n, cq->buf); }));
 
         // One CQE per interrupt: the CQ handler polls and re-arms, records 5 us apart.
         vhca::Cq* ecq = nullptr;
@@ -301,7 +308,7 @@ int run_phases(const Options& opt, Report& rep) {
                                                       : std::vector<uint32_t>{1, 64, 4096, 65024};
         for (uint32_t k : sizes) {
           const std::vector<uint32_t> cqns = load_cqs(sys, k, ring, dbr, eqn);
-          results.push_back(phase("scale_" + std::to_string(k), [&] { return inject_round_robin(sys, cqns, n); }));
+          results.push_back(phase("scale_" + std::to_string(k), [&] { return inject_round_robin(sys, cqns, n, ring); }));
           for (uint32_t cqn : cqns) {  // unload: the next size loads its own
             vhca::CqControl c;
             c.op = vhca::CqControl::Op::destroy;
