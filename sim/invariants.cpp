@@ -130,7 +130,8 @@ void InvariantChecker::queue_seen(const std::string& name, size_t depth, size_t 
                                                             high_water, depth));
 }
 
-void InvariantChecker::check_queues(System&) {
+void InvariantChecker::check_queues(System& sys) {
+  for (uint32_t n = 0; n < sys.hosts(); ++n) sys.node(n).link.land_due();
   for (const QueueLink& q : queue_links()) queue_seen(q.queue, q.depth, q.high_water);
 }
 

@@ -70,7 +70,8 @@ class InvariantChecker {
   void eqe_landed(uint32_t node, uint32_t eqn);
   // A queue's bound and high-water mark (checked when a run ends).
   void queue_seen(const std::string& name, size_t depth, size_t high_water);
-  // Every queue of `sys`.
+  // Every queue of `sys`; first, device writes that have arrived but wait to land quietly land
+  // (tlm/pending_writes.h), so that every write that arrived in the run has been checked.
   void check_queues(System& sys);
 
   const std::vector<std::string>& violations() const { return violations_; }

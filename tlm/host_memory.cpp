@@ -49,10 +49,11 @@ void HostMemory::map(uint64_t addr, uint64_t len) {
 }
 
 void HostMemory::unmap(uint64_t addr, uint64_t len) {
-  tell_no_longer_quiet(addr, len);  // writes in flight into it now fail at their arrival
-  hit_ = {1, 0};
   const auto [first, last] = page_span(addr, len);
   const uint64_t end = last + 1;
+  // Whole pages go: writes in flight anywhere into them now fail at their arrival.
+  tell_no_longer_quiet(first * kPageSize, (end - first) * kPageSize);
+  hit_ = {1, 0};
   auto it = ranges_.upper_bound(first);
   if (it != ranges_.begin()) --it;
   while (it != ranges_.end() && it->first < end) {
