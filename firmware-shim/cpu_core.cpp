@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/common/sim_now.h"
+
 namespace vhca {
 
 CpuWork* CpuCore::stepping_ = nullptr;
@@ -31,7 +33,7 @@ CpuCore::CpuCore(const std::string& name, Counters& counters, std::function<bool
 
 void CpuCore::submit(CpuWork& w, const sc_core::sc_time& at) {
   w.queued = true;
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   if (at <= now) {
     ready_[level_of(w.ctx)].push_back(&w);
     if (!in_run_) wake_.notify(sc_core::SC_ZERO_TIME);  // inside run(), its loop takes it
@@ -45,13 +47,13 @@ void CpuCore::submit(CpuWork& w, const sc_core::sc_time& at) {
 
 sc_core::sc_time CpuCore::busy(CpuContext ctx) const {
   sc_core::sc_time t = busy_[int(ctx)];
-  if (active_ >= 0 && held_[active_]->ctx == ctx) t += sc_core::sc_time_stamp() - since_;
+  if (active_ >= 0 && held_[active_]->ctx == ctx) t += sim_now() - since_;
   return t;
 }
 
 void CpuCore::run() {
   ++counters_.activations;
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   in_run_ = true;
   settle(now);
   admit(now);

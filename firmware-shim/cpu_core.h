@@ -18,6 +18,8 @@
 #include <systemc>
 #include <vector>
 
+#include "model/common/sim_now.h"
+
 namespace vhca {
 
 enum class CpuContext : uint8_t { hardirq, softirq, thread, workqueue, app };
@@ -87,7 +89,7 @@ class CpuCore {
   // time it has charged so far (TLM's local time of a temporally decoupled initiator); elsewhere,
   // SystemC's time. What a step stamps (a post, a callback's moment) reads this.
   static sc_core::sc_time local_time() {
-    return stepping_ ? sc_core::sc_time_stamp() + stepping_->remaining : sc_core::sc_time_stamp();
+    return stepping_ ? sim_now() + stepping_->remaining : sim_now();
   }
 
  private:

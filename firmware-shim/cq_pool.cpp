@@ -1,6 +1,7 @@
 #include "firmware-shim/cq_pool.h"
 
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 
 namespace vhca {
 
@@ -64,7 +65,7 @@ void Poller::begin_turn() {
   cq->kicked = false;
   ++cq->turns;
   turn_ = current_ = cq;
-  turn_began_ = sc_core::sc_time_stamp();
+  turn_began_ = sim_now();
   turn_polled_ = 0;
   poll_step();
 }
@@ -190,7 +191,7 @@ IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const 
 void CqPool::dim_event(IbCq& ib) {
   const uint64_t completions = ib.completions - ib.dim_seen;
   ib.dim_seen = ib.completions;
-  if (!ib.dim->on_event(completions, sc_core::sc_time_stamp().to_seconds() * 1e9)) return;
+  if (!ib.dim->on_event(completions, sim_now().to_seconds() * 1e9)) return;
   ib.dim_applying = true;
   ++dim_workers_;
   on_dim_change(ib);
@@ -235,7 +236,7 @@ void CqPool::deliver(IbCq& ib, const Wc& wc) {
 
 // The direct context (a thread: the caller's own): the same polling, each charge waited for.
 int CqPool::process(IbCq& ib, int budget, CpuContext ctx) {
-  const sc_core::sc_time begin = sc_core::sc_time_stamp();
+  const sc_core::sc_time begin = sim_now();
   std::vector<Wc> wcs(size_t(cfg_.batch));
   int completed = 0;
   while (completed < budget) {

@@ -9,6 +9,7 @@
 #include "firmware-shim/verbs.h"
 #include "model/common/bytes.h"
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 #include "model/eq/eq_engine.h"
 #include "tlm/host_memory.h"
 #include "tlm/msi_sink.h"
@@ -59,8 +60,8 @@ CommandResult Driver::fail_local(const std::string& what) {
 }
 
 bool Driver::wait_ready() {
-  const sc_core::sc_time deadline = sc_core::sc_time_stamp() + cfg_.reset_timeout;
-  while (sc_core::sc_time_stamp() < deadline) {
+  const sc_core::sc_time deadline = sim_now() + cfg_.reset_timeout;
+  while (sim_now() < deadline) {
     if (read_register(reg::health) & kHealthReady) return true;
     sc_core::wait(1, sc_core::SC_US);
   }
@@ -163,14 +164,14 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
   // at or after the deadline. Rather than waking for every poll, the thread sleeps until that
   // poll (reply_landed() sets the wake-up when the write lands) or the deadline's, and counts the
   // polling time it spent.
-  cmd_start_ = sc_core::sc_time_stamp();
+  cmd_start_ = sim_now();
   cmd_polls_ = 0;
   const sc_core::sc_time deadline = cmd_start_ + cfg_.command_timeout;
   cpu_.begin_polling(CpuContext::app, cpu_.config().command_poll_interval);
   for (;;) {
     cpu_.read(cmd_block_, block, cmdblk::kSize);
     if (!get_field(block, cmdblk::ownership)) break;
-    if (sc_core::sc_time_stamp() >= deadline) {
+    if (sim_now() >= deadline) {
       r.timed_out = true;
       break;
     }
@@ -180,7 +181,7 @@ CommandResult Driver::exec(uint16_t opcode, const Input& in) {
     cmd_waiting_ = false;
     cmd_timeout_.fired();
     const uint64_t poll = next_poll();
-    const sc_core::sc_time at = poll_time(poll), now = sc_core::sc_time_stamp();
+    const sc_core::sc_time at = poll_time(poll), now = sim_now();
     if (at > now) sc_core::wait(at - now);
     cmd_polls_ = poll;
   }
@@ -207,14 +208,14 @@ sc_core::sc_time Driver::poll_time(uint64_t poll) const {
 }
 
 // The first poll after the last that found the block owned, at or after now.
-uint64_t Driver::next_poll() const { return std::max(cmd_polls_ + 1, poll_at_or_after(sc_core::sc_time_stamp())); }
+uint64_t Driver::next_poll() const { return std::max(cmd_polls_ + 1, poll_at_or_after(sim_now())); }
 
 // The device's write into the command block has landed (called as it lands). The waiting command
 // is woken at the poll that will see it, not now and then again at that poll: one thread
 // switch, at the same time as two.
 void Driver::reply_landed() {
   if (!cmd_waiting_) return;
-  const sc_core::sc_time at = poll_time(next_poll()), now = sc_core::sc_time_stamp();
+  const sc_core::sc_time at = poll_time(next_poll()), now = sim_now();
   cmd_reply_.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);
 }
 

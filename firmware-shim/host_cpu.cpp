@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 #include "tlm/host_memory.h"
 
 namespace vhca {
@@ -159,7 +160,7 @@ void HostCpu::raise(uint32_t vector) {
   irq->handled = false;
   irq->next = [this, p = irq.get()] { take_irq(*p); };
   q.irqs.push_back(std::move(irq));
-  q.where->submit(*q.irqs.back(), sc_core::sc_time_stamp() + cfg_.irq_delivery);
+  q.where->submit(*q.irqs.back(), sim_now() + cfg_.irq_delivery);
 }
 
 void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler) { handlers_[vector] = std::move(handler); }
@@ -175,7 +176,7 @@ void HostCpu::take_irq(Irq& irq) {
   }
   log::write(log::Cat::irq, "host: handler for vector {} runs", irq.vector);
   irq.handled = true;
-  irq.begin = sc_core::sc_time_stamp();
+  irq.begin = sim_now();
   charge(CpuContext::hardirq, cfg_.handler_entry);
   then([this, vector = irq.vector] { handlers_.at(vector)(); });
 }
@@ -188,7 +189,7 @@ void HostCpu::finish_irq(IrqQueue& q) {
 }
 
 void HostCpu::start(CpuWork& w, CpuCore& where, const sc_core::sc_time& after) {
-  where.submit(w, sc_core::sc_time_stamp() + after);
+  where.submit(w, sim_now() + after);
 }
 
 void HostCpu::then(std::function<void()> step) {
@@ -200,7 +201,7 @@ void HostCpu::then(std::function<void()> step) {
 void HostCpu::note_busy(CpuContext ctx, const sc_core::sc_time& t) {
   busy_[int(ctx)] += t;
   Instant& i = charged_now_[int(ctx)];
-  if (i.at != sc_core::sc_time_stamp()) i = {sc_core::sc_time_stamp(), sc_core::SC_ZERO_TIME};
+  if (i.at != sim_now()) i = {sim_now(), sc_core::SC_ZERO_TIME};
   i.sum += t;
 }
 
@@ -213,7 +214,7 @@ void HostCpu::serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_tim
   w.remaining = t;
   w.served = &served;
   w.owner = sc_core::sc_get_current_process_handle().get_process_object();
-  cores_[core]->submit(w, sc_core::sc_time_stamp());
+  cores_[core]->submit(w, sim_now());
   sc_core::wait(served);
 }
 
@@ -236,7 +237,7 @@ void HostCpu::charge(CpuContext ctx, const sc_core::sc_time& t) {
 }
 
 void HostCpu::begin_polling(CpuContext ctx, const sc_core::sc_time& interval) {
-  polling_ = Polling{true, ctx, sc_core::sc_time_stamp(), interval};
+  polling_ = Polling{true, ctx, sim_now(), interval};
 }
 
 void HostCpu::end_polling(uint64_t polls) {
@@ -245,7 +246,7 @@ void HostCpu::end_polling(uint64_t polls) {
 }
 
 sc_core::sc_time HostCpu::busy(CpuContext ctx) const {
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   sc_core::sc_time t = busy_[int(ctx)];  // with cores: only settled polling loops
   if (cores_.empty()) {
     const Instant& i = charged_now_[int(ctx)];

@@ -4,6 +4,7 @@
 
 #include "model/common/bytes.h"
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 
 namespace vhca {
 
@@ -166,7 +167,7 @@ void Hca::device_reset() {
   // Ready once the reset time has passed and the CQ writer has cleared its tables (it starts on
   // this cycle: CqeWriter::reset), whichever is later.
   const uint64_t writer_ready = clock.now() + cq.engine().clearing_cycles() + 1;
-  reset_done_event_.notify(std::max(cfg_.reset_time, clock.at(writer_ready) - sc_core::sc_time_stamp()));
+  reset_done_event_.notify(std::max(cfg_.reset_time, clock.at(writer_ready) - sim_now()));
 }
 
 void Hca::link_state_changed(bool up) {

@@ -10,6 +10,8 @@
 #include <systemc>
 #include <vector>
 
+#include "model/common/sim_now.h"
+
 namespace vhca {
 
 template <typename Amount>
@@ -28,13 +30,13 @@ class CreditReturns {
     auto pos = returns_.end();
     while (pos != returns_.begin() && std::prev(pos)->at > at) --pos;
     returns_.insert(pos, Entry{at, amount});
-    if (waiting_ && earliest) due_.notify(at - sc_core::sc_time_stamp());
+    if (waiting_ && earliest) due_.notify(at - sim_now());
   }
 
   // Hands every return due by now to `apply(amount)`; true if there was any.
   template <typename Apply>
   bool apply_due(Apply&& apply) const {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = sim_now();
     bool any = false;
     while (!returns_.empty() && returns_.front().at <= now) {
       apply(returns_.front().amount);
@@ -48,7 +50,7 @@ class CreditReturns {
   void want_wake() const {
     if (waiting_) return;
     waiting_ = true;
-    if (!returns_.empty()) due_.notify(returns_.front().at - sc_core::sc_time_stamp());
+    if (!returns_.empty()) due_.notify(returns_.front().at - sim_now());
   }
 
   // On the return event: applies what is due and, if anything came back, wakes the refused
@@ -56,7 +58,7 @@ class CreditReturns {
   template <typename Apply>
   void process(Apply&& apply) {
     if (!apply_due(apply)) {
-      if (waiting_ && !returns_.empty()) due_.notify(returns_.front().at - sc_core::sc_time_stamp());
+      if (waiting_ && !returns_.empty()) due_.notify(returns_.front().at - sim_now());
       return;
     }
     waiting_ = false;

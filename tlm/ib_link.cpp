@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 
 namespace vhca {
 
@@ -58,7 +59,7 @@ void IbLink::Flow::give_back(const sc_time& at) {
 }
 
 void IbLink::Flow::freed(uint32_t slots) {
-  if (limit_ != 0 && slots) returns_.give_back(sc_core::sc_time_stamp() + latency_, slots);
+  if (limit_ != 0 && slots) returns_.give_back(sim_now() + latency_, slots);
 }
 
 sc_time IbLink::wire_time(uint32_t bytes) const {
@@ -112,7 +113,7 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
   IbPacketExt* ext = nullptr;
   tx.get_extension(ext);
   Direction& d = dir_[side];
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   if (!ext || ext->packet.payload.size() > cfg_.mtu) {
     log::error("link side {}: {} refused", side, ext ? "packet above the link MTU" : "transaction without a packet");
     tx.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
@@ -153,7 +154,7 @@ void IbLink::set_up(bool up) {
   up_ = up;
   log::write(log::Cat::link, "link {}", up ? "up" : "down");
   if (!up) {
-    const sc_time now = sc_core::sc_time_stamp();
+    const sc_time now = sim_now();
     for (Direction& d : dir_) {
       for (size_t i = 0; i < d.in_flight.size(); ++i) d.flow.give_back(now + 2 * cfg_.latency);
       d.stats.dropped += d.in_flight.size();
@@ -168,7 +169,7 @@ void IbLink::set_up(bool up) {
 void IbLink::deliver(uint32_t side) {
   Direction& d = dir_[side];
   const uint32_t to = sides_ == 1 ? 0 : 1 - side;
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   while (!d.in_flight.empty() && d.in_flight.front().arrival <= now) {
     IbPacketExt ext;
     ext.packet = std::move(d.in_flight.front().packet);

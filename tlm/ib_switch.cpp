@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 #include "tlm/annotated_delay.h"
 
 namespace vhca {
@@ -60,7 +61,7 @@ void IbSwitch::receive(int in_port, tlm::tlm_generic_payload& tx, sc_time& delay
     return;
   }
   Port& to = ports_[route->second];
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   // Cut-through: the header came in one wire time ago; it is switched `latency` after that.
   const sc_time header_in = now - std::min(now, wire_time(ext->packet.wire_bytes()));
   const sc_time ready = std::max(now, header_in + cfg_.latency);
@@ -72,7 +73,7 @@ void IbSwitch::receive(int in_port, tlm::tlm_generic_payload& tx, sc_time& delay
 // Sends what output `out` holds, in order, while the HCA behind it has room.
 void IbSwitch::forward(uint32_t out) {
   Port& port = ports_[out];
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   while (!port.waiting.empty() && port.waiting.front().ready <= now) {
     if (!(*port.credits)->can_send()) {  // woken by the credit's return (end_of_elaboration)
       ++port.stats.credit_stalls;

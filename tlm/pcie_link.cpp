@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 
 namespace vhca {
 
@@ -91,7 +92,7 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
     sc_core::wait(delay);
     delay = sc_core::SC_ZERO_TIME;
   }
-  const sc_time now = sc_core::sc_time_stamp() + delay;
+  const sc_time now = sim_now() + delay;
   const uint64_t len = tx.get_data_length();
   if (tx.is_write()) {
     // Quiet writes already due land now: what waits in flight stays within the link's window.
@@ -112,7 +113,7 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
       p.returned = true;  // the far side takes it at its arrival, wherever it is applied
       d.credits.give_back(arrival + cfg_.latency, p.tlps, Credits::data_credits(len), 0);
     } else if (d.on_time++ == 0) {
-      d.arrival_event.notify(arrival - sc_core::sc_time_stamp());  // none before it wakes the link
+      d.arrival_event.notify(arrival - sim_now());  // none before it wakes the link
     }
     d.in_flight.push_back(std::move(p));
     tx.set_response_status(tlm::TLM_OK_RESPONSE);
@@ -135,7 +136,7 @@ tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::
   if (delay == sc_core::SC_ZERO_TIME)
     start_read(tx, 0, nullptr);
   else
-    actions_.at(sc_core::sc_time_stamp() + delay, [this, &tx] { start_read(tx, 0, nullptr); });
+    actions_.at(sim_now() + delay, [this, &tx] { start_read(tx, 0, nullptr); });
   phase = tlm::END_REQ;
   delay = sc_core::SC_ZERO_TIME;
   return tlm::TLM_UPDATED;
@@ -179,7 +180,7 @@ void PcieLink::send_read_requests(Read* r) {
   Direction& d = dir_[r->dir];
   const uint64_t len = r->tx->get_data_length();
   const uint32_t requests = uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request));
-  sc_time t = std::max(sc_core::sc_time_stamp(), d.free_at);
+  sc_time t = std::max(sim_now(), d.free_at);
   for (uint32_t i = 0; i < requests; ++i) t += wire_time(cfg_.request_overhead);
   d.wire_bytes += uint64_t(requests) * cfg_.request_overhead;
   d.free_at = t;
@@ -199,7 +200,7 @@ void PcieLink::read_at_far_side(Read* r) {
   out(r->dir)->b_transport(*r->tx, zero);
   // The completion takes its place on the return wire only once its data is ready, so posted
   // writes issued meanwhile are not queued behind it.
-  actions_.at(sc_core::sc_time_stamp() + cfg_.read_access, [this, r] { send_completion(r); });
+  actions_.at(sim_now() + cfg_.read_access, [this, r] { send_completion(r); });
 }
 
 // The completion goes on the return wire now that its data is ready; the reader learns when it
@@ -207,7 +208,7 @@ void PcieLink::read_at_far_side(Read* r) {
 // time as its annotated delay, the TLM-2.0 way to say "from then on").
 void PcieLink::send_completion(Read* r) {
   Direction& back = dir_[1 - r->dir];
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   const sc_time back_at = serialize(back, now, r->tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
   const Read done = *r;
   free_reads_.push_back(r);
@@ -222,7 +223,7 @@ void PcieLink::send_completion(Read* r) {
 
 void PcieLink::resume_down(const sc_time& delay) {
   dir_[1].arrival_event.notify(delay);
-  actions_.at(sc_core::sc_time_stamp() + delay, [this] {
+  actions_.at(sim_now() + delay, [this] {
     Direction& d = dir_[1];
     std::deque<Read*> held;
     held.swap(d.held_reads);
@@ -232,7 +233,7 @@ void PcieLink::resume_down(const sc_time& delay) {
 
 void PcieLink::deliver_due(int dir) {
   Direction& d = dir_[dir];
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   while (!d.in_flight.empty() && d.in_flight.front().arrival <= now) {
     if (dir == 1 && down_ready && !down_ready(d.in_flight.front().addr)) {
       if (!d.held) ++down_stalls_;
@@ -249,7 +250,7 @@ void PcieLink::land_due() {
   Direction& d = dir_[0];
   // Host memory asking while the link lands a write: that write is next.
   if (landing_ || d.in_flight.empty() || !d.in_flight.front().quiet) return;
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   // Quiet writes only: one that lands on time, due now, is the link's own to land at its wake-up
   // (it may tell someone), and the writes behind it wait for it.
   while (!d.in_flight.empty() && d.in_flight.front().quiet && d.in_flight.front().arrival <= now) land(d, 0, now);
@@ -266,7 +267,7 @@ void PcieLink::no_longer_quiet(uint64_t addr, uint64_t len) {
     ++d.on_time;
     changed = true;
   }
-  if (changed) notify_next_on_time(d, sc_core::sc_time_stamp());
+  if (changed) notify_next_on_time(d, sim_now());
 }
 
 void PcieLink::notify_next_on_time(Direction& d, const sc_time& now) {

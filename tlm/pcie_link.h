@@ -43,6 +43,7 @@
 
 #include "model/common/action_queue.h"
 #include "model/common/observers.h"
+#include "model/common/sim_now.h"
 #include "tlm/credit_returns.h"
 #include "tlm/pcie_credits.h"
 #include "tlm/pending_writes.h"
@@ -129,7 +130,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf {
   // posted writes land in order.
   sc_core::sc_time posted_landed_by(bool upstream) const {
     const Direction& d = dir_[upstream ? 0 : 1];
-    return d.in_flight.empty() ? sc_core::sc_time_stamp() : std::max(sc_core::sc_time_stamp(), d.in_flight.back().arrival);
+    return d.in_flight.empty() ? sim_now() : std::max(sim_now(), d.in_flight.back().arrival);
   }
   // Time to put `bytes` of TLP on the wire in one direction.
   sc_core::sc_time wire_time(uint64_t bytes) const;
@@ -239,7 +240,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf {
   tlm_utils::simple_initiator_socket<PcieLink>& out(int dir) { return dir == 0 ? up_out : down_out; }
 
   bool due_writes_waiting(const Direction& d) const {
-    return !d.in_flight.empty() && d.in_flight.front().arrival <= sc_core::sc_time_stamp();
+    return !d.in_flight.empty() && d.in_flight.front().arrival <= sim_now();
   }
 
   PcieLinkConfig cfg_;

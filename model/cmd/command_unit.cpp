@@ -4,6 +4,7 @@
 
 #include "model/common/bytes.h"
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 
 namespace vhca {
 
@@ -61,7 +62,7 @@ void CommandUnit::set_initialized(bool on) {
 // The firmware acts on clock edges. Its wake-ups are notified for the edge itself (rather than
 // waking and then waiting for the edge): one thread switch per wake-up, not two.
 sc_core::sc_time CommandUnit::to_edge(const sc_core::sc_time& after) const {
-  return clock_.until(clock_.cycle_at_or_after(sc_core::sc_time_stamp() + after));
+  return clock_.until(clock_.cycle_at_or_after(sim_now() + after));
 }
 
 // The block's completion has arrived (told by the DMA engine as it does), its data usable from

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/common/earliest_timer.h"
+#include "model/common/sim_now.h"
 
 namespace vhca {
 
@@ -28,7 +29,7 @@ class ActionQueue : public sc_core::sc_module {
 
   // Runs `action` at absolute time `at` (now or later; an earlier time means now).
   void at(const sc_core::sc_time& at, Action action) {
-    const sc_core::sc_time when = std::max(at, sc_core::sc_time_stamp());
+    const sc_core::sc_time when = std::max(at, sim_now());
     uint32_t slot;
     if (free_.empty()) {
       slot = uint32_t(actions_.size());
@@ -56,7 +57,7 @@ class ActionQueue : public sc_core::sc_module {
 
   void run_due() {
     timer_.fired();
-    const uint64_t now = sc_core::sc_time_stamp().value();
+    const uint64_t now = sim_now().value();
     while (!heap_.empty() && heap_.front().at <= now) {
       const uint32_t slot = heap_.front().slot;
       std::pop_heap(heap_.begin(), heap_.end(), later);

@@ -12,6 +12,8 @@
 #pragma once
 #include <systemc>
 
+#include "model/common/sim_now.h"
+
 namespace vhca {
 
 class EarliestTimer {
@@ -22,7 +24,7 @@ class EarliestTimer {
   explicit EarliestTimer(const sc_core::sc_time& horizon = sc_core::sc_time(10, sc_core::SC_US)) : horizon_(horizon) {}
 
   void arm(const sc_core::sc_time& at) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = sim_now();
     if (near_.at < now) near_.at = sc_core::sc_max_time();  // fired (the waiter may not have said)
     if (far_.at < now) far_.at = sc_core::sc_max_time();
     if (at >= near_.at || at >= far_.at) return;  // an earlier wake-up is pending (or one at this instant)
@@ -32,7 +34,7 @@ class EarliestTimer {
   }
   // The waiter woke: what was due by now has fired.
   void fired() {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = sim_now();
     if (near_.at <= now) near_.at = sc_core::sc_max_time();
     if (far_.at <= now) far_.at = sc_core::sc_max_time();
   }

@@ -4,6 +4,7 @@
 
 #include "model/common/bytes.h"
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 #include "tlm/posted_tag.h"
 
 namespace vhca {
@@ -125,7 +126,7 @@ DmaEngine::ReadSlot* DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len,
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   const tlm::tlm_sync_enum status = socket->nb_transport_fw(tx, phase, delay);
   if (status == tlm::TLM_COMPLETED) {  // refused at once (the link logs why)
-    sc_core::sc_time now = sc_core::sc_time_stamp();
+    sc_core::sc_time now = sim_now();
     completions_.at(clock_.at(clock_.cycle_at_or_after(now)), [this, &tx] { finish_read(&tx); });
   }
   return &tx;
@@ -135,7 +136,7 @@ DmaEngine::ReadSlot* DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len,
 tlm::tlm_sync_enum DmaEngine::read_response(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay) {
   if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;
   ReadSlot* slot = static_cast<ReadSlot*>(&tx);
-  const uint64_t usable = clock_.cycle_at_or_after(sc_core::sc_time_stamp() + delay);
+  const uint64_t usable = clock_.cycle_at_or_after(sim_now() + delay);
   if (slot == firmware_slot_) {  // told now, with its usable cycle: nothing runs then for it
     firmware_slot_ = nullptr;
     const bool ok = read_ok(*slot);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/common/log.h"
+#include "model/common/sim_now.h"
 
 namespace vhca {
 
@@ -163,7 +164,7 @@ void TxArbiter::send() {
              p.op != IbOp::ack ? "" : p.ack_kind == AckKind::nak ? "(NAK)" : p.ack_kind == AckKind::rnr_nak ? "(RNR NAK)" : "",
              p.dest_qpn, p.psn, p.payload.size());
   on_packet_sent(p, clock_.now());
-  wire_free_at_ = sc_core::sc_time_stamp() + delay;
+  wire_free_at_ = sim_now() + delay;
   std::unique_ptr<PendingTx> job = std::move(job_);
   if (job && !job->response && requester_.sent(*job)) {
     ud_done_at_ = clock_.cycle_at_or_after(wire_free_at_);
