@@ -31,6 +31,8 @@ namespace {
 std::pair<uint64_t, uint64_t> page_span(uint64_t addr, uint64_t len) {
   return {addr / HostMemory::kPageSize, (addr + std::max<uint64_t>(len, 1) - 1) / HostMemory::kPageSize};
 }
+// Whether the byte ranges [a, a + a_len) and [b, b + b_len) share a byte.
+bool overlap(uint64_t a, uint64_t a_len, uint64_t b, uint64_t b_len) { return a < b + b_len && b < a + a_len; }
 }  // namespace
 
 void HostMemory::map(uint64_t addr, uint64_t len) {
@@ -119,7 +121,7 @@ void HostMemory::tell_no_longer_quiet(uint64_t addr, uint64_t len) {
 
 bool HostMemory::lands_quietly(uint64_t addr, uint64_t len) const {
   for (const Watch& w : watches_)
-    if (addr < w.addr + w.len && w.addr < addr + len) return false;
+    if (overlap(addr, len, w.addr, w.len)) return false;
   bool straddles = false;
   return !external_at(addr, len, &straddles) && !straddles && mapped(addr, len);
 }
@@ -201,8 +203,7 @@ bool HostMemory::execute(tlm::tlm_generic_payload& tx) {
                tx.is_read() ? "read" : "write", tx.get_data_length(), tx.get_address());
   if (ok && tx.is_write())
     for (const Watch& w : watches_)
-      if (tx.get_address() < w.addr + w.len && w.addr < tx.get_address() + tx.get_data_length())
-        w.on_write();
+      if (overlap(tx.get_address(), tx.get_data_length(), w.addr, w.len)) w.on_write();
   return ok;
 }
 
