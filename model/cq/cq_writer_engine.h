@@ -117,6 +117,9 @@ class CqWriterEngine {
   // had taken.
   virtual void settle(uint64_t cycle) { (void)cycle; }
   const bool* settle_owed() const { return &settle_owed_; }  // set while settle() has work
+  // Called before anyone reads its contexts or counters on cycle `now`: an engine that owes the
+  // acts of cycles up to `now` runs them first, so a query sees what it would had they run on time.
+  virtual void settle_for_query(uint64_t now) { (void)now; }
   // Set while someone watches each cycle it acts on (waveforms): a pipelined engine is then
   // clocked on every cycle something is inside it, instead of only those where it meets the world.
   bool wake_every_busy_cycle = false;

@@ -4,6 +4,9 @@
 #include <cassert>
 #include <cmath>
 
+#include "model/common/bytes.h"
+#include "model/common/log.h"
+
 namespace vhca {
 
 CqWriterPipeline::CqWriterPipeline(const CqeWriterConfig& cfg, double clock_mhz)
@@ -16,6 +19,7 @@ CqWriterPipeline::CqWriterPipeline(const CqeWriterConfig& cfg, double clock_mhz)
 void CqWriterPipeline::reset() {
   CqWriterCore::reset();
   started_ = false;
+  settle_owed_ = catching_up_ = false;
   s2_ = s3_ = Op{};
   replay_.clear();
   issued_ = 0;
@@ -39,6 +43,7 @@ bool CqWriterPipeline::act(uint64_t now) {
     return true;
   }
   settle_owed_ = false;
+  if (now <= last_cycle_) return true;  // already run, for a query (settle_for_query)
   if (now > last_cycle_ + 1) run_cycles_before(now);
   clock(now);
   last_cycle_ = now;
@@ -50,6 +55,7 @@ bool CqWriterPipeline::act(uint64_t now) {
 // cycle an input is ready: those are skipped at once; so are those of the wheel's clearing sweep
 // after a reset, which only clear its head RAM.
 void CqWriterPipeline::run_cycles_before(uint64_t end) {
+  catching_up_ = true;
   for (uint64_t c = last_cycle_ + 1; c < end;) {
     if (quiet()) {
       const uint64_t limit = std::min(end, next_input_cycle(c - 1, false, UINT64_MAX));
@@ -76,6 +82,7 @@ void CqWriterPipeline::run_cycles_before(uint64_t end) {
     clock(c++);
   }
   last_cycle_ = end - 1;  // callers pass end > last_cycle_ + 1
+  catching_up_ = false;
 }
 
 size_t CqWriterPipeline::inputs_waiting() const {
@@ -87,18 +94,43 @@ size_t CqWriterPipeline::inputs_waiting() const {
 // the replay buffer before it is selected), and the writer meets the world on none of the cycles
 // between. Unwatched, it wakes then and takes the input in act()'s catch-up, with the same result;
 // a timer's tick or another input wakes it sooner (from then on, as usual).
+// A completion that acts unseen wakes it one cycle later still, where its outputs leave.
 uint64_t CqWriterPipeline::input_wake(uint64_t ready) {
   if (wake_every_busy_cycle || inputs_waiting() != 1 || !started_ || ready <= last_cycle_ || !quiet() ||
       ready < first_cycle_ + clearing_cycles())
-    return ready;
-  if (!s_cpl.empty() && (waiting_ci_ || resizing_ != 0)) return ready;  // held: the writer decides
+    return owe_until(ready);
+  if (!s_cpl.empty() && (waiting_ci_ || resizing_ != 0)) return owe_until(ready);  // held: the writer decides
   settle_owed_ = true;  // a woken act() clears it
-  return ready + (s_cpl.empty() ? 2 : 3);
+  owed_through_ = UINT64_MAX;
+  if (s_cpl.empty()) return owe_until(ready + 2);
+  return owe_until(completion_acts_unseen(s_cpl.front().cqn) ? ready + 4 : ready + 3);
+}
+
+// It wakes on `wake`: the cycles owed to others stop before it.
+uint64_t CqWriterPipeline::owe_until(uint64_t wake) {
+  if (settle_owed_) owed_through_ = std::min(owed_through_, wake - 1);
+  return wake;
 }
 
 // A producer is about to look at an input stream: the takes owed before its cycle are done first.
 void CqWriterPipeline::settle(uint64_t cycle) {
   if (cycle > last_cycle_ + 1) run_cycles_before(cycle);
+}
+
+// Someone reads a context or a counter on cycle `now`: the cycles owed up to it (never the one it
+// wakes for, which it runs itself) are run first. Not while it runs cycles itself.
+void CqWriterPipeline::settle_for_query(uint64_t now) {
+  if (settle_owed_ && !catching_up_) settle(std::min(now, owed_through_) + 1);
+}
+
+// Whether a completion for `cqn` acting now would only fill skid buffers: a CQE, and perhaps an
+// event or a timer insert. Not when it logs (the CQ does not exist or is in error, or the writer's
+// log is on, whose lines carry the time they are written), nor when it would ask for the consumer
+// index (the CQ looks full), which holds the completions behind it.
+bool CqWriterPipeline::completion_acts_unseen(uint32_t cqn) const {
+  if (log::enabled(log::Cat::cq) || !cq_exists(cqn)) return false;
+  const CqContext& cq = table_[cqn];
+  return cq.state != CqState::error && (cq.cfg.overrun_ignore || index_distance(cq.ci, cq.pi) < cq.size());
 }
 
 bool CqWriterPipeline::pipeline_empty() const {
@@ -115,7 +147,7 @@ bool CqWriterPipeline::quiet() const { return pipeline_empty() && wheel_.idle();
 // RtlPipelined::next_cycle (cosim/rtl_pipelined_writer.cpp) does; the lockstep compares them.
 uint64_t CqWriterPipeline::next_cycle(uint64_t now) {
   if (!started_) return now + 1;
-  if (!quiet()) return wake_every_busy_cycle ? now + 1 : next_busy_cycle(now);
+  if (!quiet()) return wake_every_busy_cycle ? now + 1 : owe_until(next_busy_cycle(now));
   const uint64_t tick = tick_start(tick_of(now) + 1);
   const uint64_t ready_at = first_cycle_ + clearing_cycles();
   if (now + 1 < ready_at) return std::min(ready_at, tick);
@@ -124,21 +156,35 @@ uint64_t CqWriterPipeline::next_cycle(uint64_t now) {
 }
 
 // With something in flight, the next cycle on which it touches the world: takes an input, hands
-// an output on, or acts on a CQ's context (stage 3: its callbacks, its counters, what a query of
-// the context sees). The cycles between only move items along the stages or select one from the
-// replay buffer; act() runs them when it next acts, with the same result. While anything it could
-// take or hand on is waiting, or the wheel is busy, that is every cycle.
-uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) const {
-  // The likeliest first (a flood keeps completions waiting and the DMA skid buffer full).
-  if (!s_cpl.empty() || !dma_skid_.empty() || s3_.kind != Kind::none || !event_skid_.empty() ||
-      !ci_skid_.empty() || !ins_skid_.empty() || !s_arm.empty() || !s_ctl.empty() || !s_ci.empty() ||
-      !s_access_error.empty() || !wheel_.idle() || cycles_since_reset(now + 1) < cfg_.num_cqs)
+// an output on, or acts on a CQ's context where others see it (stage 3: its callbacks, its log).
+// The cycles between only move items along the stages, select one from the replay buffer or act
+// unseen; act() runs them when it next acts, with the same result, and a query runs them first.
+// While anything it could take or hand on is waiting, or the wheel is busy, that is every cycle.
+uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
+  // The likeliest first (a flood keeps completions waiting and the DMA skid buffer full). A
+  // completion waiting while the replay buffer is full is not taken on the next edge.
+  if ((!s_cpl.empty() && replay_.size() < kReplayDepth) || !dma_skid_.empty() || !event_skid_.empty() || !ci_skid_.empty() || !ins_skid_.empty() ||
+      !s_arm.empty() || !s_ctl.empty() || !s_ci.empty() || !s_access_error.empty() || !wheel_.idle() ||
+      cycles_since_reset(now + 1) < cfg_.num_cqs)
     return now + 1;
-  uint64_t next = UINT64_MAX;
-  if (s2_.kind != Kind::none) next = now + 2;  // stage 3 on the next edge, acting on the one after
-  // A completion selected on the next edge acts two edges later; one held (a consumer-index
-  // refresh, a resize) waits for an input, which wakes this.
-  else if (!waiting_ci_ && resizing_ == 0 && issued_ < replay_.size()) next = now + 3;
+  // The next act: stage 3's on the next edge, stage 2's on the one after, and a completion
+  // selected on the next edge two after that (one held, by a consumer-index refresh or a resize,
+  // waits for an input, which wakes this). Nothing acts before it, so its CQ's context now is the
+  // one it will act on: acting unseen, it is run in the catch-up of the edge after, where its
+  // outputs leave.
+  uint64_t act = UINT64_MAX;
+  uint32_t cqn = 0;
+  bool completion = false;
+  if (s3_.kind != Kind::none) act = now + 1, cqn = s3_.cqn, completion = s3_.kind == Kind::completion;
+  else if (s2_.kind != Kind::none) act = now + 2, cqn = s2_.cqn, completion = s2_.kind == Kind::completion;
+  else if (!waiting_ci_ && resizing_ == 0 && issued_ < replay_.size())
+    act = now + 3, cqn = replay_[issued_].cqn, completion = true;
+  uint64_t next = act;
+  if (completion && completion_acts_unseen(cqn)) {
+    next = act + 1;
+    settle_owed_ = true;  // a woken act() clears it
+    owed_through_ = UINT64_MAX;
+  }
   // Running timers: the wheel walks the next tick's slot from its first edge.
   if (listed_ != 0) next = std::min(next, tick_start(tick_of(now) + 1));
   return next;

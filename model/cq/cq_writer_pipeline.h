@@ -24,14 +24,19 @@
 //   cycle count, i_timestamp). After a reset the context table and the wheel clear themselves
 //   (max(num_cqs, 8,192) cycles), and no item is taken meanwhile.
 //
-// Event-driven: it asks to be clocked on the cycles where it takes an input, acts on a CQ's context
-// or hands an output on (every cycle something is inside it while it is watched, or while the
-// wheel or a skid buffer is busy); act(now) first runs the cycles since the last call, on which
-// items only moved along the stages. A lone input into an idle writer is taken in those cycles
-// too: it wakes first where the input acts on its CQ (input_wake), and a producer that looks at
-// the input stream meanwhile has the take done first (settle). Same-cycle pushes into shared
-// streams are ordered by rule (docs/architecture.md), so when it wakes does not change where its
-// outputs go.
+// Event-driven: it asks to be clocked on the cycles where it takes an input, hands an output on, or
+// acts on a CQ's context in a way someone else sees then (every cycle something is inside it while
+// it is watched, or while the wheel or a skid buffer is busy); act(now) first runs the cycles since
+// the last call, on which items only moved along the stages. Two kinds of cycle are run there too:
+// - A lone input into an idle writer is taken in those cycles: it wakes first where the input
+//   acts on its CQ (input_wake), and a producer that looks at the input stream meanwhile has the
+//   take done first (settle).
+// - A completion whose act only fills skid buffers (a CQE, an event, a timer insert: its CQ exists,
+//   is not in error and does not look full, and nobody logs the CQ writer) acts in the catch-up of
+//   the next cycle, where those outputs leave. Its CQE carries its own cycle as the timestamp, and
+//   a query of the writer's contexts or counters runs the owed cycles first (settle_for_query).
+// Same-cycle pushes into shared streams are ordered by rule (docs/architecture.md), so when it
+// wakes does not change where its outputs go.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -50,6 +55,7 @@ class CqWriterPipeline : public CqWriterCore {
   uint64_t next_cycle(uint64_t now) override;
   uint64_t input_wake(uint64_t ready) override;
   void settle(uint64_t cycle) override;
+  void settle_for_query(uint64_t now) override;
   bool holds_outputs() const override { return true; }  // its skid buffers hold stage 3
   void reset() override;
 
@@ -105,7 +111,9 @@ class CqWriterPipeline : public CqWriterCore {
   bool holds(uint64_t c) const;
   bool pipeline_empty() const;  // no item in a stage, the replay buffer or a skid buffer
   bool quiet() const;  // nothing in flight and the wheel idle: a cycle only counts time
-  uint64_t next_busy_cycle(uint64_t now) const;
+  uint64_t next_busy_cycle(uint64_t now);
+  bool completion_acts_unseen(uint32_t cqn) const;
+  uint64_t owe_until(uint64_t wake);
   uint64_t cycles_since_reset(uint64_t c) const { return c - first_cycle_; }
   uint32_t tick_of(uint64_t c) const { return uint32_t(cycles_since_reset(c) / cycles_per_us_); }
   uint64_t tick_start(uint64_t tick) const { return first_cycle_ + tick * cycles_per_us_; }  // its first cycle
@@ -113,6 +121,9 @@ class CqWriterPipeline : public CqWriterCore {
   uint32_t cycles_per_us_;
   bool started_ = false;
   uint64_t first_cycle_ = 0, last_cycle_ = 0, cycle_ = 0;  // cycle_: the one being clocked
+  // While settle_owed_: the last cycle another may have run on its behalf (the one before its wake).
+  uint64_t owed_through_ = 0;
+  bool catching_up_ = false;  // in run_cycles_before
   Op s2_, s3_;
   std::deque<CompletionRecord> replay_;
   size_t issued_ = 0;  // replay entries in stages 2 and 3 (the oldest ones)

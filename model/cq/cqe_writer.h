@@ -21,10 +21,20 @@ class CqeWriter : public sc_core::sc_module {
             std::unique_ptr<CqWriterEngine> engine = nullptr);
 
   CqWriterEngine& engine() { return *engine_; }
-  CqContext context(uint32_t cqn) const { return engine_->context(cqn); }
-  bool cq_exists(uint32_t cqn) const { return engine_->cq_exists(cqn); }
+  // Queries see every act of the cycles begun so far, the ones the engine runs late included.
+  CqContext context(uint32_t cqn) const {
+    settle_for_query();
+    return engine_->context(cqn);
+  }
+  bool cq_exists(uint32_t cqn) const {
+    settle_for_query();
+    return engine_->cq_exists(cqn);
+  }
   const CqeWriterConfig& config() const { return engine_->config(); }
-  const CqeWriterStats& stats() const { return engine_->stats(); }
+  const CqeWriterStats& stats() const {
+    settle_for_query();
+    return engine_->stats();
+  }
   uint64_t activations() const { return wakeup_.activations(); }
   // The engine starts counting cycles on the reset cycle: the pipelined writer's clearing sweep
   // runs from the reset, as the hardware's does, not from the first item that reaches it.
@@ -38,6 +48,7 @@ class CqeWriter : public sc_core::sc_module {
  private:
   void step();
   void end_of_elaboration() override;
+  void settle_for_query() const { engine_->settle_for_query(clock_.now()); }
 
   const SimClock& clock_;
   std::unique_ptr<CqWriterEngine> engine_;
