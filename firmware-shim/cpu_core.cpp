@@ -180,15 +180,15 @@ void CpuCore::schedule_wake(const sc_core::sc_time& now) {
     else sc_core::next_trigger(arrivals_.front().at - now, wake_ | space_());
     return;
   }
-  sc_core::sc_time next = sc_core::sc_max_time();
   if (active_ >= 0) {
     const CpuWork& w = *held_[active_];
     sc_core::sc_time left = w.remaining;  // to the step's end, or to its next write
     if (w.writes_issued < w.writes.size()) left = std::min(left, w.writes[w.writes_issued].at - w.served_in_step());
-    next = now + left;
+    if (!arrivals_.empty()) left = std::min(left, arrivals_.front().at - now);
+    wake_.notify(left);
+  } else if (!arrivals_.empty()) {
+    wake_.notify(arrivals_.front().at - now);
   }
-  if (!arrivals_.empty()) next = std::min(next, arrivals_.front().at);
-  if (next != sc_core::sc_max_time()) wake_.notify(next - now);
 }
 
 }  // namespace vhca

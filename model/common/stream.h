@@ -82,10 +82,10 @@ class SlotRing {
   Slot& at(size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }  // i from the head
   Slot& back() { return at(count_ - 1); }
   const Slot& back() const { return slots_[(head_ + count_ - 1) & (slots_.size() - 1)]; }
-  void push_back(Slot&& s) {
+  // A new slot at the back, for the caller to fill in place (it holds the last value it had).
+  Slot& append() {
     if (count_ == slots_.size()) grow();
-    slots_[(head_ + count_) & (slots_.size() - 1)] = std::move(s);
-    ++count_;
+    return slots_[(head_ + count_++) & (slots_.size() - 1)];
   }
   void pop_front() {
     head_ = (head_ + 1) & (slots_.size() - 1);
@@ -136,7 +136,11 @@ class Stream : public StreamBase {
     if (items_.size() >= high_water_ && settle_owed && *settle_owed) settle(cycle);
     assert(can_push(cycle));
     const uint64_t order = (same_cycle_rank ? uint64_t(same_cycle_rank(value)) << 32 : 0) | tiebreak;
-    items_.push_back({cycle, order, ++pushed_, std::move(value)});
+    Slot& slot = items_.append();
+    slot.cycle = cycle;
+    slot.order = order;
+    slot.seq = ++pushed_;
+    slot.value = std::move(value);
     size_t i = items_.size() - 1;
     for (; i > 0 && items_.at(i - 1).cycle == cycle && items_.at(i - 1).order > order; --i)
       std::swap(items_.at(i - 1), items_.at(i));

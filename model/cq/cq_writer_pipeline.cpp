@@ -133,9 +133,12 @@ bool CqWriterPipeline::completion_acts_unseen(uint32_t cqn) const {
   return cq.state != CqState::error && (cq.cfg.overrun_ignore || index_distance(cq.ci, cq.pi) < cq.size());
 }
 
+bool CqWriterPipeline::skids_empty() const {
+  return dma_skid_.empty() && event_skid_.empty() && ci_skid_.empty() && ins_skid_.empty();
+}
+
 bool CqWriterPipeline::pipeline_empty() const {
-  return s2_.kind == Kind::none && s3_.kind == Kind::none && replay_.empty() && dma_skid_.empty() &&
-         event_skid_.empty() && ci_skid_.empty() && ins_skid_.empty();
+  return s2_.kind == Kind::none && s3_.kind == Kind::none && replay_.empty() && skids_empty();
 }
 
 bool CqWriterPipeline::quiet() const { return pipeline_empty() && wheel_.idle(); }
@@ -193,6 +196,7 @@ uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
 // Stage 3 may need every output it has: it holds while any skid buffer is full (their ready is a
 // register, so the hold is decided from registers).
 bool CqWriterPipeline::holds(uint64_t c) const {
+  if (skids_empty()) return false;  // the usual case, asked every cycle
   return !dma_skid_.can_push(c) || !event_skid_.can_push(c) || !ci_skid_.can_push(c) || !ins_skid_.can_push(c);
 }
 
@@ -249,8 +253,10 @@ CqWriterPipeline::Op CqWriterPipeline::select(uint64_t c, const TimerWheel::Outp
   Op op;
   if (s_ctl.ready(c)) {
     op.kind = Kind::control;
-    op.control = s_ctl.pop(c);
-    op.cqn = op.control.cqn;
+    op.control = next_control_;
+    next_control_ = uint8_t((next_control_ + 1) % controls_.size());
+    controls_[op.control] = s_ctl.pop(c);
+    op.cqn = controls_[op.control].cqn;
   } else if (s_access_error.ready(c)) {
     op.kind = Kind::access_error;
     op.cqn = s_access_error.pop(c);
@@ -276,7 +282,7 @@ CqWriterPipeline::Op CqWriterPipeline::select(uint64_t c, const TimerWheel::Outp
 void CqWriterPipeline::perform(const Op& op, uint64_t c) {
   switch (op.kind) {
     case Kind::none: break;
-    case Kind::control: apply_control(op.control, c); break;
+    case Kind::control: apply_control(controls_[op.control], c); break;
     case Kind::access_error: apply_access_error(op.cqn, c); break;
     case Kind::ci_response: apply_ci_response(op.ci, c); break;
     case Kind::expiry:

@@ -38,6 +38,7 @@
 // Same-cycle pushes into shared streams are ordered by rule (docs/architecture.md), so when it
 // wakes does not change where its outputs go.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <deque>
 
@@ -87,9 +88,11 @@ class CqWriterPipeline : public CqWriterCore {
 
  private:
   enum class Kind : uint8_t { none, control, access_error, ci_response, expiry, arm, completion };
+  // A stage's item. It moves from stage to stage every cycle, so a control op (the largest item,
+  // and rare) waits in controls_ and the stage holds its slot.
   struct Op {
     Kind kind = Kind::none;
-    CqControl control;
+    uint8_t control = 0;  // control: its slot in controls_
     ArmRequest arm;
     CiResponse ci;
     uint32_t cqn = 0;   // the CQ whose context it reads
@@ -109,6 +112,7 @@ class CqWriterPipeline : public CqWriterCore {
   void expire(uint32_t cqn, uint64_t c);
   void drain_skids(uint64_t c);
   bool holds(uint64_t c) const;
+  bool skids_empty() const;
   bool pipeline_empty() const;  // no item in a stage, the replay buffer or a skid buffer
   bool quiet() const;  // nothing in flight and the wheel idle: a cycle only counts time
   uint64_t next_busy_cycle(uint64_t now);
@@ -125,6 +129,10 @@ class CqWriterPipeline : public CqWriterCore {
   uint64_t owed_through_ = 0;
   bool catching_up_ = false;  // in run_cycles_before
   Op s2_, s3_;
+  // Controls in the stages: at most stages 2 and 3 hold one while stage 1 takes the next, and they
+  // leave in order, so three slots used in turn never overwrite one in flight.
+  std::array<CqControl, 3> controls_{};
+  uint8_t next_control_ = 0;
   std::deque<CompletionRecord> replay_;
   size_t issued_ = 0;  // replay entries in stages 2 and 3 (the oldest ones)
   Stream<DmaWrite> dma_skid_{"dma_skid", 2};

@@ -28,21 +28,7 @@ uint32_t TimerWheel::ins_slot(uint32_t deadline) const {
   return placeable(deadline) ? deadline % kSlots : (now_ + 1) % kSlots;
 }
 
-TimerWheel::Outputs TimerWheel::outputs() const {
-  Outputs o;
-  o.ready = heads_ready();
-  o.now = now_;
-  o.late = late_;
-  o.idle = idle();
-  o.ins_ready = ins_ready();
-  o.exp_valid = exp_valid_;
-  o.exp_cqn = exp_cqn_;
-  o.exp_tick = exp_tick_;
-  return o;
-}
-
-void TimerWheel::edge(const Inputs& in) {
-  if (idle() && !in.ins_valid) return idle_edge();
+void TimerWheel::busy_edge(const Inputs& in) {
   // The combinational values this edge samples, from the registers before it.
   const bool go = detach_go();
   const bool take = in.ins_valid && ins_ready();
@@ -98,29 +84,6 @@ void TimerWheel::edge(const Inputs& in) {
     exp_valid_ = false;
   }
   if (go) detach_tick_ = (detach_tick_ + 1) & kTickMask;
-}
-
-void TimerWheel::count_edge() {
-  if (presc_ == cycles_per_us_ - 1) {
-    presc_ = 0;
-    now_ = (now_ + 1) & kTickMask;
-  } else {
-    ++presc_;
-  }
-}
-
-// edge() of an idle wheel offered no insert: no RAM is read or written, nothing is walked (the
-// walk's registers are already clear), the insert pipeline shifts its (invalid) registers and
-// time is counted. The same registers as the full edge leaves, for a fraction of its work (the
-// pipelined writer clocks it every busy cycle).
-void TimerWheel::idle_edge() {
-  late_ = false;
-  wrote_valid_ = false;  // ins1_valid_ is false when idle
-  wrote_slot_ = ins1_slot_;
-  wrote_cqn_ = ins1_cqn_;
-  ins1_cqn_ = ins0_cqn_;
-  ins1_slot_ = ins0_slot_;
-  count_edge();
 }
 
 void TimerWheel::skip_empty(uint64_t edges) {

@@ -36,8 +36,23 @@ class TimerWheel {
 
   TimerWheel(uint32_t num_cqs, uint32_t cycles_per_us);
   void reset();
-  Outputs outputs() const;
-  void edge(const Inputs& in);
+  // Inline: the pipelined writer asks every cycle it clocks, and most of those find the wheel idle.
+  Outputs outputs() const {
+    Outputs o;
+    o.ready = heads_ready();
+    o.now = now_;
+    o.late = late_;
+    o.idle = idle();
+    o.ins_ready = ins_ready();
+    o.exp_valid = exp_valid_;
+    o.exp_cqn = exp_cqn_;
+    o.exp_tick = exp_tick_;
+    return o;
+  }
+  void edge(const Inputs& in) {
+    if (idle() && !in.ins_valid) idle_edge();
+    else busy_edge(in);
+  }
   // Nothing to do until the next tick begins: the sweep is done, no insert is in flight, every
   // begun tick's slot has been walked. Edges meanwhile only count time (a writer may skip waking).
   bool idle() const { return heads_ready() && !walk_busy() && !ins0_valid_ && !ins1_valid_ && !tick_due(); }
@@ -68,8 +83,28 @@ class TimerWheel {
   bool heads_ready() const { return sweep_done_; }
   bool detach_go() const { return heads_ready() && !walk_busy() && tick_due() && !ins0_valid_ && !ins1_valid_; }
   bool ins_ready() const { return heads_ready() && !(!walk_busy() && tick_due()); }
-  void count_edge();  // the prescaler, and the tick it begins
-  void idle_edge();
+  void busy_edge(const Inputs& in);
+  void count_edge() {  // the prescaler, and the tick it begins
+    if (presc_ == cycles_per_us_ - 1) {
+      presc_ = 0;
+      now_ = (now_ + 1) & kTickMask;
+    } else {
+      ++presc_;
+    }
+  }
+  // edge() of an idle wheel offered no insert: no RAM is read or written, nothing is walked (the
+  // walk's registers are already clear), the insert pipeline shifts its (invalid) registers and
+  // time is counted. The same registers as the full edge leaves, for a fraction of its work (the
+  // pipelined writer clocks it every busy cycle).
+  void idle_edge() {
+    late_ = false;
+    wrote_valid_ = false;  // ins1_valid_ is false when idle
+    wrote_slot_ = ins1_slot_;
+    wrote_cqn_ = ins1_cqn_;
+    ins1_cqn_ = ins0_cqn_;
+    ins1_slot_ = ins0_slot_;
+    count_edge();
+  }
   bool placeable(uint32_t deadline) const;
   uint32_t ins_slot(uint32_t deadline) const;
 
