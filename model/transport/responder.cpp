@@ -79,11 +79,12 @@ void Responder::queue_ack(uint32_t qpn, RecvState& s) {
 void Responder::request_ack(uint32_t qpn, RecvState& s, uint32_t psn) {
   s.ack_due = true;
   s.ack_psn = psn;
-  if (++s.ack_count >= cfg_.ack_coalesce)
+  if (++s.ack_count >= cfg_.ack_coalesce) {
     queue_ack(qpn, s);
-  else
-    timers_.set(qpn, TimerKind::ack, clock_.now() + cfg_.ack_delay_cycles);
-  on_tx_work();
+    on_tx_work();
+  } else {
+    timers_.set(qpn, TimerKind::ack, clock_.now() + cfg_.ack_delay_cycles);  // its expiry tells the arbiter
+  }
 }
 
 void Responder::queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn) {

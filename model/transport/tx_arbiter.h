@@ -42,7 +42,12 @@ class TxArbiter : public sc_core::sc_module {
   Observers<const IbPacket&, uint64_t> on_packet_sent;  // (packet, cycle it left)
 
  private:
-  void kick() { wakeup_.wake(clock_.now()); }
+  // New work, a payload read, a credit: look again now. While a packet waits for its edge on the
+  // wire, the wake-up for that edge is pending and looks after it (a look before finds nothing to do).
+  void kick() {
+    if (sending_ && !ud_job_ && clock_.now() < send_at_) return;
+    wakeup_.wake(clock_.now());
+  }
   void end_of_elaboration() override;
   bool credit_available();
   // An ACK (or atomic ACK) leaves only once the payload writes the responder handed on before it
