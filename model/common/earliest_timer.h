@@ -21,12 +21,15 @@ class EarliestTimer {
   // Assumption: 10 us holds the short delays (ACK coalescing, PCIe and DMA stages, command
   // polling); retransmit and RNR timers and moderation periods of tens of microseconds and more
   // go on the far event.
-  explicit EarliestTimer(const sc_core::sc_time& horizon = sc_core::sc_time(10, sc_core::SC_US)) : horizon_(horizon) {}
+  explicit EarliestTimer(const sc_core::sc_time& horizon = sc_core::sc_time(10, sc_core::SC_US))
+      : horizon_(horizon), never_(sc_core::sc_max_time()) {
+    near_.at = far_.at = never_;
+  }
 
   void arm(const sc_core::sc_time& at) {
     const sc_core::sc_time now = sim_now();
-    if (near_.at < now) near_.at = sc_core::sc_max_time();  // fired (the waiter may not have said)
-    if (far_.at < now) far_.at = sc_core::sc_max_time();
+    if (near_.at < now) near_.at = never_;  // fired (the waiter may not have said)
+    if (far_.at < now) far_.at = never_;
     if (at >= near_.at || at >= far_.at) return;  // an earlier wake-up is pending (or one at this instant)
     Pending& p = at - now <= horizon_ ? near_ : far_;
     p.at = at;
@@ -35,8 +38,8 @@ class EarliestTimer {
   // The waiter woke: what was due by now has fired.
   void fired() {
     const sc_core::sc_time now = sim_now();
-    if (near_.at <= now) near_.at = sc_core::sc_max_time();
-    if (far_.at <= now) far_.at = sc_core::sc_max_time();
+    if (near_.at <= now) near_.at = never_;
+    if (far_.at <= now) far_.at = never_;
   }
   const sc_core::sc_event& near_event() const { return near_.event; }
   const sc_core::sc_event& far_event() const { return far_.event; }
@@ -46,9 +49,10 @@ class EarliestTimer {
  private:
   struct Pending {
     sc_core::sc_event event;
-    sc_core::sc_time at = sc_core::sc_max_time();
+    sc_core::sc_time at;
   };
   sc_core::sc_time horizon_;
+  sc_core::sc_time never_;  // no wake-up pending (sc_max_time() is a call into the library)
   Pending near_, far_;
 };
 
