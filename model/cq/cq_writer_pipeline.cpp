@@ -20,6 +20,8 @@ void CqWriterPipeline::reset() {
   CqWriterCore::reset();
   started_ = false;
   settle_owed_ = catching_up_ = false;
+  wake_asked_ = UINT64_MAX;
+  next_control_ = 0;
   s2_ = s3_ = Op{};
   replay_.clear();
   issued_ = 0;
@@ -43,7 +45,10 @@ bool CqWriterPipeline::act(uint64_t now) {
     return true;
   }
   settle_owed_ = false;
-  if (now <= last_cycle_) return true;  // already run, for a query (settle_for_query)
+  wake_asked_ = UINT64_MAX;  // the wake-up it woke for is spent
+  // Nobody runs the cycle it wakes for on its behalf (wake_asked_); were one to, it is not run twice.
+  assert(now > last_cycle_);
+  if (now <= last_cycle_) return true;
   if (now > last_cycle_ + 1) run_cycles_before(now);
   clock(now);
   last_cycle_ = now;
@@ -98,17 +103,17 @@ size_t CqWriterPipeline::inputs_waiting() const {
 uint64_t CqWriterPipeline::input_wake(uint64_t ready) {
   if (wake_every_busy_cycle || inputs_waiting() != 1 || !started_ || ready <= last_cycle_ || !quiet() ||
       ready < first_cycle_ + clearing_cycles())
-    return owe_until(ready);
-  if (!s_cpl.empty() && (waiting_ci_ || resizing_ != 0)) return owe_until(ready);  // held: the writer decides
+    return ask_wake(ready);
+  if (!s_cpl.empty() && (waiting_ci_ || resizing_ != 0)) return ask_wake(ready);  // held: the writer decides
   settle_owed_ = true;  // a woken act() clears it
-  owed_through_ = UINT64_MAX;
-  if (s_cpl.empty()) return owe_until(ready + 2);
-  return owe_until(completion_acts_unseen(s_cpl.front().cqn) ? ready + 4 : ready + 3);
+  if (s_cpl.empty()) return ask_wake(ready + 2);
+  return ask_wake(completion_acts_unseen(s_cpl.front().cqn) ? ready + 4 : ready + 3);
 }
 
-// It wakes on `wake`: the cycles owed to others stop before it.
-uint64_t CqWriterPipeline::owe_until(uint64_t wake) {
-  if (settle_owed_) owed_through_ = std::min(owed_through_, wake - 1);
+// Its wake-up is the earliest it asked for since it last acted (SystemC keeps the earliest
+// notification): no one else runs that cycle or a later one on its behalf.
+uint64_t CqWriterPipeline::ask_wake(uint64_t wake) {
+  wake_asked_ = std::min(wake_asked_, wake);
   return wake;
 }
 
@@ -120,7 +125,7 @@ void CqWriterPipeline::settle(uint64_t cycle) {
 // Someone reads a context or a counter on cycle `now`: the cycles owed up to it (never the one it
 // wakes for, which it runs itself) are run first. Not while it runs cycles itself.
 void CqWriterPipeline::settle_for_query(uint64_t now) {
-  if (settle_owed_ && !catching_up_) settle(std::min(now, owed_through_) + 1);
+  if (settle_owed_ && !catching_up_ && wake_asked_ != 0) settle(std::min(now, wake_asked_ - 1) + 1);
 }
 
 // Whether a completion for `cqn` acting now would only fill skid buffers: a CQE, and perhaps an
@@ -148,9 +153,11 @@ bool CqWriterPipeline::quiet() const { return pipeline_empty() && wheel_.idle();
 // next tick (the wheel walks each tick's slot); with timers running, the next tick; else the next
 // input. The cycles between are clocked when it next acts. Watched, it wakes on the cycles
 // RtlPipelined::next_cycle (cosim/rtl_pipelined_writer.cpp) does; the lockstep compares them.
-uint64_t CqWriterPipeline::next_cycle(uint64_t now) {
+uint64_t CqWriterPipeline::next_cycle(uint64_t now) { return ask_wake(next_wake(now)); }
+
+uint64_t CqWriterPipeline::next_wake(uint64_t now) {
   if (!started_) return now + 1;
-  if (!quiet()) return wake_every_busy_cycle ? now + 1 : owe_until(next_busy_cycle(now));
+  if (!quiet()) return wake_every_busy_cycle ? now + 1 : next_busy_cycle(now);
   const uint64_t tick = tick_start(tick_of(now) + 1);
   const uint64_t ready_at = first_cycle_ + clearing_cycles();
   if (now + 1 < ready_at) return std::min(ready_at, tick);
@@ -186,7 +193,6 @@ uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
   if (completion && completion_acts_unseen(cqn)) {
     next = act + 1;
     settle_owed_ = true;  // a woken act() clears it
-    owed_through_ = UINT64_MAX;
   }
   // Running timers: the wheel walks the next tick's slot from its first edge.
   if (listed_ != 0) next = std::min(next, tick_start(tick_of(now) + 1));

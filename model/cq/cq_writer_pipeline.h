@@ -29,12 +29,13 @@
 // it is watched, or while the wheel or a skid buffer is busy); act(now) first runs the cycles since
 // the last call, on which items only moved along the stages. Two kinds of cycle are run there too:
 // - A lone input into an idle writer is taken in those cycles: it wakes first where the input
-//   acts on its CQ (input_wake), and a producer that looks at the input stream meanwhile has the
-//   take done first (settle).
+//   acts on its CQ (input_wake; a completion acting unseen, below: the cycle after), and a producer
+//   that looks at the input stream meanwhile has the take done first (settle).
 // - A completion whose act only fills skid buffers (a CQE, an event, a timer insert: its CQ exists,
 //   is not in error and does not look full, and nobody logs the CQ writer) acts in the catch-up of
 //   the next cycle, where those outputs leave. Its CQE carries its own cycle as the timestamp, and
-//   a query of the writer's contexts or counters runs the owed cycles first (settle_for_query).
+//   a query of the writer's contexts or counters runs the owed cycles first (settle_for_query: up
+//   to the query's cycle, never the one it wakes for, which it runs itself).
 // Same-cycle pushes into shared streams are ordered by rule (docs/architecture.md), so when it
 // wakes does not change where its outputs go.
 #pragma once
@@ -115,9 +116,10 @@ class CqWriterPipeline : public CqWriterCore {
   bool skids_empty() const;
   bool pipeline_empty() const;  // no item in a stage, the replay buffer or a skid buffer
   bool quiet() const;  // nothing in flight and the wheel idle: a cycle only counts time
+  uint64_t next_wake(uint64_t now);
   uint64_t next_busy_cycle(uint64_t now);
   bool completion_acts_unseen(uint32_t cqn) const;
-  uint64_t owe_until(uint64_t wake);
+  uint64_t ask_wake(uint64_t wake);
   uint64_t cycles_since_reset(uint64_t c) const { return c - first_cycle_; }
   uint32_t tick_of(uint64_t c) const { return uint32_t(cycles_since_reset(c) / cycles_per_us_); }
   uint64_t tick_start(uint64_t tick) const { return first_cycle_ + tick * cycles_per_us_; }  // its first cycle
@@ -125,8 +127,9 @@ class CqWriterPipeline : public CqWriterCore {
   uint32_t cycles_per_us_;
   bool started_ = false;
   uint64_t first_cycle_ = 0, last_cycle_ = 0, cycle_ = 0;  // cycle_: the one being clocked
-  // While settle_owed_: the last cycle another may have run on its behalf (the one before its wake).
-  uint64_t owed_through_ = 0;
+  // The earliest wake-up asked for since it last acted: others may run the cycles before it on its
+  // behalf (settle, settle_for_query), never that one.
+  uint64_t wake_asked_ = UINT64_MAX;
   bool catching_up_ = false;  // in run_cycles_before
   Op s2_, s3_;
   // Controls in the stages: at most stages 2 and 3 hold one while stage 1 takes the next, and they
