@@ -5,6 +5,7 @@
 #include <iterator>
 #include <utility>
 
+#include "model/common/bytes.h"
 #include "model/common/log.h"
 #include "tlm/annotated_delay.h"
 
@@ -31,8 +32,6 @@ namespace {
 std::pair<uint64_t, uint64_t> page_span(uint64_t addr, uint64_t len) {
   return {addr / HostMemory::kPageSize, (addr + std::max<uint64_t>(len, 1) - 1) / HostMemory::kPageSize};
 }
-// Whether the byte ranges [a, a + a_len) and [b, b + b_len) share a byte.
-bool overlap(uint64_t a, uint64_t a_len, uint64_t b, uint64_t b_len) { return a < b + b_len && b < a + a_len; }
 }  // namespace
 
 void HostMemory::map(uint64_t addr, uint64_t len) {
@@ -121,7 +120,7 @@ void HostMemory::tell_no_longer_quiet(uint64_t addr, uint64_t len) {
 
 bool HostMemory::lands_quietly(uint64_t addr, uint64_t len) const {
   for (const Watch& w : watches_)
-    if (overlap(addr, len, w.addr, w.len)) return false;
+    if (ranges_overlap(addr, len, w.addr, w.len)) return false;
   bool straddles = false;
   return !external_at(addr, len, &straddles) && !straddles && mapped(addr, len);
 }
@@ -203,7 +202,7 @@ bool HostMemory::execute(tlm::tlm_generic_payload& tx) {
                tx.is_read() ? "read" : "write", tx.get_data_length(), tx.get_address());
   if (ok && tx.is_write())
     for (const Watch& w : watches_)
-      if (overlap(tx.get_address(), tx.get_data_length(), w.addr, w.len)) w.on_write();
+      if (ranges_overlap(tx.get_address(), tx.get_data_length(), w.addr, w.len)) w.on_write();
   return ok;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/common/bytes.h"
 #include "model/common/log.h"
 #include "model/common/sim_now.h"
 
@@ -261,7 +262,7 @@ void PcieLink::no_longer_quiet(uint64_t addr, uint64_t len) {
   Direction& d = dir_[0];
   bool changed = false;
   for (Posted& p : d.in_flight) {
-    if (!p.quiet || p.addr >= addr + len || addr >= p.addr + p.len) continue;
+    if (!p.quiet || !ranges_overlap(p.addr, p.len, addr, len)) continue;
     p.quiet = false;
     --quiet_in_flight_;
     ++d.on_time;

@@ -65,4 +65,9 @@ inline void put_le32(uint8_t* p, uint32_t v) {
 constexpr uint32_t kIndexMask = 0xFFFFFF;
 inline uint32_t index_distance(uint32_t from, uint32_t to) { return (to - from) & kIndexMask; }
 
+// Whether the byte ranges [a, a + a_len) and [b, b + b_len) share a byte.
+inline bool ranges_overlap(uint64_t a, uint64_t a_len, uint64_t b, uint64_t b_len) {
+  return a < b + b_len && b < a + a_len;
+}
+
 }  // namespace vhca

@@ -265,7 +265,7 @@ bool CqWriterCore::apply_completion(const CompletionRecord& r, uint64_t now) {
     log::error("CQ {} is in error: completion wr_id {:#x} dropped", r.cqn, r.wr_id);
     return true;
   }
-  if (!cq.cfg.overrun_ignore && index_distance(cq.ci, cq.pi) >= cq.size()) {
+  if (looks_full(cq)) {
     if (!refreshed) {
       // The cached consumer index says full: read the doorbell record before deciding (S14).
       emit_ci_request(CiRequest{r.cqn, cq.cfg.dbr}, now);

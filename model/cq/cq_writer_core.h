@@ -8,6 +8,7 @@
 #include <queue>
 #include <vector>
 
+#include "model/common/bytes.h"
 #include "model/common/paged_table.h"
 #include "model/cq/cq_writer_engine.h"
 
@@ -63,6 +64,10 @@ class CqWriterCore : public CqWriterEngine {
   // A running timer's deadline has come: the period event, if one is owed.
   void timer_due(CqContext& cq, uint32_t cqn, uint64_t now);
   bool armed(const CqContext& cq) const;
+  // The cached consumer index says every entry is unconsumed (an overrun-ignore CQ never is full).
+  static bool looks_full(const CqContext& cq) {
+    return !cq.cfg.overrun_ignore && index_distance(cq.ci, cq.pi) >= cq.size();
+  }
   bool qualifies(const CqContext& cq, const CompletionRecord& r) const;
   uint64_t period_cycles(const CqContext& cq) const { return cycles_of_us(cq.cfg.mod_period); }
   uint64_t cycles_of_us(uint32_t us) const { return uint64_t(std::llround(double(us) * clock_mhz_)); }

@@ -4,7 +4,6 @@
 #include <cassert>
 #include <cmath>
 
-#include "model/common/bytes.h"
 #include "model/common/log.h"
 
 namespace vhca {
@@ -135,7 +134,7 @@ void CqWriterPipeline::settle_for_query(uint64_t now) {
 bool CqWriterPipeline::completion_acts_unseen(uint32_t cqn) const {
   if (log::enabled(log::Cat::cq) || !cq_exists(cqn)) return false;
   const CqContext& cq = table_[cqn];
-  return cq.state != CqState::error && (cq.cfg.overrun_ignore || index_distance(cq.ci, cq.pi) < cq.size());
+  return cq.state != CqState::error && !looks_full(cq);
 }
 
 bool CqWriterPipeline::skids_empty() const {
@@ -173,9 +172,9 @@ uint64_t CqWriterPipeline::next_wake(uint64_t now) {
 uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
   // The likeliest first (a flood keeps completions waiting and the DMA skid buffer full). A
   // completion waiting while the replay buffer is full is not taken on the next edge.
-  if ((!s_cpl.empty() && replay_.size() < kReplayDepth) || !dma_skid_.empty() || !event_skid_.empty() || !ci_skid_.empty() || !ins_skid_.empty() ||
-      !s_arm.empty() || !s_ctl.empty() || !s_ci.empty() || !s_access_error.empty() || !wheel_.idle() ||
-      cycles_since_reset(now + 1) < cfg_.num_cqs)
+  if ((!s_cpl.empty() && replay_.size() < kReplayDepth) || !dma_skid_.empty() || !event_skid_.empty() ||
+      !ci_skid_.empty() || !ins_skid_.empty() || !s_arm.empty() || !s_ctl.empty() || !s_ci.empty() ||
+      !s_access_error.empty() || !wheel_.idle() || cycles_since_reset(now + 1) < cfg_.num_cqs)
     return now + 1;
   // The next act: stage 3's on the next edge, stage 2's on the one after, and a completion
   // selected on the next edge two after that (one held, by a consumer-index refresh or a resize,
