@@ -127,7 +127,8 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
   ++d.stats.packets;
   d.stats.bytes += bytes;
   tx.set_response_status(tlm::TLM_OK_RESPONSE);
-  IbPacket p = ext->packet;
+  sent_ = ext->packet;  // copied into storage kept from earlier packets
+  IbPacket& p = sent_;
   d.flow.take();
   if (!up_) {
     d.flow.give_back(d.free_at + 2 * cfg_.latency);
@@ -145,7 +146,9 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
   }
   const sc_time arrival = d.free_at + cfg_.latency;
   const bool was_empty = d.in_flight.empty();
-  d.in_flight.push_back({arrival, std::move(p)});
+  InFlight& slot = d.in_flight.append();
+  slot.arrival = arrival;
+  std::swap(slot.packet, p);  // the slot's old storage comes back for the next packet
   if (was_empty) d.arrival_event.notify(arrival - now);
 }
 
@@ -171,12 +174,11 @@ void IbLink::deliver(uint32_t side) {
   const uint32_t to = sides_ == 1 ? 0 : 1 - side;
   const sc_time now = sim_now();
   while (!d.in_flight.empty() && d.in_flight.front().arrival <= now) {
-    IbPacketExt ext;
-    ext.packet = std::move(d.in_flight.front().packet);
+    std::swap(delivered_.packet, d.in_flight.front().packet);
     d.in_flight.pop_front();
-    on_arrival(side, ext.packet);
+    on_arrival(side, delivered_.packet);
     sc_time zero = sc_core::SC_ZERO_TIME;
-    carry_packet(*(*out_[to]).operator->(), ext, zero);
+    carry_packet(*(*out_[to]).operator->(), delivered_, zero, carry_tx_);
   }
   if (!d.in_flight.empty()) d.arrival_event.notify(d.in_flight.front().arrival - now);
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "model/common/observers.h"
+#include "model/common/slot_ring.h"
 #include "model/transport/ib_packet.h"
 #include "tlm/credit_returns.h"
 #include "tlm/ib_credits.h"
@@ -138,10 +139,10 @@ class IbLink : public sc_core::sc_module {
     IbPacket packet;
   };
   struct Direction {
-    explicit Direction(const sc_core::sc_time& latency) : flow(latency) {}
+    explicit Direction(const sc_core::sc_time& latency) : flow(latency), in_flight(16) {}
     Flow flow;
     sc_core::sc_time free_at;
-    std::deque<InFlight> in_flight;
+    SlotRing<InFlight> in_flight;  // bounded by the receiver's buffer (flow); slots keep their payload storage
     sc_core::sc_event arrival_event;
     Stats stats;
     uint64_t fault_base = 0;  // packets sent before the current fault pattern was set
@@ -158,6 +159,11 @@ class IbLink : public sc_core::sc_module {
   std::vector<std::unique_ptr<Initiator>> out_;
   std::vector<std::unique_ptr<sc_core::sc_export<IbCreditIf>>> credits_;
   std::vector<std::unique_ptr<sc_core::sc_export<IbRxFlowIf>>> rx_flow_;
+  // Reused for every packet, so that its payload's storage is too: the copy taken at transmit,
+  // and the packet and the transaction carrying it at delivery (deliver() is not re-entered).
+  IbPacket sent_;
+  IbPacketExt delivered_;
+  tlm::tlm_generic_payload carry_tx_;
   std::deque<Direction> dir_;  // a deque: Directions hold events and are bound to, so never move
 };
 

@@ -81,11 +81,10 @@ void IbSwitch::forward(uint32_t out) {
     }
     Queued q = std::move(port.waiting.front());
     port.waiting.pop_front();
-    IbPacketExt ext;
-    ext.packet = std::move(q.packet);
-    on_forward(out, ext.packet);
+    std::swap(forwarded_.packet, q.packet);
+    on_forward(out, forwarded_.packet);
     sc_time zero = sc_core::SC_ZERO_TIME;
-    carry_packet(*(*port.out).operator->(), ext, zero);
+    carry_packet(*(*port.out).operator->(), forwarded_, zero, carry_tx_);
     ++port.stats.forwarded;
     (*ports_[q.from].flow)->freed(1);  // its input slot is free: the credit goes back up its cable
   }

@@ -261,7 +261,8 @@ void PcieLink::no_longer_quiet(uint64_t addr, uint64_t len) {
   land_due();  // what arrived by now has landed before the change
   Direction& d = dir_[0];
   bool changed = false;
-  for (Posted& p : d.in_flight) {
+  for (size_t i = 0; i < d.in_flight.size(); ++i) {
+    Posted& p = d.in_flight.at(i);
     if (!p.quiet || !ranges_overlap(p.addr, p.len, addr, len)) continue;
     p.quiet = false;
     --quiet_in_flight_;
@@ -273,8 +274,8 @@ void PcieLink::no_longer_quiet(uint64_t addr, uint64_t len) {
 
 void PcieLink::notify_next_on_time(Direction& d, const sc_time& now) {
   if (d.on_time == 0) return;
-  for (const Posted& p : d.in_flight)
-    if (!p.quiet) {
+  for (size_t i = 0; i < d.in_flight.size(); ++i)
+    if (const Posted& p = d.in_flight.at(i); !p.quiet) {
       d.arrival_event.notify(p.arrival - now);  // an earlier one replaces a later pending one
       return;
     }

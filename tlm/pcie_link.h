@@ -44,6 +44,7 @@
 #include "model/common/action_queue.h"
 #include "model/common/observers.h"
 #include "model/common/sim_now.h"
+#include "model/common/slot_ring.h"
 #include "tlm/credit_returns.h"
 #include "tlm/pcie_credits.h"
 #include "tlm/pending_writes.h"
@@ -204,10 +205,12 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf {
   };
 
   struct Direction {
-    Direction(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps) : credits(ph, pd, nph, mps) {}
+    Direction(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps) : credits(ph, pd, nph, mps), in_flight(ph) {}
     sc_core::sc_time free_at;  // when its serializer can start the next TLP
     Credits credits;
-    std::deque<Posted> in_flight;
+    // In arrival order. Bounded by the header credits, except that quiet writes give theirs back
+    // at arrival and wait here until someone looks (the ring then grows to that high-water mark).
+    SlotRing<Posted> in_flight;
     size_t on_time = 0;  // writes in flight that are not quiet: the arrival event is for the first
     sc_core::sc_event arrival_event;
     bool held = false;

@@ -22,6 +22,7 @@
 
 #include "model/common/observers.h"
 #include "model/common/sim_clock.h"
+#include "model/common/slot_ring.h"
 
 namespace vhca {
 
@@ -62,49 +63,6 @@ class StreamBase : public virtual sc_core::sc_interface, public QueueInfo {
   size_t depth_;
   size_t high_water_ = 0;
   uint64_t pushed_ = 0;
-};
-
-// A stream's storage: a ring of slots sized to the stream's depth (a power of two at least that),
-// allocated once, so that a push or a pop moves one slot and never allocates. It grows only if a
-// producer pushes past the depth without asking (a model error that push() asserts on).
-template <typename Slot>
-class SlotRing {
- public:
-  explicit SlotRing(size_t depth) {
-    size_t cap = 1;
-    while (cap < depth) cap *= 2;
-    slots_.resize(cap);
-  }
-  size_t size() const { return count_; }
-  bool empty() const { return count_ == 0; }
-  Slot& front() { return slots_[head_]; }
-  const Slot& front() const { return slots_[head_]; }
-  Slot& at(size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }  // i from the head
-  Slot& back() { return at(count_ - 1); }
-  const Slot& back() const { return slots_[(head_ + count_ - 1) & (slots_.size() - 1)]; }
-  // A new slot at the back, for the caller to fill in place (it holds the last value it had).
-  Slot& append() {
-    if (count_ == slots_.size()) grow();
-    return slots_[(head_ + count_++) & (slots_.size() - 1)];
-  }
-  void pop_front() {
-    head_ = (head_ + 1) & (slots_.size() - 1);
-    --count_;
-  }
-  void clear() {
-    for (; count_; pop_front()) front() = Slot{};
-    head_ = 0;
-  }
-
- private:
-  void grow() {
-    std::vector<Slot> bigger(slots_.size() * 2);
-    for (size_t i = 0; i < count_; ++i) bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);
-    slots_ = std::move(bigger);
-    head_ = 0;
-  }
-  std::vector<Slot> slots_;
-  size_t head_ = 0, count_ = 0;
 };
 
 template <typename T>

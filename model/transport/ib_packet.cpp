@@ -33,8 +33,9 @@ uint32_t IbPacket::header_bytes() const {
   return n;
 }
 
-void carry_packet(tlm::tlm_fw_transport_if<>& target, IbPacketExt& ext, sc_core::sc_time& delay) {
-  tlm::tlm_generic_payload tx;
+void carry_packet(tlm::tlm_fw_transport_if<>& target, IbPacketExt& ext, sc_core::sc_time& delay,
+                  tlm::tlm_generic_payload& tx) {
+  tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   tx.set_command(tlm::TLM_WRITE_COMMAND);
   tx.set_data_ptr(ext.packet.payload.data());
   tx.set_data_length(uint32_t(ext.packet.payload.size()));

@@ -87,7 +87,10 @@ struct IbPacketExt : tlm::tlm_extension<IbPacketExt> {
   void copy_from(const tlm::tlm_extension_base& other) override { *this = static_cast<const IbPacketExt&>(other); }
 };
 
-// Sends the packet in `ext` through a TLM forward interface as a write whose data is the payload.
-void carry_packet(tlm::tlm_fw_transport_if<>& target, IbPacketExt& ext, sc_core::sc_time& delay);
+// Sends the packet in `ext` through a TLM forward interface as a write whose data is the payload,
+// in `tx`: the sender's own transaction, reused (a payload allocates its extension array when
+// built), and left without the extension afterwards.
+void carry_packet(tlm::tlm_fw_transport_if<>& target, IbPacketExt& ext, sc_core::sc_time& delay,
+                  tlm::tlm_generic_payload& tx);
 
 }  // namespace vhca

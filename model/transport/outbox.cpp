@@ -1,5 +1,7 @@
 #include "model/transport/outbox.h"
 
+#include <cstring>
+
 #include "model/common/log.h"
 #include "model/regs/tables.h"
 
@@ -14,6 +16,7 @@ Outbox::Outbox(const sc_core::sc_module_name& name, const SimClock& clock, size_
       completions_(completions),
       stats_(stats),
       write_order_(write_order),
+      items_(depth),
       depth_(depth) {
   dma_.s_write->on_space.add([this](uint64_t c) {
     if (held_) wake_.notify(clock_.until(c));
@@ -30,7 +33,10 @@ void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len, DmaSource s
     DmaWrite w;
     w.addr = addr;
     w.len = n;
-    w.bulk.assign(data, data + n);
+    if (n <= w.data.size())
+      std::memcpy(w.data.data(), data, n);  // in place, as a CQE's: no allocation
+    else
+      w.bulk.assign(data, data + n);
     w.source = source;
     w.id = id;
     add(std::move(w));

@@ -16,6 +16,7 @@
 #include "model/common/observers.h"
 #include "model/common/queue_gauge.h"
 #include "model/common/sim_clock.h"
+#include "model/common/slot_ring.h"
 #include "model/cq/completion_arbiter.h"
 #include "model/cq/cq_types.h"
 #include "model/dma/dma_engine.h"
@@ -57,7 +58,7 @@ class Outbox : public sc_core::sc_module {
   sc_core::sc_port<CompletionPutIf>& completions_;
   TransportStats& stats_;
   uint32_t write_order_;
-  std::deque<std::variant<DmaWrite, CompletionRecord>> items_;
+  SlotRing<std::variant<DmaWrite, CompletionRecord>> items_;  // depth_ slots (more only past it: an error)
   size_t writes_held_ = 0;       // DmaWrites among items_
   uint64_t last_write_mark_ = 0;  // the DMA queue mark of the last write handed on
   std::function<void()> after_writes_handed_;  // a writes_issued() waiter, until writes_held_ is 0

@@ -14,7 +14,8 @@ Receiver::Receiver(const sc_core::sc_module_name& name, const SimClock& clock, c
       requester_(requester),
       responder_(responder),
       stats_(stats),
-      wakeup_(clock) {
+      wakeup_(clock),
+      fifo_(cfg.rx_fifo_depth) {
   port_in.register_b_transport(this, &Receiver::arrive);
   auto wake = [this] { wakeup_.wake(clock_.now()); };
   requester_.outbox().on_empty.add(wake);
@@ -40,7 +41,7 @@ void Receiver::arrive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
     log::error("port rx FIFO full: {} psn {:#x} dropped", ib_op_name(ext->packet.op), ext->packet.psn);
     return;
   }
-  fifo_.push_back(std::move(ext->packet));
+  std::swap(fifo_.append(), ext->packet);  // the sender gets the slot's storage back for its next packet
   s_fifo.pushed(fifo_.size());
   if (state_ == State::idle) wakeup_.wake(clock_.now());
 }
@@ -62,7 +63,7 @@ void Receiver::step() {
   }
   if (state_ != State::idle || fifo_.empty()) return;
   if (!requester_.settled() || !responder_.outbox().empty()) return;  // woken when they empty
-  current_ = std::move(fifo_.front());
+  std::swap(current_, fifo_.front());  // the slot keeps the previous packet's storage
   fifo_.pop_front();
   free_slots(1);
   state_ = State::checking;

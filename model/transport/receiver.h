@@ -15,6 +15,7 @@
 
 #include "model/common/queue_gauge.h"
 #include "model/common/sim_clock.h"
+#include "model/common/slot_ring.h"
 #include "model/common/wakeup.h"
 #include "model/transport/requester.h"
 #include "model/transport/responder.h"
@@ -51,7 +52,7 @@ class Receiver : public sc_core::sc_module {
   Responder& responder_;
   TransportStats& stats_;
   Wakeup wakeup_;
-  std::deque<IbPacket> fifo_;
+  SlotRing<IbPacket> fifo_;  // rx_fifo_depth slots; a packet's payload storage is reused
   IbPacket current_;
   State state_ = State::idle;
   uint64_t checked_at_ = 0;  // the cycle the current packet's check ends

@@ -428,7 +428,7 @@ void Requester::receive(IbPacket& p) {
   want_tx(qpn);
 }
 
-void Requester::scatter(const std::vector<Sge>& sges, uint32_t offset, const uint8_t* data, uint32_t len) {
+void Requester::scatter(const SgeList& sges, uint32_t offset, const uint8_t* data, uint32_t len) {
   for_each_piece(sges, offset, len, [&](uint64_t addr, uint32_t n, uint32_t at) { outbox_.write(addr, data + at, n); });
 }
 

@@ -104,7 +104,7 @@ class Requester : public sc_core::sc_module {
   void pump_completions();
   bool complete_head(uint32_t qpn);
   void check_drained(uint32_t qpn);
-  void scatter(const std::vector<Sge>& sges, uint32_t offset, const uint8_t* data, uint32_t len);
+  void scatter(const SgeList& sges, uint32_t offset, const uint8_t* data, uint32_t len);
   CompletionRecord completion(const QpContext& q, uint32_t qpn, const SendWqe& w, uint8_t status) const;
 
   const SimClock& clock_;

@@ -67,7 +67,7 @@ struct PendingTx {
   bool response = false;
   bool completes_when_sent = false;  // UD, and UC's last packet: the WQE completes as it leaves (no ACK comes)
   bool last_of_job = false;  // response: the job's last packet
-  std::vector<Sge> sges;     // request: gather from these at `offset`
+  SgeList sges;              // request: gather from these at `offset`
   uint32_t offset = 0;
   uint64_t va = 0;           // READ response: read from here
   bool fence = false;

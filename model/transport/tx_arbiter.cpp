@@ -156,7 +156,7 @@ void TxArbiter::start_send(IbPacket p, std::unique_ptr<PendingTx> job) {
 void TxArbiter::send() {
   sending_ = false;
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-  carry_packet(*port_out.operator->(), out_, delay);  // the link keeps its own copy
+  carry_packet(*port_out.operator->(), out_, delay, carry_tx_);  // the link keeps its own copy
   const IbPacket& p = out_.packet;
   ++stats_.packets_sent;
   stats_.bytes_sent += p.payload.size();

@@ -11,7 +11,7 @@ bool SendWqe::is_read_or_atomic() const {
 
 namespace {
 // The data segment of either WQE: `n` scatter/gather entries; returns their total length.
-uint32_t read_sges(const uint8_t* at, uint32_t n, std::vector<Sge>& out) {
+uint32_t read_sges(const uint8_t* at, uint32_t n, SgeList& out) {
   uint32_t total = 0;
   for (uint32_t i = 0; i < n; ++i, at += sge::kSize) {
     out.push_back({get_field(at, sge::addr), uint32_t(get_field(at, sge::length)), uint32_t(get_field(at, sge::lkey))});
@@ -82,7 +82,7 @@ bool mr_allows(const QpTables& tables, uint32_t pdn, uint32_t key, uint64_t addr
   return (m.access & access) == access;
 }
 
-bool sges_allowed(const QpTables& tables, uint32_t pdn, const std::vector<Sge>& sges, uint32_t access) {
+bool sges_allowed(const QpTables& tables, uint32_t pdn, const SgeList& sges, uint32_t access) {
   for (const Sge& s : sges)
     if (!mr_allows(tables, pdn, s.lkey, s.addr, s.length, access)) return false;
   return true;
@@ -95,7 +95,7 @@ uint64_t mr_host_address(const QpTables& tables, uint32_t key, uint64_t addr) {
   return m.pa + (addr - m.start);
 }
 
-bool check_and_translate(const QpTables& tables, uint32_t pdn, std::vector<Sge>& sges, uint32_t access) {
+bool check_and_translate(const QpTables& tables, uint32_t pdn, SgeList& sges, uint32_t access) {
   if (!sges_allowed(tables, pdn, sges, access)) return false;
   for (Sge& s : sges)
     if (s.length) s.addr = mr_host_address(tables, s.lkey, s.addr);

@@ -163,6 +163,7 @@ void WqeFetch::read_sq_burst(uint32_t qpn, uint32_t limit, Burst done) {
             [this, qpn, gen, first, n, type, buf, done = std::move(done)](bool ok) {
               SqCursor& c = qps_[qpn];
               std::vector<SendWqe> wqes;
+              wqes.reserve(n);
               if (c.gen != gen || first != c.fetched) {  // reset, destroyed or flushed meanwhile
                 done(false, wqes);
                 return;

@@ -1,0 +1,58 @@
+// A FIFO whose storage is a ring of slots allocated once (a power of two at least the expected
+// depth), so that a push or a pop moves one slot and never allocates in the steady state: the
+// storage of every stream, and of the queues inside blocks that a std::deque served before (a
+// deque allocates a block every few pushes as it walks through memory). A popped slot keeps its
+// last value until it is filled again, so an item's own buffers (a payload vector) are reused.
+// It grows, doubling, when pushed past its size: a stream asserts before that happens (a
+// producer that did not ask for room); a queue bounded by credits rather than by its own depth
+// (writes in flight on a link) grows to its high-water mark once.
+#pragma once
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace vhca {
+
+template <typename Slot>
+class SlotRing {
+ public:
+  explicit SlotRing(size_t depth) {
+    size_t cap = 1;
+    while (cap < depth) cap *= 2;
+    slots_.resize(cap);
+  }
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  Slot& front() { return slots_[head_]; }
+  const Slot& front() const { return slots_[head_]; }
+  Slot& at(size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }  // i from the head
+  const Slot& at(size_t i) const { return slots_[(head_ + i) & (slots_.size() - 1)]; }
+  Slot& back() { return at(count_ - 1); }
+  const Slot& back() const { return at(count_ - 1); }
+  // A new slot at the back, for the caller to fill in place (it holds the last value it had).
+  Slot& append() {
+    if (count_ == slots_.size()) grow();
+    return slots_[(head_ + count_++) & (slots_.size() - 1)];
+  }
+  void push_back(Slot value) { append() = std::move(value); }
+  void pop_front() {
+    head_ = (head_ + 1) & (slots_.size() - 1);
+    --count_;
+  }
+  void clear() {
+    for (; count_; pop_front()) front() = Slot{};
+    head_ = 0;
+  }
+
+ private:
+  void grow() {
+    std::vector<Slot> bigger(slots_.size() * 2);
+    for (size_t i = 0; i < count_; ++i) bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);
+    slots_ = std::move(bigger);
+    head_ = 0;
+  }
+  std::vector<Slot> slots_;
+  size_t head_ = 0, count_ = 0;
+};
+
+}  // namespace vhca
