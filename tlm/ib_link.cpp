@@ -10,7 +10,7 @@ namespace vhca {
 using sc_core::sc_time;
 
 IbLink::IbLink(const sc_core::sc_module_name& name, uint32_t sides, const IbLinkConfig& cfg)
-    : sc_module(name), cfg_(cfg), sides_(sides) {
+    : sc_module(name), cfg_(cfg), wire_time_(8000.0, cfg.gbit_per_s), sides_(sides) {
   for (uint32_t s = 0; s < sides; ++s) dir_.emplace_back(cfg.latency);
   set_loss(cfg.loss_rate, cfg.seed);
   for (uint32_t s = 0; s < sides; ++s) {
@@ -63,8 +63,7 @@ void IbLink::Flow::freed(uint32_t slots) {
 }
 
 sc_time IbLink::wire_time(uint32_t bytes) const {
-  // Whole picoseconds, so that runs repeat exactly.
-  return sc_time(std::ceil(double(bytes) * 8000.0 / cfg_.gbit_per_s), sc_core::SC_PS);
+  return wire_time_(bytes);
 }
 
 void IbLink::set_faults(uint64_t drop_every, std::vector<LinkFault> faults) {

@@ -32,6 +32,7 @@
 #include "model/transport/ib_packet.h"
 #include "tlm/credit_returns.h"
 #include "tlm/ib_credits.h"
+#include "tlm/wire_time.h"
 
 namespace vhca {
 
@@ -153,6 +154,7 @@ class IbLink : public sc_core::sc_module {
   void deliver(uint32_t side);
 
   IbLinkConfig cfg_;
+  WireTime wire_time_;
   uint32_t sides_;
   bool up_ = true;
   std::vector<std::unique_ptr<Target>> in_;

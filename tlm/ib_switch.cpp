@@ -12,7 +12,7 @@ namespace vhca {
 using sc_core::sc_time;
 
 IbSwitch::IbSwitch(const sc_core::sc_module_name& name, uint32_t ports, const IbSwitchConfig& cfg)
-    : sc_module(name), cfg_(cfg) {
+    : sc_module(name), cfg_(cfg), wire_time_(8000.0, cfg.gbit_per_s) {
   for (uint32_t p = 0; p < ports; ++p) {
     Port& port = ports_.emplace_back();
     const std::string n = "port" + std::to_string(p);
@@ -41,7 +41,7 @@ void IbSwitch::end_of_elaboration() {
 }
 
 sc_time IbSwitch::wire_time(uint32_t bytes) const {
-  return sc_time(std::ceil(double(bytes) * 8000.0 / cfg_.gbit_per_s), sc_core::SC_PS);
+  return wire_time_(bytes);
 }
 
 // A cable delivered a packet whole on input `in_port`.

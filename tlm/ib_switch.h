@@ -28,6 +28,7 @@
 #include "model/common/observers.h"
 #include "model/transport/ib_packet.h"
 #include "tlm/ib_credits.h"
+#include "tlm/wire_time.h"
 
 namespace vhca {
 
@@ -94,6 +95,7 @@ class IbSwitch : public sc_core::sc_module {
   sc_core::sc_time wire_time(uint32_t bytes) const;
 
   IbSwitchConfig cfg_;
+  WireTime wire_time_;
   std::deque<Port> ports_;  // a deque: ports hold events and sockets, so never move
   std::unordered_map<uint16_t, uint32_t> table_;
 };

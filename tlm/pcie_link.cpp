@@ -15,6 +15,7 @@ using sc_core::sc_time;
 PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cfg)
     : sc_module(name),
       cfg_(cfg),
+      wire_time_(1000.0, cfg.gbytes_per_s),  // bytes / (GB/s) = ns
       dir_{{cfg.up_posted_headers, cfg.up_posted_data, cfg.up_nonposted_headers, cfg.max_payload},
            {cfg.down_posted_headers, cfg.down_posted_data, cfg.down_nonposted_headers, cfg.max_payload}} {
   up_in.register_b_transport(this, &PcieLink::up_transport);
@@ -39,10 +40,7 @@ PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cf
   dont_initialize();
 }
 
-sc_time PcieLink::wire_time(uint64_t bytes) const {
-  // bytes / (GB/s) = ns; kept in whole picoseconds so that runs are exactly repeatable.
-  return sc_time(std::ceil(double(bytes) * 1000.0 / cfg_.gbytes_per_s), sc_core::SC_PS);
-}
+sc_time PcieLink::wire_time(uint64_t bytes) const { return wire_time_(bytes); }
 
 sc_time PcieLink::serialize(Direction& d, sc_time start, uint64_t len, uint32_t chunk, uint32_t overhead) {
   sc_time t = std::max(start, d.free_at);

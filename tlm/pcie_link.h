@@ -49,6 +49,7 @@
 #include "tlm/pcie_credits.h"
 #include "tlm/pending_writes.h"
 #include "tlm/posted_tag.h"
+#include "tlm/wire_time.h"
 
 namespace vhca {
 
@@ -247,6 +248,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf {
   }
 
   PcieLinkConfig cfg_;
+  WireTime wire_time_;
   ActionQueue actions_{"actions"};
   // Every read record made, and those free for reuse: the link owns them all, so reads still in
   // flight when the simulation ends are freed with it.
