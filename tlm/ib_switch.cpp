@@ -65,7 +65,7 @@ void IbSwitch::receive(int in_port, tlm::tlm_generic_payload& tx, sc_time& delay
   // Cut-through: the header came in one wire time ago; it is switched `latency` after that.
   const sc_time header_in = now - std::min(now, wire_time(ext->packet.wire_bytes()));
   const sc_time ready = std::max(now, header_in + cfg_.latency);
-  to.waiting.push_back({ready, uint32_t(in_port), std::move(ext->packet)});
+  to.waiting.push_back({ready, uint32_t(in_port), ext->packet});  // a copy: the sender's packet stays its own
   to.stats.max_queued = std::max(to.stats.max_queued, uint32_t(to.waiting.size()));
   if (to.waiting.size() == 1) to.ready_event.notify(ready - now);
 }

@@ -89,7 +89,8 @@ struct IbPacketExt : tlm::tlm_extension<IbPacketExt> {
 
 // Sends the packet in `ext` through a TLM forward interface as a write whose data is the payload,
 // in `tx`: the sender's own transaction, reused (a payload allocates its extension array when
-// built), and left without the extension afterwards.
+// built), and left without the extension afterwards. A target copies the packet it keeps: the
+// sender's packet is its own again when the call returns.
 void carry_packet(tlm::tlm_fw_transport_if<>& target, IbPacketExt& ext, sc_core::sc_time& delay,
                   tlm::tlm_generic_payload& tx);
 

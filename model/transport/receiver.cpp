@@ -41,7 +41,7 @@ void Receiver::arrive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
     log::error("port rx FIFO full: {} psn {:#x} dropped", ib_op_name(ext->packet.op), ext->packet.psn);
     return;
   }
-  std::swap(fifo_.append(), ext->packet);  // the sender gets the slot's storage back for its next packet
+  fifo_.append() = ext->packet;  // a copy into the slot's storage: the sender's packet stays its own
   s_fifo.pushed(fifo_.size());
   if (state_ == State::idle) wakeup_.wake(clock_.now());
 }
