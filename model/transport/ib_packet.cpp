@@ -40,9 +40,15 @@ void carry_packet(tlm::tlm_fw_transport_if<>& target, IbPacketExt& ext, sc_core:
   tx.set_data_ptr(ext.packet.payload.data());
   tx.set_data_length(uint32_t(ext.packet.payload.size()));
   tx.set_streaming_width(uint32_t(ext.packet.payload.size()));
+  // The extension is the sender's: it leaves the transaction however the call ends (a
+  // transaction deletes the extensions it still holds when it is destroyed).
+  struct Detach {
+    tlm::tlm_generic_payload& tx;
+    IbPacketExt& ext;
+    ~Detach() { tx.clear_extension(&ext); }
+  } detach{tx, ext};
   tx.set_extension(&ext);
   target.b_transport(tx, delay);
-  tx.clear_extension(&ext);
 }
 
 }  // namespace vhca

@@ -14,7 +14,8 @@ namespace vhca {
 
 // The scatter/gather entries of one decoded WQE, held in place: a WQE has room for at most
 // sqwqe::kMaxSge or rqwqe::kMaxSge of them (the decoder refuses more), so a WQE is decoded, and
-// a request's gather list copied, without an allocation.
+// a request's gather list copied, without an allocation. The decoders check the count before
+// they fill one (push_back past the capacity is a model error).
 class SgeList {
  public:
   static constexpr uint32_t kCapacity = std::max(sqwqe::kMaxSge, rqwqe::kMaxSge);
