@@ -4,13 +4,12 @@
 // applied lazily, when the owner asks for credits; the return event fires only while a refused
 // sender waits, and then wakes the senders registered with on_return.
 #pragma once
-#include <deque>
 #include <functional>
-#include <iterator>
 #include <systemc>
 #include <vector>
 
 #include "model/common/sim_now.h"
+#include "model/common/slot_ring.h"
 
 namespace vhca {
 
@@ -23,13 +22,11 @@ class CreditReturns {
   void on_return(std::function<void()> wake) { wakes_.push_back(std::move(wake)); }
 
   // `amount` comes back at `at`. Kept in time order, equal times in the order given: returns
-  // nearly always come in time order, so a deque with insertion from the back costs no allocation
-  // per return.
+  // nearly always come in time order, so they are appended to a ring and seldom move.
   void give_back(const sc_core::sc_time& at, const Amount& amount) {
     const bool earliest = returns_.empty() || at < returns_.front().at;
-    auto pos = returns_.end();
-    while (pos != returns_.begin() && std::prev(pos)->at > at) --pos;
-    returns_.insert(pos, Entry{at, amount});
+    returns_.push_back(Entry{at, amount});
+    returns_.sink_back([](const Entry& a, const Entry& b) { return a.at > b.at; });
     if (waiting_ && earliest) due_.notify(at - sim_now());
   }
 
@@ -70,7 +67,7 @@ class CreditReturns {
     sc_core::sc_time at;
     Amount amount;
   };
-  mutable std::deque<Entry> returns_;
+  mutable SlotRing<Entry> returns_{16};  // grows to the most credits ever on their way
   mutable bool waiting_ = false;
   mutable sc_core::sc_event due_;
   std::vector<std::function<void()>> wakes_;

@@ -35,6 +35,14 @@ class SlotRing {
     return slots_[(head_ + count_++) & (slots_.size() - 1)];
   }
   void push_back(Slot value) { append() = std::move(value); }
+  // An ordered queue whose items nearly always come in order: the item just appended moves back
+  // past those that go after it (goes_after(earlier, appended)). Returns its place from the head.
+  template <typename GoesAfter>
+  size_t sink_back(GoesAfter goes_after) {
+    size_t i = count_ - 1;
+    for (; i > 0 && goes_after(at(i - 1), at(i)); --i) std::swap(at(i - 1), at(i));
+    return i;
+  }
   void pop_front() {
     head_ = (head_ + 1) & (slots_.size() - 1);
     --count_;

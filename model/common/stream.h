@@ -99,9 +99,7 @@ class Stream : public StreamBase {
     slot.order = order;
     slot.seq = ++pushed_;
     slot.value = std::move(value);
-    size_t i = items_.size() - 1;
-    for (; i > 0 && items_.at(i - 1).cycle == cycle && items_.at(i - 1).order > order; --i)
-      std::swap(items_.at(i - 1), items_.at(i));
+    const size_t i = items_.sink_back([](const Slot& a, const Slot& b) { return a.cycle == b.cycle && a.order > b.order; });
     if (items_.size() > high_water_) high_water_ = items_.size();
     on_push(items_.at(i).value, cycle);
     if (on_data) on_data(cycle + 1);

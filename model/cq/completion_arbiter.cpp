@@ -6,7 +6,7 @@ namespace vhca {
 
 CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const SimClock& clock,
                                      const CompletionArbiterConfig& cfg)
-    : sc_module(name), clock_(clock), cfg_(cfg), wakeup_(clock) {
+    : sc_module(name), clock_(clock), cfg_(cfg), wakeup_(clock), transport_(cfg.transport_depth) {
   s_transport.bind(*this);
   m_cpl.on_space([this](uint64_t c) { wakeup_.wake(c); });
   SC_METHOD(step);
@@ -28,13 +28,10 @@ bool CompletionArbiter::try_put(const CompletionRecord& r) {
 
 void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
   const uint64_t at = std::max(cycle, clock_.now());
-  if (injections_.empty() || at >= injections_.back().first) {
-    injections_.emplace_back(at, r);
-  } else {
-    auto after = std::upper_bound(injections_.begin(), injections_.end(), at,
-                                  [](uint64_t c, const auto& e) { return c < e.first; });
-    injections_.insert(after, {at, r});
-  }
+  Injection& slot = injections_.append();
+  slot.first = at;
+  slot.second = r;
+  injections_.sink_back([](const Injection& a, const Injection& b) { return a.first > b.first; });
   wakeup_.wake(injections_.front().first);
 }
 

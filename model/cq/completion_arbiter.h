@@ -11,7 +11,6 @@
 // or a flush of a whole ring, stalls the transport instead of growing a queue).
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <systemc>
 
 #include "model/common/sim_clock.h"
@@ -69,10 +68,11 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   const SimClock& clock_;
   CompletionArbiterConfig cfg_;
   Wakeup wakeup_;
-  std::deque<CompletionRecord> transport_;  // at most transport_depth
+  SlotRing<CompletionRecord> transport_;  // at most transport_depth
   // The injection port's schedule, by cycle, records of one cycle in the order they were given
-  // (usually given in order: appended; otherwise inserted after the last of their cycle).
-  std::deque<std::pair<uint64_t, CompletionRecord>> injections_;
+  // (usually given in order: appended; otherwise moved back to after the last of their cycle).
+  using Injection = std::pair<uint64_t, CompletionRecord>;
+  SlotRing<Injection> injections_{64};  // grows to the longest schedule given
   bool transport_turn_ = true;  // round robin: whose record goes first when both have one
   sc_core::sc_event space_;
   uint64_t injected_ = 0, injection_stalls_ = 0, transport_stalls_ = 0, transport_puts_ = 0;

@@ -187,7 +187,7 @@ uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
   if (s3_.kind != Kind::none) act = now + 1, cqn = s3_.cqn, completion = s3_.kind == Kind::completion;
   else if (s2_.kind != Kind::none) act = now + 2, cqn = s2_.cqn, completion = s2_.kind == Kind::completion;
   else if (!waiting_ci_ && resizing_ == 0 && issued_ < replay_.size())
-    act = now + 3, cqn = replay_[issued_].cqn, completion = true;
+    act = now + 3, cqn = replay_.at(issued_).cqn, completion = true;
   uint64_t next = act;
   if (completion && completion_acts_unseen(cqn)) {
     next = act + 1;
@@ -279,7 +279,7 @@ CqWriterPipeline::Op CqWriterPipeline::select(uint64_t c, const TimerWheel::Outp
     op.cqn = op.arm.cqn;
   } else if (!waiting_ci_ && resizing_ == 0 && issued_ < replay_.size()) {
     op.kind = Kind::completion;
-    op.cqn = replay_[issued_++].cqn;
+    op.cqn = replay_.at(issued_++).cqn;
   }
   return op;
 }

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <deque>
 
+#include "model/common/slot_ring.h"
 #include "model/cq/cq_writer_core.h"
 #include "model/cq/timer_wheel.h"
 
@@ -136,7 +137,7 @@ class CqWriterPipeline : public CqWriterCore {
   // leave in order, so three slots used in turn never overwrite one in flight.
   std::array<CqControl, 3> controls_{};
   uint8_t next_control_ = 0;
-  std::deque<CompletionRecord> replay_;
+  SlotRing<CompletionRecord> replay_{kReplayDepth};
   size_t issued_ = 0;  // replay entries in stages 2 and 3 (the oldest ones)
   Stream<DmaWrite> dma_skid_{"dma_skid", 2};
   Stream<DeviceEvent> event_skid_{"event_skid", 2};
