@@ -58,13 +58,11 @@ void CpuCore::run() {
   settle(now);
   admit(now);
   if (reserved_owner_) {  // the delta cycle after a thread's charge ended: its next charge goes first
-    std::deque<CpuWork*>& q = ready_[reserved_level_];
-    auto it = std::find_if(q.begin(), q.end(), [this](const CpuWork* w) { return w->owner == reserved_owner_; });
-    if (it != q.end() && it != q.begin()) {
-      CpuWork* w = *it;
-      q.erase(it);
-      q.push_front(w);
-    }
+    SlotRing<CpuWork*>& q = ready_[reserved_level_];
+    size_t i = 0;
+    while (i < q.size() && q.at(i)->owner != reserved_owner_) ++i;
+    if (i < q.size())
+      for (; i > 0; --i) std::swap(q.at(i - 1), q.at(i));  // to the front; the others keep their order
     reserved_owner_ = nullptr;
     reserved_level_ = -1;
   }

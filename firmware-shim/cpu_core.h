@@ -12,13 +12,13 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
 #include <systemc>
 #include <vector>
 
 #include "model/common/sim_now.h"
+#include "model/common/slot_ring.h"
 
 namespace vhca {
 
@@ -107,7 +107,7 @@ class CpuCore {
     CpuWork* work;
   };
   std::vector<Arrival> arrivals_;            // in time order (ties: in submission order); a few at most
-  std::deque<CpuWork*> ready_[kLevels];      // waiting for their level
+  SlotRing<CpuWork*> ready_[kLevels];      // waiting for their level
   CpuWork* held_[kLevels] = {};              // started at each level (a lower one may be paused)
   int active_ = -1;                          // the level being served now
   sc_core::sc_time since_;                   // when the active segment began

@@ -24,6 +24,7 @@
 
 #include "firmware-shim/cpu_core.h"
 #include "model/common/observers.h"
+#include "model/common/slot_ring.h"
 #include "tlm/pcie_credits.h"
 #include "tlm/pending_writes.h"
 
@@ -142,7 +143,7 @@ class HostCpu : public sc_core::sc_module {
   };
   // Interrupts raised and not yet finished, for one hard-IRQ context (the host's, or a core's).
   struct IrqQueue {
-    std::deque<std::unique_ptr<Irq>> irqs;  // in arrival order: each finishes before the next is taken
+    SlotRing<std::unique_ptr<Irq>> irqs;  // in arrival order: each finishes before the next is taken
     std::vector<std::unique_ptr<Irq>> spare;
     CpuCore* where = nullptr;
   };

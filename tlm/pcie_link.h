@@ -216,7 +216,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf {
     sc_core::sc_event arrival_event;
     bool held = false;
     uint64_t wire_bytes = 0;
-    std::deque<Read*> credit_waits;  // reads waiting for non-posted credits, in issue order
+    SlotRing<Read*> credit_waits;  // reads waiting for non-posted credits, in issue order
     std::deque<Read*> held_reads;    // reads at the far side behind a held posted write
   };
 

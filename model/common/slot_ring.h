@@ -16,7 +16,7 @@ namespace vhca {
 template <typename Slot>
 class SlotRing {
  public:
-  explicit SlotRing(size_t depth) {
+  explicit SlotRing(size_t depth = 16) {
     size_t cap = 1;
     while (cap < depth) cap *= 2;
     slots_.resize(cap);

@@ -17,6 +17,7 @@
 
 #include "model/common/action_queue.h"
 #include "model/common/sim_clock.h"
+#include "model/common/slot_ring.h"
 #include "model/common/stream.h"
 #include "model/common/wakeup.h"
 #include "model/cq/cq_types.h"
@@ -108,7 +109,7 @@ class DmaEngine : public sc_core::sc_module {
     uint64_t mark;
     std::function<void()> then;
   };
-  std::deque<IssueWaiter> issue_waiters_;
+  SlotRing<IssueWaiter> issue_waiters_;
   Wakeup channel_wakeup_;
   bool channel_busy_ = false;
   uint8_t ci_buf_[4] = {};

@@ -8,7 +8,6 @@
 // handed in one at a time while there is room (has_room).
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <systemc>
 #include <variant>

@@ -8,7 +8,6 @@
 // SC_METHOD; no thread.
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_target_socket.h>

@@ -13,6 +13,7 @@
 
 #include "model/common/observers.h"
 #include "model/common/sim_clock.h"
+#include "model/common/slot_ring.h"
 #include "model/cq/cq_types.h"
 #include "model/qp/qp_table.h"
 #include "model/transport/outbox.h"
@@ -114,8 +115,8 @@ class Requester : public sc_core::sc_module {
   TransportStats& stats_;
   Outbox outbox_;
   std::vector<SendState> qps_;
-  std::deque<uint32_t> tx_ring_;  // QPs with SQ work, round robin
-  std::deque<uint32_t> completing_;  // QPs with completions waiting for room in the outbox
+  SlotRing<uint32_t> tx_ring_;  // QPs with SQ work, round robin
+  SlotRing<uint32_t> completing_;  // QPs with completions waiting for room in the outbox
 };
 
 }  // namespace vhca

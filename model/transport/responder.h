@@ -20,6 +20,7 @@
 
 #include "model/common/observers.h"
 #include "model/common/sim_clock.h"
+#include "model/common/slot_ring.h"
 #include "model/cq/cq_types.h"
 #include "model/qp/qp_table.h"
 #include "model/transport/outbox.h"
@@ -128,8 +129,8 @@ class Responder : public sc_core::sc_module {
   TransportStats& stats_;
   Outbox outbox_;
   std::vector<RecvState> qps_;
-  std::deque<uint32_t> ack_queue_;  // QPs with an ACK or NAK due
-  std::deque<ResponseJob> responses_;
+  SlotRing<uint32_t> ack_queue_;  // QPs with an ACK or NAK due
+  SlotRing<ResponseJob> responses_;
   Awaited awaited_;
 };
 

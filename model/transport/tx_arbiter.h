@@ -10,7 +10,6 @@
 // completion). No thread.
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <systemc>
 #include <tlm>
@@ -19,6 +18,7 @@
 #include "model/common/observers.h"
 #include "model/common/queue_gauge.h"
 #include "model/common/sim_clock.h"
+#include "model/common/slot_ring.h"
 #include "model/common/wakeup.h"
 #include "model/dma/dma_engine.h"
 #include "model/transport/requester.h"
@@ -69,7 +69,7 @@ class TxArbiter : public sc_core::sc_module {
   DmaEngine& dma_;
   TransportStats& stats_;
   Wakeup wakeup_;
-  std::deque<std::unique_ptr<PendingTx>> pending_;  // built, in wire order
+  SlotRing<std::unique_ptr<PendingTx>> pending_;  // built, in wire order
   bool placement_wait_ = false;  // a held ACK waits for the responder's writes to be issued
   // The packet being sent: it goes out on send_at_.
   bool sending_ = false;

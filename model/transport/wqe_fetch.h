@@ -7,12 +7,12 @@
 // events, flushes, fetches. One SC_METHOD; reads complete by callback.
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <systemc>
 #include <vector>
 
 #include "model/common/sim_clock.h"
+#include "model/common/slot_ring.h"
 #include "model/common/stream.h"
 #include "model/common/wakeup.h"
 #include "model/cq/cq_types.h"
@@ -84,9 +84,9 @@ class WqeFetch : public sc_core::sc_module {
   TransportStats& stats_;
   Wakeup wakeup_;
   std::vector<SqCursor> qps_;
-  std::deque<uint32_t> fetch_queue_;  // QPs whose SQ wants WQEs
-  std::deque<uint32_t> flush_queue_;
-  std::deque<DeviceEvent> events_;
+  SlotRing<uint32_t> fetch_queue_;  // QPs whose SQ wants WQEs
+  SlotRing<uint32_t> flush_queue_;
+  SlotRing<DeviceEvent> events_;
   bool busy_ = false;                 // an action's reads are in flight
   bool in_run_ = false;
   std::function<void()> parked_;      // a flush step waiting for an outbox to drain
