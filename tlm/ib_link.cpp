@@ -1,6 +1,5 @@
 #include "tlm/ib_link.h"
 
-#include <cmath>
 
 #include "model/common/log.h"
 #include "model/common/sim_now.h"

@@ -1,7 +1,6 @@
 #include "tlm/ib_switch.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "model/common/log.h"
 #include "model/common/sim_now.h"
@@ -81,10 +80,11 @@ void IbSwitch::forward(uint32_t out) {
     }
     Queued q = std::move(port.waiting.front());
     port.waiting.pop_front();
-    std::swap(forwarded_.packet, q.packet);
-    on_forward(out, forwarded_.packet);
+    IbPacketExt ext;
+    ext.packet = std::move(q.packet);
+    on_forward(out, ext.packet);
     sc_time zero = sc_core::SC_ZERO_TIME;
-    carry_packet(*(*port.out).operator->(), forwarded_, zero, carry_tx_);
+    carry_packet(*(*port.out).operator->(), ext, zero, carry_tx_);
     ++port.stats.forwarded;
     (*ports_[q.from].flow)->freed(1);  // its input slot is free: the credit goes back up its cable
   }

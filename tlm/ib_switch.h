@@ -86,8 +86,7 @@ class IbSwitch : public sc_core::sc_module {
     sc_core::sc_event ready_event;
     Stats stats;
   };
-  IbPacketExt forwarded_;  // the packet being forwarded, and the transaction carrying it (reused)
-  tlm::tlm_generic_payload carry_tx_;
+  tlm::tlm_generic_payload carry_tx_;  // carries each forwarded packet (reused: a payload allocates when built)
   void start_of_simulation() override;
   void end_of_elaboration() override;
   void receive(int port, tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);

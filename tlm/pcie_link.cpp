@@ -1,7 +1,6 @@
 #include "tlm/pcie_link.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "model/common/bytes.h"

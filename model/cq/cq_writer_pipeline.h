@@ -41,7 +41,6 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <deque>
 
 #include "model/common/slot_ring.h"
 #include "model/cq/cq_writer_core.h"
