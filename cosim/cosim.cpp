@@ -82,8 +82,8 @@ struct Side {
     engine->m_dma = &dma;
     engine->m_event = &events;
     engine->m_ci_req = &ci_req;
-    engine->on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbells.emplace_back(r, n); };
-    engine->on_control_done = [this](const CqControl& c, uint64_t) { controls_done.push_back(int(c.op)); };
+    engine->on_bad_doorbell.add([this](uint8_t r, uint32_t n) { bad_doorbells.emplace_back(r, n); });
+    engine->on_control_done.add([this](const CqControl& c, uint64_t) { controls_done.push_back(int(c.op)); });
   }
 };
 

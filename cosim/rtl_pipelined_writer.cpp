@@ -177,7 +177,7 @@ class RtlPipelined final : public RtlEngine {
     const uint32_t cov = t.o_cov, cqn = t.o_cov_cqn;
     if (cov & 1) counts_.cqe(cqn);
     if ((cov >> 1) & 1) counts_.event(cqn, cov);
-    if (t.o_bad_db_valid && on_bad_doorbell) on_bad_doorbell(t.o_bad_db_reason, t.o_bad_db_cqn);
+    if (t.o_bad_db_valid) on_bad_doorbell(t.o_bad_db_reason, t.o_bad_db_cqn);
     if (t.o_hold) note_output_stall();
     count_rtl_coverage(stats_, cov);
   }
@@ -223,7 +223,7 @@ class RtlPipelined final : public RtlEngine {
       const CqControl k = controls_.front();
       controls_.pop_front();
       if (k.op == CqControl::Op::create) counts_.restart(k.cqn);
-      if (on_control_done) on_control_done(k, c);
+      on_control_done(k, c);
     }
   }
 

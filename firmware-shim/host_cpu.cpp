@@ -12,6 +12,7 @@ namespace vhca {
 
 HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) : sc_module(name), cfg_(cfg) {
   mem.register_invalidate_direct_mem_ptr(this, &HostCpu::invalidate_dmi);
+  s_irq.bind(*this);
   // A core is built as a lane is; only what runs on it differs.
   for (uint32_t k = 0; k < cfg.cores; ++k) cores_.push_back(make_lane("core"));
   if (cores_.empty()) irq_lane_ = make_lane("hardirq");

@@ -25,6 +25,7 @@
 #include "firmware-shim/cpu_core.h"
 #include "model/common/observers.h"
 #include "model/common/slot_ring.h"
+#include "tlm/irq_if.h"
 #include "tlm/pcie_credits.h"
 #include "tlm/pending_writes.h"
 
@@ -50,7 +51,7 @@ struct HostCpuConfig {
   uint32_t cores = 0;
 };
 
-class HostCpu : public sc_core::sc_module {
+class HostCpu : public sc_core::sc_module, public IrqIf {
  public:
   tlm_utils::simple_initiator_socket<HostCpu> mmio{"mmio"};  // to the PCIe link (downstream)
   // The downstream link's credits: a posted MMIO write waits for them (as a core's write-combining
@@ -60,6 +61,7 @@ class HostCpu : public sc_core::sc_module {
   // Device writes that land quietly (tlm/pending_writes.h) are landed before each access through
   // DMI, which bypasses host memory's own interface. Unbound: every write lands on time.
   PendingWritesPort pending_writes{"pending_writes"};
+  sc_core::sc_export<IrqIf> s_irq{"s_irq"};  // the MSI sink raises host vectors here
 
   SC_HAS_PROCESS(HostCpu);
   HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg = {});
@@ -80,11 +82,11 @@ class HostCpu : public sc_core::sc_module {
   // A block of `len` bytes in one posted write (write-combined MMIO: a BlueFlame WQE).
   bool mmio_write_block(uint64_t offset, const void* data, unsigned len, CpuContext ctx = CpuContext::app);
 
-  // Interrupts: the MSI sink calls raise(); the hard IRQ for that host vector is taken
+  // Interrupts: the MSI sink calls raise() (through s_irq); the hard IRQ for that host vector is taken
   // irq_delivery later, on the vector's core (or the host's one hard-IRQ context), in arrival
   // order: a step of handler_entry, then the handler, as kernel work (its steps may continue with
   // then()).
-  void raise(uint32_t vector);
+  void raise(uint32_t vector) override;
   void set_irq_handler(uint32_t vector, std::function<void()> handler);
   uint64_t interrupts() const { return interrupts_; }
   // Interrupts taken on one host vector (0 if none).

@@ -21,10 +21,12 @@ Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
       transport("transport", clock, cfg.transport, dma, qp_tables),
       cmd("cmd", clock, cfg.cmd, cq, eq, dma, bar0.regs, qp_tables),
       cfg_(cfg) {
+  s_mmio_ready.bind(*this);
+  s_dma_errors.bind(*this);
   bind_streams();
-  cq.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
-  eq.on_bad_doorbell = [this](uint8_t r, uint32_t n) { bad_doorbell(r, n); };
-  eq.on_report_lost = [this] { count_lost_event(); };
+  cq.on_bad_doorbell.add([this](uint8_t r, uint32_t n) { bad_doorbell(r, n); });
+  eq.on_bad_doorbell.add([this](uint8_t r, uint32_t n) { bad_doorbell(r, n); });
+  eq.on_report_lost.add([this] { count_lost_event(); });
   bind_registers();
   bind_transport();
   SC_METHOD(reset_done);
@@ -44,12 +46,13 @@ void Hca::bind_streams() {
   eq.m_irq(msix.s_irq);
   msix.m_dma(dma.s_write);
   transport.m_event(eq.s_event);
+  transport.requester.outbox().m_dma(dma.s_write);
+  transport.responder.outbox().m_dma(dma.s_write);
   cmd.m_ctl(cq.s_ctl);
   cmd.m_event(eq.s_event);
+  cmd.m_dma(dma.s_write);
   // Doorbells the link holds while their FIFO is full are let go when it has room.
-  auto mmio_space = [this](uint64_t c) {
-    if (on_mmio_space) on_mmio_space(clock.until(c));
-  };
+  auto mmio_space = [this](uint64_t c) { m_mmio_resume->resume_down(clock.until(c)); };
   transport.s_doorbell->on_space.add(mmio_space);
   cq.s_arm->on_space.add(mmio_space);
   eq.s_db->on_space.add(mmio_space);
@@ -96,18 +99,19 @@ void Hca::bind_registers() {
 
 void Hca::bind_transport() {
   transport.on_bad_doorbell.add([this](uint8_t r, uint32_t n) { bad_doorbell(r, n); });
-  cmd.on_srq = [this](uint32_t srqn, bool reset) {
+  transport.fetch.on_event_lost.add([this] { count_lost_event(); });
+  cmd.on_srq.add([this](uint32_t srqn, bool reset) {
     if (reset)
       transport.rq.reset_srq(srqn);
     else
       transport.rq.srq_armed(srqn);
-  };
-  cmd.on_qp_state = [this](uint32_t qpn, QpState from, QpState to) {
+  });
+  cmd.on_qp_state.add([this](uint32_t qpn, QpState from, QpState to) {
     if (qpn == UINT32_MAX)
       transport.reset();
     else
       transport.qp_state_changed(qpn, from, to);
-  };
+  });
   // S14: a CQ-overflow event on its way to the EQ engine also moves the CQ's QPs to error. The
   // tap sits on the stream so that it works whichever CQ writer (model or RTL) raised it.
   eq.s_event->on_push.add([this](const DeviceEvent& ev, uint64_t) {

@@ -23,6 +23,7 @@
 #include "model/msix/msix.h"
 #include "model/qp/qp_table.h"
 #include "model/transport/transport_engine.h"
+#include "tlm/pcie_flow.h"
 
 namespace vhca {
 
@@ -41,10 +42,16 @@ struct HcaConfig {
   uint32_t num_mrs = 4096;
 };
 
-class Hca : public sc_core::sc_module {
+class Hca : public sc_core::sc_module, public PostedReadyIf, public WriteErrorIf {
  public:
   SC_HAS_PROCESS(Hca);
   Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg = {});
+
+  // Toward the PCIe link (tlm/pcie_flow.h): its doorbell FIFOs' flow control (held writes are let
+  // go through m_mmio_resume when a FIFO has room), and the upstream writes that failed.
+  sc_core::sc_export<PostedReadyIf> s_mmio_ready{"s_mmio_ready"};
+  sc_core::sc_port<PostedResumeIf> m_mmio_resume{"m_mmio_resume"};
+  sc_core::sc_export<WriteErrorIf> s_dma_errors{"s_dma_errors"};
 
   // Sockets: the BAR target and the DMA initiator.
   tlm_utils::simple_target_socket<Bar0>& bar() { return bar0.socket; }
@@ -58,9 +65,8 @@ class Hca : public sc_core::sc_module {
 
   // Doorbell backpressure (PCIe posted-write credits): may the posted MMIO write to `offset` be
   // delivered now? A full doorbell FIFO (SQ/RQ, CQ arm, EQ) holds it, and everything behind it,
-  // in the link until `on_mmio_space` says the FIFO has room again: no doorbell is dropped.
-  bool mmio_ready(uint64_t offset) const;
-  std::function<void(sc_core::sc_time delay)> on_mmio_space;
+  // in the link until m_mmio_resume says the FIFO has room again: no doorbell is dropped.
+  bool mmio_ready(uint64_t offset) const override;
 
   // Injection port: the record enters the CQ writer's input on `cycle` (now if in the past) and
   // is visible to it one cycle later. Records for the same cycle keep their order.
@@ -69,8 +75,8 @@ class Hca : public sc_core::sc_module {
   uint64_t injected() const { return arbiter.injected(); }
   uint64_t injection_stalls() const { return arbiter.injection_stalls(); }
 
-  // A posted write failed where it landed (told by the link).
-  void upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr);
+  // A posted write failed where it landed (told by the link, through s_dma_errors).
+  void upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) override;
   // The IB link at the port went down or came up (System wires the link's on_state here):
   // PORT_STATE follows, and a port change EQE goes to the async EQ.
   void link_state_changed(bool up);

@@ -125,18 +125,16 @@ Node::Node(const sc_core::sc_module_name& name, const SystemConfig& c, uint32_t 
   link.down_out.bind(hca.bar());
   hca.dma.credits.bind(link.up_credits);
   cpu.mmio_credits.bind(link.down_credits);
-  msi.raise = [this](uint32_t v) { cpu.raise(v); };
-  link.on_upstream_write_error = [this](DmaSource s, uint32_t id, uint64_t addr) {
-    hca.upstream_write_failed(s, id, addr);
-  };
-  link.down_ready = [this](uint64_t addr) { return hca.mmio_ready(addr); };
+  msi.m_irq.bind(cpu.s_irq);
+  link.up_errors.bind(hca.s_dma_errors);
+  link.down_ready.bind(hca.s_mmio_ready);
+  hca.m_mmio_resume.bind(link.down_resume);
   // Device writes into plain host memory land when the host looks (tlm/pending_writes.h).
   link.up_lands_quietly = [this](uint64_t addr, uint64_t len) {
     return !router.is_msi(addr) && memory.lands_quietly(addr, len);
   };
   memory.pending_writes.bind(link.up_pending);
   cpu.pending_writes.bind(link.up_pending);
-  hca.on_mmio_space = [this](const sc_core::sc_time& delay) { link.resume_down(delay); };
 }
 
 System::System(const SystemConfig& c)

@@ -23,7 +23,7 @@ struct Bench {
     w.m_ci_req = &ci_req;
     dma.on_push.add([this](const DmaWrite& d, uint64_t c) { cqes.emplace_back(c, d); });
     events.on_push.add([this](const DeviceEvent& e, uint64_t c) { event_cycles.emplace_back(c, e); });
-    w.on_control_done = [this](const CqControl&, uint64_t c) { controls_done.push_back(c); };
+    w.on_control_done.add([this](const CqControl&, uint64_t c) { controls_done.push_back(c); });
   }
   static CqeWriterConfig config(ArmEvent arm_event) {
     CqeWriterConfig cfg;

@@ -21,12 +21,11 @@ TEST_CASE("[S24] the MSI-X write lands after its EQE, which lands after its CQE,
     uint32_t eq_pi_at_msi = 0;
     bool cqe_visible_at_msi = false;
     sc_core::sc_time msi_at;
-    sys().msi.raise = [&](uint32_t v) {
+    const size_t told = sys().msi.on_message.add([&](uint32_t) {
       msi_at = sc_core::sc_time_stamp();
       eq_pi_at_msi = eq_pi(eqn);
       cqe_visible_at_msi = verbs::peek_cq(*cq, 1) == 1;
-      sys().cpu.raise(v);
-    };
+    });
     verbs::req_notify_cq(*cq, kNotifyNext);
     wait_us(1);
     const uint64_t k = soon();
@@ -42,7 +41,7 @@ TEST_CASE("[S24] the MSI-X write lands after its EQE, which lands after its CQE,
     CHECK(msi_at - t6 == sc_core::sc_time(2794 + 2794 + 889 + 200000, sc_core::SC_PS));
     // The handler runs 1 us (delivery) + 300 ns (entry) + 40 ns (one EQE) later.
     CHECK(ev.times[0] - msi_at == sc_core::sc_time(1340, sc_core::SC_NS));
-    sys().msi.raise = [](uint32_t v) { sys().cpu.raise(v); };
+    sys().msi.on_message.remove(told);
   });
 }
 

@@ -248,12 +248,8 @@ TEST_CASE("quiet writes: a watch or an unmap while a quiet write is in flight ma
     // A write to memory unmapped while it is in flight fails at its arrival, as one to memory
     // never mapped does (unmapping takes whole pages).
     const uint64_t gone = sys().memory.allocate(4096);
-    auto reported = link.on_upstream_write_error;
     sc_core::sc_time failed;
-    link.on_upstream_write_error = [&](DmaSource s, uint32_t id, uint64_t a) {
-      failed = sc_core::sc_time_stamp();
-      reported(s, id, a);
-    };
+    const size_t failure_tap = link.on_upstream_write_failed.add([&](DmaSource, uint32_t, uint64_t) { failed = sc_core::sc_time_stamp(); });
     const uint64_t errors = log::error_count();
     const sc_core::sc_time lost = dma_write_64(gone + 1024, 0x88);
     sys().wait_cycle(sys().cycle() + 2);
@@ -263,7 +259,7 @@ TEST_CASE("quiet writes: a watch or an unmap while a quiet write is in flight ma
     wait_until(lost + sc_core::sc_time(1, sc_core::SC_US));
     CHECK(failed == lost);
     CHECK(log::error_count() > errors);
-    link.on_upstream_write_error = reported;
+    link.on_upstream_write_failed.remove(failure_tap);
   });
 }
 

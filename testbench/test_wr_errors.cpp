@@ -122,6 +122,52 @@ TEST_CASE("[S19] remote access: an RDMA WRITE with a bad rkey and a READ of an M
   });
 }
 
+TEST_CASE("[S19] responder resources: a READ beyond the peer's max_dest_rd_atomic is NAKed invalid request, the READ before it completes") {
+  sys().run([] {
+    for (uint32_t h = 0; h < 2; ++h) REQUIRE(sys().node(h).driver.boot().ok());
+    Side a = make_side(0, 1 << 16), b = make_side(1, 1 << 16);
+    fb::RcParams four, one;
+    four.max_rd_atomic = 4;  // a keeps up to 4 READs in flight
+    one.max_rd_atomic = 1;   // b answers one at a time (its max_dest_rd_atomic)
+    fb::rc_to_rts(*a.qp, b.qp->qpn, four, 0x100, 0x200);
+    fb::rc_to_rts(*b.qp, a.qp->qpn, one, 0x200, 0x100);
+    b.dev->memory().write(b.buf.addr, "first READ", 10);
+    // 4 KiB each: the second request arrives long before the first's response has left.
+    for (uint32_t i = 0; i < 3; ++i)
+      fb::post_send(*a.qp, remote_wr(0xA0 + i, a.buf.sge(4096 * i, 4096), sqwqe::kRdmaRead, b.buf, 4096 * i));
+    auto s = poll_n(*a.scq, 3);
+    REQUIRE(s.size() == 3);
+    // The first READ is answered (its response leaves before the NAK: PSN order on the wire).
+    CHECK(s[0].wr_id == 0xA0);
+    CHECK(s[0].status == 0);
+    char got[10];
+    a.dev->memory().read(a.buf.addr, got, 10);
+    CHECK(std::string(got, 10) == "first READ");
+    // The second arrived while the first's response was owed: invalid request; the rest flush.
+    CHECK(s[1].wr_id == 0xA1);
+    CHECK(s[1].status == syndrome::kRemoteInvalidRequest);
+    CHECK(s[2].wr_id == 0xA2);
+    CHECK(s[2].status == syndrome::kWrFlush);
+    CHECK(device_state(*a.qp) == QpState::err);
+    CHECK(device_state(*b.qp) == QpState::rts);  // the responder refuses, it does not break
+    CHECK(sys().node(1).hca.transport.stats().rd_atomic_refused == 1);
+  });
+  sys().run([] {
+    // The check can pass only if b enforces it: with b's limit at 4, all three complete.
+    Side a = make_side(0, 1 << 16), b = make_side(1, 1 << 16);
+    fb::RcParams four;
+    four.max_rd_atomic = 4;
+    fb::connect_rc(*a.qp, *b.qp, four);
+    const uint64_t refused = sys().node(1).hca.transport.stats().rd_atomic_refused;
+    for (uint32_t i = 0; i < 3; ++i)
+      fb::post_send(*a.qp, remote_wr(0xB0 + i, a.buf.sge(4096 * i, 4096), sqwqe::kRdmaRead, b.buf, 4096 * i));
+    auto s = poll_n(*a.scq, 3);
+    REQUIRE(s.size() == 3);
+    for (const Wc& wc : s) CHECK(wc.status == 0);
+    CHECK(sys().node(1).hca.transport.stats().rd_atomic_refused == refused);
+  });
+}
+
 // The host took the memory under a registered MR away (unmapped it): the MR is valid, so the
 // WQE passes the protection check, and the gather's DMA read fails on the PCIe side.
 TEST_CASE("[S19] local access: a SEND whose registered buffer the host unmapped fails with 0x11, nothing sent") {

@@ -21,7 +21,8 @@ void MsiSink::b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay)
   uint32_t vector = get_le32(tx.get_data_ptr());
   ++delivered_;
   log::write(log::Cat::irq, "MSI write addr={:#x} data={}", tx.get_address(), vector);
-  if (raise) raise(vector);
+  on_message(vector);
+  m_irq->raise(vector);
   tx.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

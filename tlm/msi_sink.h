@@ -2,10 +2,12 @@
 // number is the written data (as an x86 local APIC takes the vector from the MSI data).
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_target_socket.h>
+
+#include "model/common/observers.h"
+#include "tlm/irq_if.h"
 
 namespace vhca {
 
@@ -14,7 +16,9 @@ class MsiSink : public sc_core::sc_module {
   static constexpr uint64_t kWindowBase = 0xFEE0'0000ull;
   static constexpr uint64_t kWindowSize = 0x10'0000ull;
   tlm_utils::simple_target_socket<MsiSink> socket{"socket"};
-  std::function<void(uint32_t host_vector)> raise;
+  sc_core::sc_port<IrqIf> m_irq{"m_irq"};  // the host's interrupt controller
+  // Observation: a message arrived, told before the host vector is raised.
+  Observers<uint32_t> on_message;  // (host vector)
 
   explicit MsiSink(const sc_core::sc_module_name& name);
   uint64_t delivered() const { return delivered_; }

@@ -21,6 +21,7 @@ PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cf
   up_in.register_nb_transport_fw(this, &PcieLink::up_nb_transport);
   down_in.register_b_transport(this, &PcieLink::down_transport);
   up_pending.bind(*this);
+  down_resume.bind(*this);
   up_credits.bind(dir_[0].credits);
   down_credits.bind(dir_[1].credits);
   dir_[0].credits.on_return([this] { take_read_credits(0); });
@@ -233,7 +234,7 @@ void PcieLink::deliver_due(int dir) {
   Direction& d = dir_[dir];
   const sc_time now = sim_now();
   while (!d.in_flight.empty() && d.in_flight.front().arrival <= now) {
-    if (dir == 1 && down_ready && !down_ready(d.in_flight.front().addr)) {
+    if (dir == 1 && !down_ready->mmio_ready(d.in_flight.front().addr)) {
       if (!d.held) ++down_stalls_;
       d.held = true;
       return;  // resume_down() wakes this again
@@ -303,9 +304,9 @@ void PcieLink::land(Direction& d, int dir, const sc_time& now) {
     on_upstream_landed(p.source, p.id, p.addr);
     on_upstream_landed_at(p.source, p.id, p.addr, p.arrival);
   }
-  if (!tx.is_response_ok()) {
-    if (dir == 0 && on_upstream_write_error) on_upstream_write_error(p.source, p.id, p.addr);
-    if (dir == 1 && on_downstream_write_error) on_downstream_write_error(p.addr);
+  if (!tx.is_response_ok() && dir == 0) {
+    up_errors->upstream_write_failed(p.source, p.id, p.addr);
+    on_upstream_write_failed(p.source, p.id, p.addr);
   }
 }
 

@@ -47,6 +47,7 @@
 #include "model/common/slot_ring.h"
 #include "tlm/credit_returns.h"
 #include "tlm/pcie_credits.h"
+#include "tlm/pcie_flow.h"
 #include "tlm/pending_writes.h"
 #include "tlm/posted_tag.h"
 #include "tlm/wire_time.h"
@@ -77,7 +78,7 @@ struct PcieLinkConfig {
   uint32_t down_posted_headers = 32, down_posted_data = 64, down_nonposted_headers = 16;
 };
 
-class PcieLink : public sc_core::sc_module, public PendingWritesIf {
+class PcieLink : public sc_core::sc_module, public PendingWritesIf, public PostedResumeIf {
  public:
   // Device side of the upstream direction, and its exit to the host router.
   tlm_utils::simple_target_socket<PcieLink> up_in{"up_in"};
@@ -91,15 +92,22 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf {
   // Host side of the downstream direction, and its exit to the device BAR.
   tlm_utils::simple_target_socket<PcieLink> down_in{"down_in"};
   tlm_utils::simple_initiator_socket<PcieLink> down_out{"down_out"};
+  // Posted-write flow control toward the device (tlm/pcie_flow.h): asked before each downstream
+  // posted write is delivered. While it says no, that write and everything behind it wait in the
+  // link (a later read too: it may not pass them) until the device calls down_resume.
+  sc_core::sc_port<PostedReadyIf> down_ready{"down_ready"};
+  sc_core::sc_export<PostedResumeIf> down_resume{"down_resume"};
+  // A posted upstream write that failed where it landed (unmapped host memory) is reported here,
+  // as a PCIe error message would report it to the device.
+  sc_core::sc_port<WriteErrorIf> up_errors{"up_errors"};
 
   SC_HAS_PROCESS(PcieLink);
   PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cfg = {});
   const PcieLinkConfig& config() const { return cfg_; }
 
-  // Called when a posted write fails where it lands (e.g. unmapped host memory): the device
-  // side learns of it as a PCIe error message would tell it.
-  std::function<void(DmaSource, uint32_t id, uint64_t addr)> on_upstream_write_error;
-  std::function<void(uint64_t addr)> on_downstream_write_error;
+  // Observation: a device write failed where it landed, told at that instant (after up_errors).
+  // A downstream write that fails is the device's to report (BAR0 counts it in BAD_ACCESSES).
+  Observers<DmaSource, uint32_t, uint64_t> on_upstream_write_failed;  // (source, id, address)
   // Observation: a device write has landed in host memory, told at that instant. While any is
   // attached, every write lands on time (none is quiet). Attach before the run.
   Observers<DmaSource, uint32_t, uint64_t> on_upstream_landed;  // (source, id, address)
@@ -116,11 +124,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf {
   void no_longer_quiet(uint64_t addr, uint64_t len) override;
   const size_t& quiet_in_flight() const override { return quiet_in_flight_; }
 
-  // Posted-write flow control toward the device (its credits): asked before each downstream
-  // posted write is delivered. While it says no, that write and everything behind it wait in the
-  // link (a later read too: it may not pass them) until resume_down().
-  std::function<bool(uint64_t addr)> down_ready;
-  void resume_down(const sc_core::sc_time& delay);
+  // PostedResumeIf (through down_resume).
+  void resume_down(const sc_core::sc_time& delay) override;
   uint64_t down_stalls() const { return down_stalls_; }
   // Posted writes sent without their credits (an initiator that did not ask can_post): counted,
   // and logged, never refused.

@@ -22,9 +22,10 @@ CommandUnit::CommandUnit(const sc_core::sc_module_name& name, const SimClock& cl
       cmdq_addr_hi_(regs.ref(reg::cmdq_addr_hi)),
       cmdq_addr_lo_(regs.ref(reg::cmdq_addr_lo)),
       qp_(qp_tables) {
-  cq_.on_control_done = [this](const CqControl&, uint64_t) { control_done_.notify(to_edge(sc_core::SC_ZERO_TIME)); };
+  cq_.on_control_done.add([this](const CqControl&, uint64_t) { control_done_.notify(to_edge(sc_core::SC_ZERO_TIME)); });
   m_ctl.hold_threads(clock);
   m_event.hold_threads(clock);
+  m_dma.hold_threads(clock);
   SC_THREAD(run);
 }
 
@@ -118,7 +119,7 @@ void CommandUnit::run() {
     w.len = cmdblk::kSize - cmdblk::status.byte;
     w.source = DmaSource::command;
     std::memcpy(w.data.data(), reply + cmdblk::status.byte, w.len);
-    dma_.write_blocking(w);
+    m_dma.push_held(w);
     // A command-done EQE only when an EQ takes them (the firmware's event mode); a polling
     // driver gets none, and the EQ engine spends no cycle on one.
     const uint8_t token = uint8_t(get_field(block, cmdblk::token));
@@ -153,7 +154,7 @@ CommandUnit::Result CommandUnit::execute(uint16_t opcode, const In& in, Out& out
       release_all_cqns();
       eq_.reset();
       qp_.clear();
-      if (on_qp_state) on_qp_state(UINT32_MAX, QpState::reset, QpState::reset);
+      on_qp_state(UINT32_MAX, QpState::reset, QpState::reset);
       set_initialized(false);
       return {};
     case kCreateEq: return create_eq(in, out);
@@ -371,7 +372,7 @@ CommandUnit::Result CommandUnit::resize_cq(uint32_t cqn, const In& in) {
     w.len = cqe::kSize;
     w.source = DmaSource::cqe_copy;
     w.id = cqn;
-    dma_.write_blocking(w);
+    m_dma.push_held(w);
   }
   CqConfig c = cq.cfg;
   c.log_size = new_log;
@@ -494,7 +495,7 @@ CommandUnit::Result CommandUnit::create_srq(const In& in, Out& out) {
   for (uint32_t srqn = 0; srqn < qp_.srqs.size(); ++srqn) {
     if (qp_.srqs[srqn].valid) continue;
     qp_.srqs[srqn] = SrqContext{true, in[0], uint8_t(in[1]), base, dbr, uint16_t(in[6])};
-    if (on_srq) on_srq(srqn, true);
+    on_srq(srqn, true);
     out[0] = srqn;
     return {};
   }
@@ -505,7 +506,7 @@ CommandUnit::Result CommandUnit::destroy_srq(const In& in) {
   if (!qp_.srq_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
   if (qp_.srq_in_use(in[0])) return fail(kResourceBusy, 0, kBusy);
   qp_.srqs[in[0]] = SrqContext{};
-  if (on_srq) on_srq(in[0], true);
+  on_srq(in[0], true);
   return {};
 }
 
@@ -523,7 +524,7 @@ CommandUnit::Result CommandUnit::arm_srq(const In& in) {
   SrqContext& s = qp_.srqs[in[0]];
   if (in[1] >= (1u << s.log_size)) return fail(kBadParam, 1, kOutOfRange);
   s.limit = uint16_t(in[1]);
-  if (on_srq) on_srq(in[0], false);
+  on_srq(in[0], false);
   return {};
 }
 
@@ -561,7 +562,8 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
   if (in[9] > 31) return fail(kBadParam, 9, kOutOfRange);
   if (in[10] > 0xFFFFFF) return fail(kBadParam, 10, kOutOfRange);
   if ((in[11] & ~0x771Fu) != 0) return fail(kBadParam, 11, kOutOfRange);
-  if ((in[12] & 0xFF) > 16 || ((in[12] >> 8) & 0xFF) > 16 || (in[12] >> 16)) return fail(kBadParam, 12, kOutOfRange);
+  if ((in[12] & 0xFF) > kMaxRdAtomic || ((in[12] >> 8) & 0xFF) > kMaxRdAtomic || (in[12] >> 16))
+    return fail(kBadParam, 12, kOutOfRange);
   if (in[13] > 0xFFFF) return fail(kBadParam, 13, kOutOfRange);
   if (to == QpState::reset) {
     const QpContext keep = q;
@@ -578,7 +580,7 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
     q.dbr = keep.dbr;
     q.has_srq = keep.has_srq;
     q.srqn = keep.srqn;
-    if (on_qp_state) on_qp_state(in[0], keep.state, QpState::reset);
+    on_qp_state(in[0], keep.state, QpState::reset);
     return {};
   }
   if (allowed & (1u << 3)) q.pkey_index = uint16_t(in[3]);
@@ -599,7 +601,7 @@ CommandUnit::Result CommandUnit::modify_qp(const In& in) {
   if (q.state == QpState::rtr && to == QpState::rts) q.max_rd_atomic = uint8_t(in[12] & 0xFF);
   const QpState from = q.state;
   q.state = to;
-  if (on_qp_state) on_qp_state(in[0], from, to);
+  on_qp_state(in[0], from, to);
   return {};
 }
 
@@ -615,7 +617,7 @@ CommandUnit::Result CommandUnit::destroy_qp(const In& in) {
   if (!qp_.qp_exists(in[0])) return fail(kBadResource, 0, kUnknownObject);
   const QpState from = qp_.qps[in[0]].state;
   qp_.qps[in[0]] = QpContext{};
-  if (on_qp_state) on_qp_state(in[0], from, QpState::reset);
+  on_qp_state(in[0], from, QpState::reset);
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/cmd/commands.h"
+#include "model/common/observers.h"
 #include "model/common/sim_clock.h"
 #include "model/cq/cqe_writer.h"
 #include "model/dma/dma_engine.h"
@@ -36,6 +37,7 @@ class CommandUnit : public sc_core::sc_module {
   // stream holds the firmware thread, nothing is dropped.
   StreamOut<CqControl> m_ctl{"m_ctl"};
   StreamOut<DeviceEvent> m_event{"m_event"};
+  StreamOut<DmaWrite> m_dma{"m_dma"};  // command replies and resize copies (holds the firmware thread)
 
   void ring();  // the CMD_DOORBELL register was written
   void reset();
@@ -45,9 +47,9 @@ class CommandUnit : public sc_core::sc_module {
   const QpTables& qp_tables() const { return qp_; }
   // Told after a QP changed state, was created (RESET) or destroyed (RESET, no longer valid),
   // and with UINT32_MAX when every QP was cleared (teardown).
-  std::function<void(uint32_t qpn, QpState from, QpState to)> on_qp_state;
+  Observers<uint32_t, QpState, QpState> on_qp_state;  // (QPN, from, to)
   // Told after an SRQ was created or destroyed (reset: true) or armed (reset: false).
-  std::function<void(uint32_t srqn, bool reset)> on_srq;
+  Observers<uint32_t, bool> on_srq;  // (SRQN, reset)
 
  private:
   using In = std::array<uint32_t, cmdblk::kInputDwords>;

@@ -120,7 +120,7 @@ void CqWriterCore::apply_control(const CqControl& c, uint64_t now) {
       cq.valid = false;
       break;
   }
-  if (on_control_done) on_control_done(c, now);
+  on_control_done(c, now);
 }
 
 void CqWriterCore::apply_access_error(uint32_t cqn, uint64_t now) {
@@ -187,26 +187,26 @@ void CqWriterCore::apply_arm(const ArmRequest& a, uint64_t now) {
   ++stats_.arms;
   if (!cq_exists(a.cqn)) {
     log::error("arm doorbell for CQ {} which does not exist: ignored", a.cqn);
-    if (on_bad_doorbell) on_bad_doorbell(dberr::kUnknownObject, a.cqn);
+    on_bad_doorbell(dberr::kUnknownObject, a.cqn);
     return;
   }
   CqContext& cq = table_.touch(a.cqn);
   if (cq.state == CqState::error) {
     log::error("arm doorbell for CQ {} which is in error: ignored", a.cqn);
-    if (on_bad_doorbell) on_bad_doorbell(dberr::kObjectInError, a.cqn);
+    on_bad_doorbell(dberr::kObjectInError, a.cqn);
     return;
   }
   if (index_distance(a.ci, cq.pi) > cq.size()) {
     log::error("arm doorbell for CQ {}: consumer index {:#x} is not within [pi-size, pi] (pi {:#x}): ignored", a.cqn,
                a.ci, cq.pi);
-    if (on_bad_doorbell) on_bad_doorbell(dberr::kIndexOutOfRange, a.cqn);
+    on_bad_doorbell(dberr::kIndexOutOfRange, a.cqn);
     return;
   }
   if (a.sn != cq.arm_sn) {
     // An arm from before the last event (the driver has not seen that event yet): stale.
     ++stats_.arms_stale;
     log::write(log::Cat::cq, "CQ {}: stale arm sn {} (expected {}) ignored", a.cqn, a.sn, cq.arm_sn);
-    if (on_bad_doorbell) on_bad_doorbell(dberr::kStaleArmSn, a.cqn);
+    on_bad_doorbell(dberr::kStaleArmSn, a.cqn);
     return;
   }
   // The arm's index is what the driver has seen, not what it has consumed: it never updates

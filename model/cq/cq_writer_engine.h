@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "model/common/observers.h"
 #include "model/common/stream.h"
 #include "model/cq/cq_types.h"
 
@@ -95,9 +96,9 @@ class CqWriterEngine {
 
   // Told about each ignored doorbell: reason (1 unknown CQ, 2 CQ in error, 3 index out of
   // range, 4 stale sequence number) and CQN.
-  std::function<void(uint8_t reason, uint32_t cqn)> on_bad_doorbell;
+  Observers<uint8_t, uint32_t> on_bad_doorbell;
   // Told when a control op has been applied (the command unit waits for it).
-  std::function<void(const CqControl&, uint64_t cycle)> on_control_done;
+  Observers<const CqControl&, uint64_t> on_control_done;
 
   // A writer acting at once may act only with room in every output (outputs_ready); a pipelined
   // one holds its own outputs (skid buffers) and must be clocked whatever they say.

@@ -64,8 +64,8 @@ class CqeWriter : public sc_core::sc_module {
   StreamOut<DmaWrite> m_dma{"m_dma"};
   StreamOut<DeviceEvent> m_event{"m_event"};
   StreamOut<CiRequest> m_ci_req{"m_ci_req"};
-  std::function<void(uint8_t reason, uint32_t cqn)>& on_bad_doorbell;
-  std::function<void(const CqControl&, uint64_t cycle)>& on_control_done;
+  Observers<uint8_t, uint32_t>& on_bad_doorbell;  // (reason, CQN)
+  Observers<const CqControl&, uint64_t>& on_control_done;  // (op, cycle)
 };
 
 }  // namespace vhca

@@ -20,7 +20,6 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
   s_ci_req->on_data = [this](uint64_t c) { channel_wakeup_.wake(c); };
   m_ci_rsp.on_space([this](uint64_t c) { channel_wakeup_.wake(c); });
   socket.register_nb_transport_bw(this, &DmaEngine::read_response);
-  s_write->on_space.add([this](uint64_t c) { write_space_.notify(clock_.until(c)); });
   SC_METHOD(write_step);
   sensitive << write_wakeup_.event();
   dont_initialize();
@@ -249,14 +248,6 @@ void DmaEngine::firmware_read(uint64_t addr, uint8_t* out, uint32_t len, Firmwar
 void DmaEngine::queue_firmware_read(FirmwareRead r) {
   firmware_reads_.push_back(std::move(r));
   channel_wakeup_.wake(clock_.now());
-}
-
-void DmaEngine::write_blocking(DmaWrite w) {
-  // A slot freed this cycle is usable on the next: retry cycle by cycle while the queue is full.
-  // Held while the queue is full, woken on the cycle a slot frees (a slot freed on a cycle is
-  // usable from the next).
-  while (!s_write->can_push(clock_.now())) sc_core::wait(write_space_);
-  s_write->push(std::move(w), clock_.now());
 }
 
 }  // namespace vhca

@@ -43,10 +43,9 @@ class DmaEngine : public sc_core::sc_module {
   SC_HAS_PROCESS(DmaEngine);
   DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg = {});
 
-  // Firmware helpers, called from an SC_THREAD (the command unit): a blocking read that returns
-  // on the cycle its completion has arrived, and a write queued behind everything already queued.
+  // Firmware helper, called from an SC_THREAD (the command unit): a blocking read that returns
+  // on the cycle its completion has arrived. (Its writes go through its own port into s_write.)
   bool read_blocking(uint64_t addr, uint8_t* out, uint32_t len);
-  void write_blocking(DmaWrite w);
   // The firmware read without the wait: from any process, it queues the read on the read channel,
   // to be issued once every write queued before it has been (so that it observes them), and
   // returns. `done(ok, usable)` runs as the completion arrives, with the cycle from which its data
@@ -114,7 +113,6 @@ class DmaEngine : public sc_core::sc_module {
   bool channel_busy_ = false;
   uint8_t ci_buf_[4] = {};
   std::optional<CiResponse> ci_held_;  // a refresh answer waiting for room in m_ci_rsp
-  sc_core::sc_event write_space_;  // the write queue stopped being full
   std::deque<FirmwareRead> firmware_reads_;
   FirmwareRead serving_;  // the firmware read on the channel (one at a time)
   ReadSlot* firmware_slot_ = nullptr;  // its payload while on the link

@@ -25,7 +25,7 @@ void EqEngine::report(const DeviceEvent& ev) {
   if (reports_.size() >= kPendingReports) {
     ++reports_lost_;
     log::error("event type {:#x} (data {:#x}) lost: {} reports already pending", ev.type, ev.data, reports_.size());
-    if (on_report_lost) on_report_lost();
+    on_report_lost();
     return;
   }
   reports_.push_back(ev);
@@ -92,14 +92,14 @@ void EqEngine::step() {
 void EqEngine::apply_doorbell(const EqDoorbell& db, uint64_t now) {
   if (!exists(db.eqn)) {
     log::error("EQ doorbell for EQ {} which does not exist: ignored", db.eqn);
-    if (on_bad_doorbell) on_bad_doorbell(dberr::kUnknownObject, db.eqn);
+    on_bad_doorbell(dberr::kUnknownObject, db.eqn);
     return;
   }
   EqContext& eq = table_[db.eqn];
   if (index_distance(db.ci, eq.pi) > eq.size()) {
     log::error("EQ {} doorbell: consumer index {:#x} is not within [pi-size, pi] (pi {:#x}): ignored", db.eqn, db.ci,
                eq.pi);
-    if (on_bad_doorbell) on_bad_doorbell(dberr::kIndexOutOfRange, db.eqn);
+    on_bad_doorbell(dberr::kIndexOutOfRange, db.eqn);
     return;
   }
   eq.ci = db.ci & kIndexMask;

@@ -52,7 +52,7 @@ class EqEngine : public sc_core::sc_module {
   StreamOut<DmaWrite> m_dma{"m_dma"};
   StreamOut<uint32_t> m_irq{"m_irq"};  // MSI-X vector requests
 
-  std::function<void(uint8_t reason, uint32_t eqn)> on_bad_doorbell;
+  Observers<uint8_t, uint32_t> on_bad_doorbell;  // (reason, EQN)
   // Observation (waveforms): told of each cycle on which the engine applied a doorbell or wrote
   // an EQE, after it did.
   Observers<uint64_t> on_acted;
@@ -66,7 +66,7 @@ class EqEngine : public sc_core::sc_module {
   void report(const DeviceEvent& ev);
   uint64_t reports_lost() const { return reports_lost_; }
   uint64_t activations() const { return wakeup_.activations(); }
-  std::function<void()> on_report_lost;
+  Observers<> on_report_lost;
 
   // Firmware (command unit) access to the EQC table.
   void create(uint32_t eqn, const EqConfig& cfg);

@@ -35,6 +35,9 @@ struct Sge {
   uint32_t lkey = 0;
 };
 
+// The most READ and atomic requests a QP may have outstanding, as requester or as responder.
+constexpr uint32_t kMaxRdAtomic = 16;
+
 struct QpContext {
   bool valid = false;
   QpType type = QpType::rc;
@@ -48,6 +51,7 @@ struct QpContext {
   // RC, UC: the remote port's LID, which the fabric routes the QP's packets by (0: the far end of
   // a point-to-point link or a loopback, which route nothing).
   uint16_t dlid = 0;
+  // max_rd_atomic and max_dest_rd_atomic: at most kMaxRdAtomic (MODIFY_QP refuses more).
   uint8_t path_mtu = 0, min_rnr_timer = 0, timeout = 0, retry_cnt = 0, rnr_retry = 0, max_rd_atomic = 0,
           max_dest_rd_atomic = 0;
   // Its receive WQEs come from a shared receive queue (CREATE_QP in[12]), not from its own RQ.

@@ -28,20 +28,22 @@ size_t RegisterFile::first_of(const char* name) const {
   return it->second;
 }
 
-void RegisterFile::on_write(const char* name, WriteHook hook) {
+// A register has one behaviour, its block's: a second hook of a kind would silently replace the
+// first, so it is refused, naming the register.
+template <typename Hook>
+void RegisterFile::set_hook(const char* name, const char* kind, Hook Hooks::*slot, const Hook& hook) {
   const size_t first = first_of(name);
-  for (uint32_t i = 0; i < regs_[first].spec->count; ++i) hooks_[first + i].write = hook;
+  if (hooks_[first].*slot) throw std::logic_error(std::string(name) + " already has a " + kind + " hook");
+  for (uint32_t i = 0; i < regs_[first].spec->count; ++i) hooks_[first + i].*slot = hook;
 }
 
-void RegisterFile::on_read(const char* name, ReadHook hook) {
-  const size_t first = first_of(name);
-  for (uint32_t i = 0; i < regs_[first].spec->count; ++i) hooks_[first + i].read = hook;
-}
+void RegisterFile::on_write(const char* name, WriteHook hook) { set_hook(name, "write", &Hooks::write, hook); }
+
+void RegisterFile::on_read(const char* name, ReadHook hook) { set_hook(name, "read", &Hooks::read, hook); }
 
 void RegisterFile::on_block_write(const char* name, BlockWriteHook hook) {
-  const size_t first = first_of(name);
-  if (regs_[first].spec->width <= 8) throw std::logic_error(std::string(name) + " is not a block register");
-  for (uint32_t i = 0; i < regs_[first].spec->count; ++i) hooks_[first + i].block_write = hook;
+  if (regs_[first_of(name)].spec->width <= 8) throw std::logic_error(std::string(name) + " is not a block register");
+  set_hook(name, "block write", &Hooks::block_write, hook);
 }
 
 void RegisterFile::reset() {

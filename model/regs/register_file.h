@@ -49,8 +49,9 @@ class RegisterFile {
   using BlockWriteHook = std::function<void(Register&, const uint8_t* data, unsigned len)>;
 
   explicit RegisterFile(const std::vector<RegSpec>& specs);
-  // Behaviour is bound by name; for an array every member gets the hook. An undeclared name is a
-  // logic error (a typo must not leave a register without its behaviour).
+  // Behaviour is bound by name; for an array every member gets the hook. An undeclared name, or a
+  // second hook of one kind on a register, is a logic error (a typo must not leave a register
+  // without its behaviour, nor a second binding silently replace the first).
   void on_write(const char* name, WriteHook hook);
   void on_read(const char* name, ReadHook hook);
   void on_block_write(const char* name, BlockWriteHook hook);
@@ -76,6 +77,8 @@ class RegisterFile {
   tlm::tlm_response_status fail(const char* what, uint64_t offset, unsigned len);
 
   size_t first_of(const char* name) const;
+  template <typename Hook>
+  void set_hook(const char* name, const char* kind, Hook Hooks::*slot, const Hook& hook);
 
   std::vector<Register> regs_;
   std::vector<Hooks> hooks_;  // per register, parallel to regs_

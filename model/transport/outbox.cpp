@@ -18,9 +18,7 @@ Outbox::Outbox(const sc_core::sc_module_name& name, const SimClock& clock, size_
       write_order_(write_order),
       items_(depth),
       depth_(depth) {
-  dma_.s_write->on_space.add([this](uint64_t c) {
-    if (held_) wake_.notify(clock_.until(c));
-  });
+  m_dma.on_space([this](uint64_t c) { wake_.notify(clock_.until(c)); });
   SC_METHOD(drain_method);
   sensitive << wake_;
   dont_initialize();
@@ -81,8 +79,8 @@ void Outbox::drain() {
   const uint64_t now = clock_.now();
   while (!items_.empty()) {
     if (auto* w = std::get_if<DmaWrite>(&items_.front())) {
-      if (!dma_.s_write->can_push(now)) break;  // the stream's on_space wakes us
-      dma_.s_write->push(std::move(*w), now, write_order_);
+      if (!m_dma.can_push(now)) break;  // m_dma's on_space wakes us
+      m_dma->push(std::move(*w), now, write_order_);
       last_write_mark_ = dma_.writes_queued();
       if (--writes_held_ == 0 && after_writes_handed_) {
         std::function<void()> then = std::move(after_writes_handed_);

@@ -42,6 +42,7 @@ class Outbox : public sc_core::sc_module {
   bool writes_issued(std::function<void()> then);
   // Shown in the hierarchy with its depth and high-water mark.
   GaugeExport s_items;
+  StreamOut<DmaWrite> m_dma{"m_dma"};  // its payload writes, into the DMA engine's write queue
   // Wake-ups for the processes it held: told when it empties after it had to hold something.
   Observers<> on_empty;
   uint64_t holds() const { return holds_; }  // times something had to wait for room

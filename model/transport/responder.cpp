@@ -12,6 +12,8 @@ Responder::Responder(const sc_core::sc_module_name& name, const SimClock& clock,
                      QpTables& tables, TransportTimers& timers, RecvQueue& rq, DmaEngine& dma,
                      sc_core::sc_port<CompletionPutIf>& completions, TransportStats& stats)
     : sc_module(name),
+      s_acks("s_acks", tables.qps.size(), "the responder: QPs with an ACK or NAK due"),
+      s_responses("s_responses", tables.qps.size() * 2 * kMaxRdAtomic, "the responder: READ responses and atomic ACKs owed"),
       clock_(clock),
       cfg_(cfg),
       tables_(tables),
@@ -64,9 +66,25 @@ Responder::Need Responder::recv_wqe(uint32_t qpn, const Resume& resume) {
 // ---------------------------------------------------------------------------------------------
 // Acknowledgements and responses owed.
 
+// Responder resources: a QP answers at most max_dest_rd_atomic READ and atomic requests at a time
+// (at least 1, as the requester's max_rd_atomic). A new one beyond them is an invalid request
+// (IBA vol. 1: NAK code 1): the requester completes it in error and its QP enters ERR.
+bool Responder::resources_exhausted(const QpContext& q, const RecvState& s) const {
+  return s.fresh_owed >= std::max<uint32_t>(1, q.max_dest_rd_atomic);
+}
+
+Responder::Step Responder::refuse_for_resources(uint32_t qpn, uint32_t psn) {
+  ++stats_.rd_atomic_refused;
+  log::write(log::Cat::wq, "QP {:#x}: READ/atomic at PSN {:#x} beyond max_dest_rd_atomic: NAK invalid request", qpn, psn);
+  queue_nak(qpn, AckKind::nak, kNakInvalidRequest, psn);
+  return Step::done;
+}
+
 void Responder::owe_response(const ResponseJob& job) {
   ++qps_[job.qpn].responses_owed;
+  if (job.fresh) ++qps_[job.qpn].fresh_owed;
   responses_.push_back(job);
+  s_responses.pushed(responses_.size());
   on_tx_work();
 }
 
@@ -74,6 +92,7 @@ void Responder::queue_ack(uint32_t qpn, RecvState& s) {
   if (s.ack_queued) return;
   s.ack_queued = true;
   ack_queue_.push_back(qpn);
+  s_acks.pushed(ack_queue_.size());
 }
 
 void Responder::request_ack(uint32_t qpn, RecvState& s, uint32_t psn) {
@@ -89,6 +108,9 @@ void Responder::request_ack(uint32_t qpn, RecvState& s, uint32_t psn) {
 
 void Responder::queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn) {
   RecvState& s = qps_[qpn];
+  // A NAK still owed for this PSN is not replaced: the first says why the requester must stop
+  // there (the packets behind it only add a sequence error).
+  if (s.nak_due && s.nak_psn == psn) return;
   s.nak_due = true;
   s.nak_kind = kind;
   s.nak_code = code;
@@ -113,8 +135,9 @@ bool Responder::next_ack(IbPacket& p) {
     RecvState& s = qps_[qpn];
     s.ack_queued = false;
     if (!tables_.qp_exists(qpn) || (!s.ack_due && !s.nak_due)) continue;
-    if (!s.nak_due && s.responses_owed > 0) {
-      // An ACK may not overtake the READ responses before it: it waits behind them.
+    if (s.responses_owed > 0) {
+      // An ACK or NAK may not overtake the READ responses before it (responses go in PSN order):
+      // it waits behind them.
       queue_ack(qpn, s);
       continue;
     }
@@ -155,6 +178,7 @@ bool Responder::next_response(std::unique_ptr<PendingTx>& out) {
     out->qpn = job.qpn;
     out->gen = job.gen;
     out->response = true;
+    out->fresh_job = job.fresh;
     IbPacket& p = out->packet;
     p.slid = cfg_.lid;
     p.dlid = q.dlid;
@@ -194,6 +218,7 @@ bool Responder::may_send(const PendingTx& job) {
   if (!tables_.qp_exists(job.qpn) || qps_[job.qpn].gen != job.gen) return false;
   RecvState& s = qps_[job.qpn];
   if (job.last_of_job && s.responses_owed > 0) --s.responses_owed;
+  if (job.last_of_job && job.fresh_job && s.fresh_owed > 0) --s.fresh_owed;
   if (!job.ok) {
     // The responder's own memory failed: a remote operational error for the requester.
     queue_nak(job.qpn, AckKind::nak, kNakRemoteOp, job.packet.psn);
@@ -274,13 +299,18 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
   const uint32_t mtu = path_mtu_bytes(q);
   if (d < 0) {
     ++stats_.duplicates;
+    // A duplicate READ or atomic is answered again (its new answer does not count against
+    // max_dest_rd_atomic), up to 16 such answers owed; beyond them it is ignored (counted in
+    // duplicates) and the requester's timer retries it.
     if (p.op == IbOp::read_request) {
-      if (mr_allows(tables_, q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteRead)) {
+      if (mr_allows(tables_, q.pdn, p.rkey, p.va, p.dma_len, kAccessRemoteRead) && !duplicates_exhausted(s)) {
         const uint32_t npkts = std::max<uint32_t>(1, (p.dma_len + mtu - 1) / mtu);
-        owe_response(ResponseJob{qpn, s.gen, false, p.psn, npkts, 0, mr_host_address(tables_, p.rkey, p.va), p.dma_len, 0});
+        owe_response(
+            ResponseJob{qpn, s.gen, false, p.psn, npkts, 0, mr_host_address(tables_, p.rkey, p.va), p.dma_len, 0, false});
       }
     } else if (p.op == IbOp::cmp_swap || p.op == IbOp::fetch_add) {
-      if (p.psn == s.last_atomic_psn) owe_response(ResponseJob{qpn, s.gen, true, p.psn, 1, 0, 0, 0, s.last_atomic_orig});
+      if (p.psn == s.last_atomic_psn && !duplicates_exhausted(s))
+        owe_response(ResponseJob{qpn, s.gen, true, p.psn, 1, 0, 0, 0, s.last_atomic_orig, false});
     } else {
       // Re-acknowledge at once: the requester is retrying because it missed our ACK.
       s.ack_count = cfg_.ack_coalesce;
@@ -397,6 +427,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
         queue_nak(qpn, AckKind::nak, kNakRemoteAccess, p.psn);
         return Step::done;
       }
+      if (resources_exhausted(q, s)) return refuse_for_resources(qpn, p.psn);
       const uint32_t npkts = std::max<uint32_t>(1, (p.dma_len + mtu - 1) / mtu);
       s.epsn = psn_add(s.epsn, npkts);  // a READ takes one PSN per response packet
       ++s.msn;
@@ -427,6 +458,7 @@ Responder::Step Responder::handle_atomic(uint32_t qpn, QpContext& q, RecvState& 
     return Step::done;
   }
   const uint64_t target = mr_host_address(tables_, p.rkey, p.va);
+  if (!awaited_.atomic_read.has_value() && resources_exhausted(q, s)) return refuse_for_resources(qpn, p.psn);
   if (!awaited_.atomic_read.has_value()) {
     dma_.read(target, awaited_.atomic_value, 8, true, [this, resume](bool ok) {
       awaited_.atomic_read = ok;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "model/common/observers.h"
+#include "model/common/queue_gauge.h"
 #include "model/common/sim_clock.h"
 #include "model/common/slot_ring.h"
 #include "model/cq/cq_types.h"
@@ -38,6 +39,12 @@ class Responder : public sc_core::sc_module {
   Responder(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg, QpTables& tables,
             TransportTimers& timers, RecvQueue& rq, DmaEngine& dma, sc_core::sc_port<CompletionPutIf>& completions,
             TransportStats& stats);
+
+  // Its own queues, as the hierarchy reports them: the QPs with an ACK or NAK due (each at most
+  // once), and the READ and atomic responses owed (per QP: at most max_dest_rd_atomic, 16, for new
+  // requests, and 16 more for duplicates answered again).
+  GaugeExport s_acks;
+  GaugeExport s_responses;
 
   Outbox& outbox() { return outbox_; }
 
@@ -81,6 +88,7 @@ class Responder : public sc_core::sc_module {
     // READ responses and atomic ACKs owed and not yet on the wire: a later ACK waits for them,
     // since responses leave in PSN order.
     uint32_t responses_owed = 0;
+    uint32_t fresh_owed = 0;  // of them, for new requests (not a duplicate's second answer)
     // Acknowledgement due.
     bool ack_due = false, ack_queued = false;
     uint32_t ack_psn = 0, ack_count = 0;
@@ -97,6 +105,7 @@ class Responder : public sc_core::sc_module {
     uint64_t va = 0;
     uint32_t length = 0;
     uint64_t atomic_orig = 0;
+    bool fresh = true;  // a new request's, not a duplicate's
   };
   // What the packet being processed waited for.
   struct Awaited {
@@ -116,6 +125,9 @@ class Responder : public sc_core::sc_module {
   void queue_ack(uint32_t qpn, RecvState& s);
   void responder_error(uint32_t qpn, uint8_t syndrome, uint8_t nak_code, uint32_t psn);
   void owe_response(const ResponseJob& job);
+  bool resources_exhausted(const QpContext& q, const RecvState& s) const;
+  bool duplicates_exhausted(const RecvState& s) const { return s.responses_owed - s.fresh_owed >= kMaxRdAtomic; }
+  Step refuse_for_resources(uint32_t qpn, uint32_t psn);
   // Places a message's bytes in a receive WQE's buffers (tagged with the QP for the S29 checker).
   void scatter(uint32_t qpn, const RecvWqe& w, uint32_t offset, const uint8_t* data, uint32_t len);
   CompletionRecord completion(const QpContext& q, uint32_t qpn, const RecvWqe& w) const;

@@ -52,7 +52,9 @@ struct TransportStats {
            tx_credit_stalls = 0,  // times a packet due on the wire found no link credit and was held (S27)
            ack_placement_holds = 0,  // ACKs held at the port until the data they acknowledge was issued to PCIe
            bf_wqes = 0,           // WQEs taken from a BlueFlame doorbell, no fetch
-           bf_fallbacks = 0;      // BlueFlame doorbells whose WQE was not taken (not the next one, cache full): fetched
+           bf_fallbacks = 0,      // BlueFlame doorbells whose WQE was not taken (not the next one, cache full): fetched
+           rd_atomic_refused = 0,  // READ/atomic requests beyond the responder's max_dest_rd_atomic: NAK invalid request
+           events_lost = 0;        // QP and port events the full event queue could not take (also in LOST_EVENTS)
 };
 
 // The transport's timers, per QP, in the order they fire when due on the same cycle.
@@ -67,6 +69,7 @@ struct PendingTx {
   bool response = false;
   bool completes_when_sent = false;  // UD, and UC's last packet: the WQE completes as it leaves (no ACK comes)
   bool last_of_job = false;  // response: the job's last packet
+  bool fresh_job = false;    // response: to a new request (counted against max_dest_rd_atomic)
   SgeList sges;              // request: gather from these at `offset`
   uint32_t offset = 0;
   uint64_t va = 0;           // READ response: read from here

@@ -11,7 +11,12 @@ namespace vhca {
 WqeFetch::WqeFetch(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
                    DmaEngine& dma, QpTables& tables, Requester& requester, Responder& responder, RecvQueue& rq,
                    StreamOut<DeviceEvent>& events, TransportStats& stats)
-    : sc_module(name), clock_(clock), cfg_(cfg), dma_(dma), tables_(tables), requester_(requester),
+    : sc_module(name),
+      s_fetches("s_fetches", tables.qps.size(), "doorbell unit, requester: QPs whose SQ wants WQEs"),
+      s_flushes("s_flushes", tables.qps.size(), "QP state changes: QPs whose queues are to be flushed"),
+      s_events("s_events", tables.qps.size() + kPortEventSlack,
+               "requester, responder, port: QP and port events (LOST_EVENTS when full)"),
+      clock_(clock), cfg_(cfg), dma_(dma), tables_(tables), requester_(requester),
       responder_(responder), rq_(rq), events_out_(events), stats_(stats), wakeup_(clock), qps_(tables.qps.size()) {
   events_out_.on_space([this](uint64_t c) { wakeup_.wake(c); });
   auto drained = [this] {
@@ -36,6 +41,7 @@ void WqeFetch::want_fetch(uint32_t qpn) {
   if (c.in_fetch_queue || c.fetched == c.pi) return;
   c.in_fetch_queue = true;
   fetch_queue_.push_back(qpn);
+  s_fetches.pushed(fetch_queue_.size());
   kick();
 }
 
@@ -57,11 +63,20 @@ void WqeFetch::want_flush(uint32_t qpn) {
   if (qps_[qpn].flush_pending) return;  // queued already: each QP at most once
   qps_[qpn].flush_pending = true;
   flush_queue_.push_back(qpn);
+  s_flushes.pushed(flush_queue_.size());
   kick();
 }
 
 void WqeFetch::post_event(const DeviceEvent& ev) {
+  if (events_.size() >= s_events.depth()) {
+    ++stats_.events_lost;
+    log::error("transport: event type {:#x} (object {:#x}) lost: {} events already wait for the EQ engine", ev.type,
+               ev.data, events_.size());
+    on_event_lost();
+    return;
+  }
   events_.push_back(ev);
+  s_events.pushed(events_.size());
   kick();
 }
 

@@ -11,6 +11,8 @@
 #include <systemc>
 #include <vector>
 
+#include "model/common/observers.h"
+#include "model/common/queue_gauge.h"
 #include "model/common/sim_clock.h"
 #include "model/common/slot_ring.h"
 #include "model/common/stream.h"
@@ -31,6 +33,17 @@ class WqeFetch : public sc_core::sc_module {
   WqeFetch(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg, DmaEngine& dma,
            QpTables& tables, Requester& requester, Responder& responder, RecvQueue& rq,
            StreamOut<DeviceEvent>& events, TransportStats& stats);
+
+  // Its own queues, as the hierarchy reports them: the QPs whose SQ wants WQEs and those waiting
+  // to be flushed (each QP at most once in each), and the QP and port events on their way to the
+  // EQ engine. Those come from sources that cannot wait (an error found in a packet, a CQ overflow
+  // putting every QP on it in error): one per QP, and a few port changes, fit (assumption); one
+  // that does not is counted in TransportStats::events_lost and in LOST_EVENTS (on_event_lost).
+  GaugeExport s_fetches;
+  GaugeExport s_flushes;
+  GaugeExport s_events;
+  Observers<> on_event_lost;
+  static constexpr size_t kPortEventSlack = 8;  // s_events' room beyond one event per QP (assumption)
 
   // The doorbell unit: the new SQ producer counter, how far the device has taken the ring.
   void sq_doorbell(uint32_t qpn, uint16_t pi) { qps_[qpn].pi = pi; }
