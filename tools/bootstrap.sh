@@ -28,9 +28,6 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # a minute instead of ten. Paths are made relative to the clone and the working directory is left
 # out of the hash (with debug info it is in by default), so clones in other folders share it.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
-# The tests share a precompiled header (testbench/CMakeLists.txt): ccache caches sources that use
-# one only with this sloppiness (its manual, "Precompiled headers").
-export CCACHE_SLOPPINESS=pch_defines,time_macros
 build=build
 sanitize=OFF
 [ "$mode" = sanitize ] && { build=build-asan; sanitize=ON; }

@@ -1,1 +1,0 @@
-// The translation unit that builds the tests' precompiled header (testbench/CMakeLists.txt).
