@@ -48,6 +48,11 @@ localparam [7:0] CQ_ERROR_CQ_BAD_DOORBELL_RECORD = 8'h3;
 // port change EQE syndromes (PORT_STATE values)
 localparam [7:0] PORT_CHANGE_PORT_DOWN = 8'h1;
 localparam [7:0] PORT_CHANGE_PORT_ACTIVE = 8'h4;
+// DMA error EQE syndromes
+localparam [7:0] DMA_ERROR_DMA_COMMAND_BLOCK = 8'h0;
+localparam [7:0] DMA_ERROR_DMA_EQE = 8'h2;
+localparam [7:0] DMA_ERROR_DMA_COMMAND_REPLY = 8'h4;
+localparam [7:0] DMA_ERROR_DMA_TRANSPORT_DATA = 8'h5;
 // CQ states (CQ context)
 localparam [2:0] CQ_STATE_DISARMED = 3'h0;
 localparam [2:0] CQ_STATE_ARMED_NEXT = 3'h1;
@@ -71,3 +76,37 @@ localparam [7:0] DB_ERR_INDEX_OUT_OF_RANGE = 8'h3;
 localparam [7:0] DB_ERR_STALE_ARM_SN = 8'h4;
 localparam [7:0] DB_ERR_FIFO_FULL = 8'h5;
 localparam [7:0] DB_ERR_QP_STATE = 8'h6;
+// QP states (MODIFY_QP, QUERY_QP)
+localparam [2:0] QP_STATE_RESET = 3'h0;
+localparam [2:0] QP_STATE_INIT = 3'h1;
+localparam [2:0] QP_STATE_RTR = 3'h2;
+localparam [2:0] QP_STATE_RTS = 3'h3;
+localparam [2:0] QP_STATE_SQD = 3'h4;
+localparam [2:0] QP_STATE_SQE = 3'h5;
+localparam [2:0] QP_STATE_ERR = 3'h6;
+// QP types (CREATE_QP)
+localparam [2:0] QP_TYPE_RC = 3'h0;
+localparam [2:0] QP_TYPE_UD = 3'h1;
+localparam [2:0] QP_TYPE_GSI = 3'h2;
+localparam [2:0] QP_TYPE_SMI = 3'h3;
+localparam [2:0] QP_TYPE_UC = 3'h4;
+// Command status (command block status byte)
+localparam [7:0] CMD_STATUS_OK = 8'h0;
+localparam [7:0] CMD_STATUS_INTERNAL_ERROR = 8'h1;
+localparam [7:0] CMD_STATUS_BAD_OP = 8'h2;
+localparam [7:0] CMD_STATUS_BAD_PARAM = 8'h3;
+localparam [7:0] CMD_STATUS_BAD_SYS_STATE = 8'h4;
+localparam [7:0] CMD_STATUS_BAD_RESOURCE = 8'h5;
+localparam [7:0] CMD_STATUS_RESOURCE_BUSY = 8'h6;
+localparam [7:0] CMD_STATUS_BAD_RES_STATE = 8'h9;
+localparam [7:0] CMD_STATUS_NO_RESOURCES = 8'hF;
+localparam [7:0] CMD_STATUS_BAD_SIZE = 8'h10;
+// Command failure reasons (syndrome[7:0])
+localparam [7:0] CMD_REASON_OUT_OF_RANGE = 8'h1;
+localparam [7:0] CMD_REASON_MISALIGNED = 8'h2;
+localparam [7:0] CMD_REASON_UNKNOWN_OBJECT = 8'h3;
+localparam [7:0] CMD_REASON_RESERVED_SET = 8'h4;
+localparam [7:0] CMD_REASON_BUSY = 8'h5;
+localparam [7:0] CMD_REASON_WRONG_STATE = 8'h6;
+localparam [7:0] CMD_REASON_BELOW_OUTSTANDING = 8'h7;
+localparam [7:0] CMD_REASON_NOT_SUPPORTED = 8'h8;

@@ -88,10 +88,13 @@ std::string commands_md() {
        "listed must be zero. A refused command carries a status and a syndrome `(opcode << 16) | (dword << 8) | "
        "reason` naming the field (dword 0xFE: op_mod, 0xFF: no single field).\n\n## Status codes\n\n"
        "| status | name |\n|---|---|\n";
-  for (uint8_t s : {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x09, 0x0F, 0x10})
-    o << fmt::format("| {:#04x} | {} |\n", s, vhca::cmd::status_name(s));
+#define VHCA_STATUS_ROW(n, v, d) o << fmt::format("| {:#04x} | {} |\n", v, d);
+  VHCA_CMD_STATUSES(VHCA_STATUS_ROW)
+#undef VHCA_STATUS_ROW
   o << "\n## Reasons\n\n| reason | meaning |\n|---|---|\n";
-  for (uint8_t r = 1; r <= 8; ++r) o << fmt::format("| {} | {} |\n", r, vhca::cmd::reason_name(r));
+#define VHCA_REASON_ROW(n, v, d) o << fmt::format("| {} | {} |\n", v, d);
+  VHCA_CMD_REASONS(VHCA_REASON_ROW)
+#undef VHCA_REASON_ROW
   for (const auto& c : vhca::cmd::commands()) {
     o << fmt::format("\n## {} ({:#x})\n\n{}\n\n", c.name, int(c.opcode), c.description);
     if (!c.inputs.empty()) {

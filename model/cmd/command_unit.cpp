@@ -84,7 +84,7 @@ void CommandUnit::run() {
     uint8_t* const block = block_.data();
     if (!fetched_ok_) {
       log::error("command block at {:#x} could not be read: command not executed", addr);
-      m_event.push_held(DeviceEvent{eqe::kDmaError, 0, 0, 0, addr});
+      m_event.push_held(DeviceEvent{eqe::kDmaError, 0, 0, eqe::kDmaCommandBlock, addr});
       busy_ = false;
       continue;
     }

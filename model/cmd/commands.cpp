@@ -71,7 +71,7 @@ const std::vector<CommandSpec>& commands() {
        {{0, "lkey", "local key"}, {1, "rkey", "remote key (equal to lkey)"}}},
       {kDeregMr, "DEREG_MR", "deregister a memory region", {{0, "lkey", "the MR's key"}}, {}},
       {kCreateQp, "CREATE_QP", "create a queue pair in RESET",
-       {{0, "type", "0 RC, 1 UD, 2 GSI (QP1), 3 SMI (QP0), 4 UC"},
+       {{0, "type", "QP type (QP types, docs/formats.md): RC, UD, GSI (QP1), SMI (QP0), UC"},
         {1, "pdn", "protection domain"},
         {2, "send_cqn", "CQ of the send queue (QP0/QP1 share CQs only with each other)"},
         {3, "recv_cqn", "CQ of the receive queue"},
@@ -87,7 +87,7 @@ const std::vector<CommandSpec>& commands() {
        {{0, "qpn", "the new QP's number (SMI: 0, GSI: 1, others from 2)"}}},
       {kModifyQp, "MODIFY_QP", "move a QP through the IB state machine, setting the attributes of the transition",
        {{0, "qpn", "QP number"},
-        {1, "cur_state", "the state the caller believes the QP is in: 0 RESET 1 INIT 2 RTR 3 RTS 4 SQD 5 SQE 6 ERR"},
+        {1, "cur_state", "the state the caller believes the QP is in (QP states, docs/formats.md)"},
         {2, "new_state", "the target state; the transition must be one the IB state machine allows"},
         {3, "pkey_index", "RESET/INIT->INIT: P_Key index, 0..127"},
         {4, "qkey", "RESET/INIT->INIT and RTS/SQD->RTS (UD, GSI, SMI): Q_Key"},
@@ -130,35 +130,20 @@ const CommandSpec* find(uint16_t opcode) {
   return nullptr;
 }
 
+#define VHCA_CODE_CASE(n, v, d) \
+  case n:                       \
+    return d;
+
 const char* status_name(uint8_t s) {
-  switch (s) {
-    case kOk: return "OK";
-    case kInternalError: return "INTERNAL_ERROR";
-    case kBadOp: return "BAD_OP";
-    case kBadParam: return "BAD_PARAM";
-    case kBadSysState: return "BAD_SYS_STATE";
-    case kBadResource: return "BAD_RESOURCE";
-    case kResourceBusy: return "RESOURCE_BUSY";
-    case kBadResState: return "BAD_RES_STATE";
-    case kNoResources: return "NO_RESOURCES";
-    case kBadSize: return "BAD_SIZE";
-  }
+  switch (s) { VHCA_CMD_STATUSES(VHCA_CODE_CASE) }
   return "UNKNOWN_STATUS";
 }
 
 const char* reason_name(uint8_t r) {
-  switch (r) {
-    case kOutOfRange: return "out of range";
-    case kMisaligned: return "misaligned";
-    case kUnknownObject: return "no such object";
-    case kReservedSet: return "reserved bits or unused field not zero";
-    case kBusy: return "object in use";
-    case kWrongState: return "wrong state";
-    case kBelowOutstanding: return "smaller than the CQEs outstanding";
-    case kNotSupported: return "not supported by this device";
-  }
+  switch (r) { VHCA_CMD_REASONS(VHCA_CODE_CASE) }
   return "unspecified";
 }
+#undef VHCA_CODE_CASE
 
 std::string describe_failure(uint32_t syndrome) {
   uint16_t opcode = uint16_t(syndrome >> 16);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "model/regs/codes.h"
+
 namespace vhca::cmd {
 
 enum Opcode : uint16_t {
@@ -33,30 +35,8 @@ enum Opcode : uint16_t {
   kDeallocPd = 0x801,
 };
 
-enum Status : uint8_t {
-  kOk = 0x00,
-  kInternalError = 0x01,
-  kBadOp = 0x02,
-  kBadParam = 0x03,
-  kBadSysState = 0x04,
-  kBadResource = 0x05,
-  kResourceBusy = 0x06,
-  kBadResState = 0x09,
-  kNoResources = 0x0F,
-  kBadSize = 0x10,
-};
-
-// The low byte of a failure syndrome: why the named field was refused.
-enum Reason : uint8_t {
-  kOutOfRange = 1,
-  kMisaligned = 2,
-  kUnknownObject = 3,
-  kReservedSet = 4,
-  kBusy = 5,
-  kWrongState = 6,
-  kBelowOutstanding = 7,
-  kNotSupported = 8,
-};
+// Status codes (Status) and failure reasons (Reason, the low byte of a failure syndrome: why the
+// named field was refused) are in model/regs/codes.h.
 
 constexpr uint8_t kFieldOpMod = 0xFE;  // the dword byte of a syndrome about the op_mod header field
 constexpr uint8_t kFieldNone = 0xFF;   // a syndrome about no particular field

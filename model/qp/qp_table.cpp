@@ -5,13 +5,23 @@
 namespace vhca {
 
 const char* qp_state_name(QpState s) {
-  static const char* names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-  return unsigned(s) < 7 ? names[unsigned(s)] : "?";
+  using enum_t = QpState;
+  switch (s) {
+#define VHCA_STATE_CASE(n, v, d) case enum_t::n: return d;
+    VHCA_QP_STATES(VHCA_STATE_CASE)
+#undef VHCA_STATE_CASE
+  }
+  return "?";
 }
 
 const char* qp_type_name(QpType t) {
-  static const char* names[] = {"RC", "UD", "GSI", "SMI", "UC"};
-  return unsigned(t) < 5 ? names[unsigned(t)] : "?";
+  using enum_t = QpType;
+  switch (t) {
+#define VHCA_TYPE_CASE(n, v, d) case enum_t::n: return d;
+    VHCA_QP_TYPES(VHCA_TYPE_CASE)
+#undef VHCA_TYPE_CASE
+  }
+  return "?";
 }
 
 bool send_opcode_allowed(QpType t, uint8_t opcode) {

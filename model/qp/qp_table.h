@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/regs/codes.h"
+
 namespace vhca {
 
-// GSI is QP1, SMI is QP0; UC (unreliable connected) was added after the others, hence its number.
-enum class QpType : uint8_t { rc = 0, ud = 1, gsi = 2, smi = 3, uc = 4 };
-enum class QpState : uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
+// QpType and QpState are in model/regs/codes.h.
 const char* qp_state_name(QpState s);
 const char* qp_type_name(QpType t);
 // RC and UC talk to one peer QP (dest_qpn) and send multi-packet messages; the others are datagrams.

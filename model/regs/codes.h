@@ -59,6 +59,13 @@
   X(kQpCqOverrun, 0x01, "a CQ of the QP overflowed")           \
   X(kQpCqError, 0x02, "a CQ of the QP entered error")
 
+// Syndrome of a DMA error EQE: what failed (the posted write's source, DmaSource's value).
+#define VHCA_DMA_ERROR_SYNDROMES(X)                                                   \
+  X(kDmaCommandBlock, 0x00, "the command block could not be read (command not executed)") \
+  X(kDmaEqe, 0x02, "an EQE write")                                                   \
+  X(kDmaCommandReply, 0x04, "a command completion write")                            \
+  X(kDmaTransportData, 0x05, "the transport's data: payload, READ response data, received data")
+
 // Syndrome of a port change EQE: the port's new state (mlx5's port change subtypes; the values
 // PORT_STATE reads).
 #define VHCA_PORT_CHANGE_SYNDROMES(X)                                      \
@@ -102,6 +109,49 @@
   X(kFifoFull, 5, "FIFO full (no longer raised: the PCIe link holds the write)") \
   X(kQpState, 6, "the QP's state does not take doorbells")
 
+// QP state (MODIFY_QP cur_state and new_state, QUERY_QP out[0]); the meaning is its name.
+#define VHCA_QP_STATES(X) \
+  X(reset, 0, "RESET")    \
+  X(init, 1, "INIT")      \
+  X(rtr, 2, "RTR")        \
+  X(rts, 3, "RTS")        \
+  X(sqd, 4, "SQD")        \
+  X(sqe, 5, "SQE")        \
+  X(err, 6, "ERR")
+
+// QP type (CREATE_QP in[1]): GSI is QP1, SMI is QP0; UC was added after the others, hence its
+// number. The meaning is its name.
+#define VHCA_QP_TYPES(X) \
+  X(rc, 0, "RC")         \
+  X(ud, 1, "UD")         \
+  X(gsi, 2, "GSI")       \
+  X(smi, 3, "SMI")       \
+  X(uc, 4, "UC")
+
+// Command status (the command block's status byte); the meaning is its name.
+#define VHCA_CMD_STATUSES(X)              \
+  X(kOk, 0x00, "OK")                      \
+  X(kInternalError, 0x01, "INTERNAL_ERROR") \
+  X(kBadOp, 0x02, "BAD_OP")               \
+  X(kBadParam, 0x03, "BAD_PARAM")         \
+  X(kBadSysState, 0x04, "BAD_SYS_STATE")  \
+  X(kBadResource, 0x05, "BAD_RESOURCE")   \
+  X(kResourceBusy, 0x06, "RESOURCE_BUSY") \
+  X(kBadResState, 0x09, "BAD_RES_STATE")  \
+  X(kNoResources, 0x0F, "NO_RESOURCES")   \
+  X(kBadSize, 0x10, "BAD_SIZE")
+
+// Why a command's field was refused: the low byte of its failure syndrome.
+#define VHCA_CMD_REASONS(X)                                           \
+  X(kOutOfRange, 1, "out of range")                                   \
+  X(kMisaligned, 2, "misaligned")                                     \
+  X(kUnknownObject, 3, "no such object")                              \
+  X(kReservedSet, 4, "reserved bits or unused field not zero")        \
+  X(kBusy, 5, "object in use")                                        \
+  X(kWrongState, 6, "wrong state")                                    \
+  X(kBelowOutstanding, 7, "smaller than the CQEs outstanding")        \
+  X(kNotSupported, 8, "not supported by this device")
+
 #define VHCA_DECLARE_CODE(n, v, d) constexpr uint8_t n = v;
 #define VHCA_ENUM_ITEM(n, v, d) n = v,
 
@@ -120,6 +170,7 @@ VHCA_EQE_TYPES(VHCA_DECLARE_CODE)
 VHCA_QP_FATAL_SYNDROMES(VHCA_DECLARE_CODE)
 VHCA_CQ_ERROR_SYNDROMES(VHCA_DECLARE_CODE)
 VHCA_PORT_CHANGE_SYNDROMES(VHCA_DECLARE_CODE)
+VHCA_DMA_ERROR_SYNDROMES(VHCA_DECLARE_CODE)
 }  // namespace eqe
 namespace dberr {
 VHCA_DOORBELL_ERRORS(VHCA_DECLARE_CODE)
@@ -128,6 +179,12 @@ VHCA_DOORBELL_ERRORS(VHCA_DECLARE_CODE)
 enum class CqState : uint8_t { VHCA_CQ_STATES(VHCA_ENUM_ITEM) };
 enum class CqControlOp : uint8_t { VHCA_CQ_CONTROL_OPS(VHCA_ENUM_ITEM) };
 enum class ArmCmd : uint8_t { VHCA_ARM_COMMANDS(VHCA_ENUM_ITEM) };
+enum class QpState : uint8_t { VHCA_QP_STATES(VHCA_ENUM_ITEM) };
+enum class QpType : uint8_t { VHCA_QP_TYPES(VHCA_ENUM_ITEM) };
+namespace cmd {
+enum Status : uint8_t { VHCA_CMD_STATUSES(VHCA_ENUM_ITEM) };
+enum Reason : uint8_t { VHCA_CMD_REASONS(VHCA_ENUM_ITEM) };
+}  // namespace cmd
 
 // The lists as data, for the generated docs and RTL header.
 struct CodeSpec {
