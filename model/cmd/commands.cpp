@@ -130,20 +130,15 @@ const CommandSpec* find(uint16_t opcode) {
   return nullptr;
 }
 
-#define VHCA_CODE_CASE(n, v, d) \
-  case n:                       \
-    return d;
-
 const char* status_name(uint8_t s) {
-  switch (s) { VHCA_CMD_STATUSES(VHCA_CODE_CASE) }
-  return "UNKNOWN_STATUS";
+  static constexpr CodeName names[] = {VHCA_CMD_STATUSES(VHCA_CODE_NAME)};
+  return code_name(names, s, "UNKNOWN_STATUS");
 }
 
 const char* reason_name(uint8_t r) {
-  switch (r) { VHCA_CMD_REASONS(VHCA_CODE_CASE) }
-  return "unspecified";
+  static constexpr CodeName names[] = {VHCA_CMD_REASONS(VHCA_CODE_NAME)};
+  return code_name(names, r, "unspecified");
 }
-#undef VHCA_CODE_CASE
 
 std::string describe_failure(uint32_t syndrome) {
   uint16_t opcode = uint16_t(syndrome >> 16);

@@ -5,23 +5,13 @@
 namespace vhca {
 
 const char* qp_state_name(QpState s) {
-  using enum_t = QpState;
-  switch (s) {
-#define VHCA_STATE_CASE(n, v, d) case enum_t::n: return d;
-    VHCA_QP_STATES(VHCA_STATE_CASE)
-#undef VHCA_STATE_CASE
-  }
-  return "?";
+  static constexpr CodeName names[] = {VHCA_QP_STATES(VHCA_CODE_NAME)};
+  return code_name(names, uint32_t(s), "?");
 }
 
 const char* qp_type_name(QpType t) {
-  using enum_t = QpType;
-  switch (t) {
-#define VHCA_TYPE_CASE(n, v, d) case enum_t::n: return d;
-    VHCA_QP_TYPES(VHCA_TYPE_CASE)
-#undef VHCA_TYPE_CASE
-  }
-  return "?";
+  static constexpr CodeName names[] = {VHCA_QP_TYPES(VHCA_CODE_NAME)};
+  return code_name(names, uint32_t(t), "?");
 }
 
 bool send_opcode_allowed(QpType t, uint8_t opcode) {

@@ -5,6 +5,7 @@
 // localparams in rtl/vhca_codes.vh (vhca-gen-docs writes both; docs_up_to_date checks them). No
 // other file spells these values.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -185,6 +186,19 @@ namespace cmd {
 enum Status : uint8_t { VHCA_CMD_STATUSES(VHCA_ENUM_ITEM) };
 enum Reason : uint8_t { VHCA_CMD_REASONS(VHCA_ENUM_ITEM) };
 }  // namespace cmd
+
+// A code's name by value, from a list: static constexpr CodeName names[] = {LIST(VHCA_CODE_NAME)};
+struct CodeName {
+  uint32_t value;
+  const char* name;
+};
+#define VHCA_CODE_NAME(n, v, d) CodeName{v, d},
+template <size_t N>
+constexpr const char* code_name(const CodeName (&names)[N], uint32_t value, const char* unknown) {
+  for (const CodeName& c : names)
+    if (c.value == value) return c.name;
+  return unknown;
+}
 
 // The lists as data, for the generated docs and RTL header.
 struct CodeSpec {
