@@ -291,7 +291,8 @@ TEST_CASE("[S28] every queue between blocks is finite and fed: the hierarchy nam
     CHECK(find(hca + ".transport.tx.s_built").depth == tc.tx_read_tags);
     CHECK(find(hca + ".transport.rx.s_fifo").depth == tc.rx_fifo_depth);
     const size_t qps = sys().node(0).hca.qp_tables.qps.size();
-    CHECK(find(hca + ".transport.fetch.s_events").depth == qps + WqeFetch::kPortEventSlack);
+    CHECK(find(hca + ".transport.fetch.s_events").depth ==
+          2 * qps + sys().node(0).hca.qp_tables.srqs.size() + WqeFetch::kPortEventSlack);
     CHECK(find(hca + ".transport.responder.s_responses").depth == qps * 2 * kMaxRdAtomic);
     make_cq(16);  // CREATE_CQ reaches the CQ writer as a control op: the counters are live
     CHECK(find(hca + ".cq.s_ctl").pushed == 0);  // the snapshot above was taken before

@@ -32,7 +32,7 @@ const std::vector<RegSpec>& bar0_registers() {
       {reg::bad_accesses, 0x0030, 4, 1, 0, 0, Access::ro, "count of BAR accesses answered with an error (undefined offset, wrong size, read of WO)"},
       {reg::port_lid, 0x0034, 4, 1, 0, 0, Access::ro, "the port's LID (the source LID of UD packets it sends)"},
       {reg::lost_events, 0x0038, 4, 1, 0, 0, Access::ro,
-       "count of error reports the device could not deliver: a posted-write failure or an EQ overrun report that found 16 reports already pending, a CQE write failure that found the CQ writer's error input full, a QP or port event that found the transport's event queue full"},
+       "count of error reports the device could not deliver: a posted-write failure or an EQ overrun report that found 16 reports already pending, a CQE write failure that found the CQ writer's error input full, a QP, SRQ or port event that found the transport's event queue full"},
       {reg::port_state, 0x003C, 4, 1, 0, 4, Access::ro,
        "the port's state: 4 active (the link is up), 1 down (packets sent are lost); each change raises a port change EQE on the async EQ"},
       {reg::sq_db, kUarBase + 0x00, 8, kNumUars, kUarStride, 0, Access::wo,

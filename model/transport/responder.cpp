@@ -106,12 +106,19 @@ void Responder::request_ack(uint32_t qpn, RecvState& s, uint32_t psn) {
   }
 }
 
-void Responder::queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn) {
+// A fatal NAK ends the requester's WQE; an RNR or PSN-sequence NAK only makes it retry.
+static bool fatal_nak(AckKind kind, uint8_t code) { return kind == AckKind::nak && code != kNakPsnSeqError; }
+
+void Responder::queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn, bool behind_responses) {
   RecvState& s = qps_[qpn];
-  // A NAK still owed for this PSN is not replaced: the first says why the requester must stop
-  // there (the packets behind it only add a sequence error).
-  if (s.nak_due && s.nak_psn == psn) return;
+  // One NAK is owed at a time: the one for the earliest PSN, which stops the requester first; at
+  // one PSN a fatal NAK outranks a retry (the packets behind it only add a sequence error).
+  if (s.nak_due) {
+    const int32_t d = psn_diff(psn, s.nak_psn);
+    if (d > 0 || (d == 0 && !(fatal_nak(kind, code) && !fatal_nak(s.nak_kind, s.nak_code)))) return;
+  }
   s.nak_due = true;
+  s.nak_behind = behind_responses;
   s.nak_kind = kind;
   s.nak_code = code;
   s.nak_psn = psn;
@@ -135,10 +142,11 @@ bool Responder::next_ack(IbPacket& p) {
     RecvState& s = qps_[qpn];
     s.ack_queued = false;
     if (!tables_.qp_exists(qpn) || (!s.ack_due && !s.nak_due)) continue;
-    if (s.responses_owed > 0) {
+    if (s.responses_owed > 0 && (!s.nak_due || s.nak_behind)) {
       // An ACK or NAK may not overtake the READ responses before it (responses go in PSN order):
-      // it waits behind them.
-      queue_ack(qpn, s);
+      // it waits behind them (queued again, not counted again).
+      s.ack_queued = true;
+      ack_queue_.push_back(qpn);
       continue;
     }
     p = IbPacket{};
@@ -221,7 +229,8 @@ bool Responder::may_send(const PendingTx& job) {
   if (job.last_of_job && job.fresh_job && s.fresh_owed > 0) --s.fresh_owed;
   if (!job.ok) {
     // The responder's own memory failed: a remote operational error for the requester.
-    queue_nak(job.qpn, AckKind::nak, kNakRemoteOp, job.packet.psn);
+    // Its PSN lies inside the responses owed: it goes at once, not behind them.
+    queue_nak(job.qpn, AckKind::nak, kNakRemoteOp, job.packet.psn, false);
     return false;
   }
   return true;

@@ -96,6 +96,7 @@ class Responder : public sc_core::sc_module {
     AckKind nak_kind = AckKind::nak;
     uint8_t nak_code = 0;
     uint32_t nak_psn = 0;
+    bool nak_behind = true;  // it waits behind the responses owed
   };
   // A READ response or atomic ACK owed.
   struct ResponseJob {
@@ -121,7 +122,8 @@ class Responder : public sc_core::sc_module {
   Step drop_uc(RecvState& s, const IbPacket& p);
   uint32_t receive_pdn(const QpContext& q) const;
   void request_ack(uint32_t qpn, RecvState& s, uint32_t psn);
-  void queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn);
+  // behind_responses: the NAK's PSN follows every response owed (false: a response's own failure).
+  void queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn, bool behind_responses = true);
   void queue_ack(uint32_t qpn, RecvState& s);
   void responder_error(uint32_t qpn, uint8_t syndrome, uint8_t nak_code, uint32_t psn);
   void owe_response(const ResponseJob& job);

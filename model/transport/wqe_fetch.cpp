@@ -14,8 +14,8 @@ WqeFetch::WqeFetch(const sc_core::sc_module_name& name, const SimClock& clock, c
     : sc_module(name),
       s_fetches("s_fetches", tables.qps.size(), "doorbell unit, requester: QPs whose SQ wants WQEs"),
       s_flushes("s_flushes", tables.qps.size(), "QP state changes: QPs whose queues are to be flushed"),
-      s_events("s_events", tables.qps.size() + kPortEventSlack,
-               "requester, responder, port: QP and port events (LOST_EVENTS when full)"),
+      s_events("s_events", 2 * tables.qps.size() + tables.srqs.size() + kPortEventSlack,
+               "requester, responder, RQ, port: QP, SRQ and port events (LOST_EVENTS when full)"),
       clock_(clock), cfg_(cfg), dma_(dma), tables_(tables), requester_(requester),
       responder_(responder), rq_(rq), events_out_(events), stats_(stats), wakeup_(clock), qps_(tables.qps.size()) {
   events_out_.on_space([this](uint64_t c) { wakeup_.wake(c); });

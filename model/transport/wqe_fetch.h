@@ -35,15 +35,16 @@ class WqeFetch : public sc_core::sc_module {
            StreamOut<DeviceEvent>& events, TransportStats& stats);
 
   // Its own queues, as the hierarchy reports them: the QPs whose SQ wants WQEs and those waiting
-  // to be flushed (each QP at most once in each), and the QP and port events on their way to the
-  // EQ engine. Those come from sources that cannot wait (an error found in a packet, a CQ overflow
-  // putting every QP on it in error): one per QP, and a few port changes, fit (assumption); one
-  // that does not is counted in TransportStats::events_lost and in LOST_EVENTS (on_event_lost).
+  // to be flushed (each QP at most once in each), and the QP, SRQ and port events on their way to
+  // the EQ engine. Those come from sources that cannot wait (an error found in a packet, a CQ
+  // overflow putting every QP on it in error): two per QP (SQ drained, then QP fatal), one per SRQ
+  // (its limit) and a few port changes fit (assumption); one that does not is counted in
+  // TransportStats::events_lost and in LOST_EVENTS (on_event_lost).
   GaugeExport s_fetches;
   GaugeExport s_flushes;
   GaugeExport s_events;
   Observers<> on_event_lost;
-  static constexpr size_t kPortEventSlack = 8;  // s_events' room beyond one event per QP (assumption)
+  static constexpr size_t kPortEventSlack = 8;  // s_events' room for port changes (assumption)
 
   // The doorbell unit: the new SQ producer counter, how far the device has taken the ring.
   void sq_doorbell(uint32_t qpn, uint16_t pi) { qps_[qpn].pi = pi; }
