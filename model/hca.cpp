@@ -8,6 +8,19 @@
 
 namespace vhca {
 
+namespace {
+
+// The DMA error EQE's syndrome for a failed write from `source` (codes.h: DMA error syndromes).
+uint8_t dma_error_syndrome(DmaSource source) {
+  switch (source) {
+    case DmaSource::eqe: return eqe::kDmaEqe;
+    case DmaSource::command: return eqe::kDmaCommandReply;
+    default: return eqe::kDmaTransportData;  // the transport's payload and received data
+  }
+}
+
+}  // namespace
+
 Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
     : sc_module(name),
       clock(cfg.clock_mhz),
@@ -183,15 +196,6 @@ void Hca::link_state_changed(bool up) {
   transport.fetch.post_event(DeviceEvent{eqe::kPortChange, 0, 0, state, 1});
 }
 
-// The DMA error EQE's syndrome for a failed write from `source` (codes.h: DMA error syndromes).
-uint8_t Hca::dma_error_syndrome(DmaSource source) {
-  switch (source) {
-    case DmaSource::eqe: return eqe::kDmaEqe;
-    case DmaSource::command: return eqe::kDmaCommandReply;
-    default: return eqe::kDmaTransportData;  // the transport's payload and received data
-  }
-}
-
 void Hca::upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) {
   const uint64_t now = clock.now();
   switch (source) {
@@ -204,12 +208,10 @@ void Hca::upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) {
         count_lost_event();
       }
       break;
-    case DmaSource::msix:  // a failed MSI-X write has no event to raise (it would be another interrupt)
-      log::error("posted write (source {}, id {}) to {:#x} failed at the host", int(source), id, addr);
-      break;
     default:
       log::error("posted write (source {}, id {}) to {:#x} failed at the host", int(source), id, addr);
-      eq.report(DeviceEvent{eqe::kDmaError, 0, 0, dma_error_syndrome(source), addr});
+      // An MSI-X write that fails has no event to raise (it would be another interrupt).
+      if (source != DmaSource::msix) eq.report(DeviceEvent{eqe::kDmaError, 0, 0, dma_error_syndrome(source), addr});
       break;
   }
 }

@@ -77,7 +77,6 @@ class Hca : public sc_core::sc_module, public PostedReadyIf, public WriteErrorIf
 
   // A posted write failed where it landed (told by the link, through s_dma_errors).
   void upstream_write_failed(DmaSource source, uint32_t id, uint64_t addr) override;
-  static uint8_t dma_error_syndrome(DmaSource source);
   // The IB link at the port went down or came up (System wires the link's on_state here):
   // PORT_STATE follows, and a port change EQE goes to the async EQ.
   void link_state_changed(bool up);

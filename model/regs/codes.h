@@ -120,7 +120,7 @@
   X(sqe, 5, "SQE")        \
   X(err, 6, "ERR")
 
-// QP type (CREATE_QP in[1]): GSI is QP1, SMI is QP0; UC was added after the others, hence its
+// QP type (CREATE_QP in[0]): GSI is QP1, SMI is QP0; UC was added after the others, hence its
 // number. The meaning is its name.
 #define VHCA_QP_TYPES(X) \
   X(rc, 0, "RC")         \
