@@ -53,6 +53,7 @@ class RecvQueue : public sc_core::sc_module {
   // or the QP was reset meanwhile. Always answers later, from the read's completion.
   void ensure(uint32_t qpn, Done done);
   bool has_wqe(uint32_t qpn) const { return !qps_[qpn].wqes.empty(); }
+  size_t cached(uint32_t qpn) const { return qps_[qpn].wqes.size(); }  // WQEs in the QP's cache
   RecvWqe& front(uint32_t qpn) { return qps_[qpn].wqes.front(); }
   RecvWqe pop(uint32_t qpn);
   // For a flush: every cached WQE, and whether the ring may hold more (then fetch_more).

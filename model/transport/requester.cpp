@@ -91,11 +91,6 @@ void Requester::flush_held(uint32_t qpn) {
   complete_ready(qpn);
 }
 
-void Requester::flush_unfetched(uint32_t qpn, const std::vector<SendWqe>& wqes) {
-  const QpContext& q = tables_.qps[qpn];
-  for (const SendWqe& w : wqes) outbox_.complete(completion(q, qpn, w, syndrome::kWrFlush));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Building requests.
 

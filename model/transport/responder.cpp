@@ -551,13 +551,10 @@ Responder::Step Responder::receive_ud(IbPacket& p, const Resume& resume) {
 // ---------------------------------------------------------------------------------------------
 // QP lifecycle.
 
-void Responder::flush(uint32_t qpn, const std::deque<RecvWqe>& wqes) {
-  const QpContext& q = tables_.qps[qpn];
-  for (const RecvWqe& w : wqes) {
-    CompletionRecord r = completion(q, qpn, w);
-    r.syndrome = syndrome::kWrFlush;
-    outbox_.complete(r);
-  }
+CompletionRecord Responder::flush_record(uint32_t qpn, const RecvWqe& w) const {
+  CompletionRecord r = completion(tables_.qps[qpn], qpn, w);
+  r.syndrome = syndrome::kWrFlush;
+  return r;
 }
 
 void Responder::qp_reset(uint32_t qpn) { renew(qps_[qpn]); }

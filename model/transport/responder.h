@@ -64,8 +64,8 @@ class Responder : public sc_core::sc_module {
   void qp_reset(uint32_t qpn);
   void qp_ready_to_receive(uint32_t qpn);  // INIT -> RTR
   void abort_message(uint32_t qpn) { qps_[qpn].in_send = false; }  // the flush took its WQE
-  // A flush: these receive WQEs complete with WR flush.
-  void flush(uint32_t qpn, const std::deque<RecvWqe>& wqes);
+  // A flush: a receive WQE's WR-flush completion, for the WQE fetch to hand on.
+  CompletionRecord flush_record(uint32_t qpn, const RecvWqe& w) const;
   void reset();
 
   void timer_expired(uint32_t qpn, TimerKind kind);
