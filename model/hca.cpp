@@ -29,7 +29,7 @@ Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
       arbiter("arbiter", clock, cfg.arbiter),
       cq("cq", clock, cfg.cq, cfg.cq_engine ? cfg.cq_engine(cfg.cq) : nullptr),
       eq("eq", clock, cfg.eq),
-      msix("msix", clock, bar0.regs),
+      msix("msix", clock, bar0.regs, cfg.msix),
       qp_tables(cfg.num_qps, cfg.num_mrs),
       transport("transport", clock, cfg.transport, dma, qp_tables),
       cmd("cmd", clock, cfg.cmd, cq, eq, dma, bar0.regs, qp_tables),

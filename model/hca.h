@@ -37,6 +37,7 @@ struct HcaConfig {
   DmaEngineConfig dma;
   CommandUnitConfig cmd;
   CompletionArbiterConfig arbiter;
+  MsixConfig msix;
   TransportConfig transport;
   uint32_t num_qps = 1024;
   uint32_t num_mrs = 4096;

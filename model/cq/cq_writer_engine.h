@@ -29,6 +29,9 @@ struct CqeWriterConfig {
   uint32_t num_cqs = 65536;        // CQC table capacity
   uint8_t log_max_cq_size = 22;    // largest CQ: 4 M entries
   size_t input_depth = 16;         // s_cpl and s_arm depth
+  size_t control_depth = 2;        // s_ctl: create / modify / resize / destroy (assumption)
+  size_t ci_response_depth = 2;    // s_ci: consumer-index refresh results (assumption)
+  size_t access_error_depth = 64;  // s_access_error: CQNs whose CQE write failed (assumption)
   ArmEvent arm_event = ArmEvent::moderated;
 };
 
@@ -77,9 +80,9 @@ class CqWriterEngine {
   explicit CqWriterEngine(const CqeWriterConfig& cfg)
       : s_cpl("s_cpl", cfg.input_depth),
         s_arm("s_arm", cfg.input_depth),
-        s_ctl("s_ctl", 2),
-        s_ci("s_ci", 2),
-        s_access_error("s_access_error", 64),
+        s_ctl("s_ctl", cfg.control_depth),
+        s_ci("s_ci", cfg.ci_response_depth),
+        s_access_error("s_access_error", cfg.access_error_depth),
         cfg_(cfg) {}
   virtual ~CqWriterEngine() = default;
 

@@ -10,7 +10,7 @@
 namespace vhca {
 
 DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg)
-    : sc_module(name), s_write("s_write", cfg.write_queue_depth), s_ci_req("s_ci_req", 4), clock_(clock),
+    : sc_module(name), s_write("s_write", cfg.write_queue_depth), s_ci_req("s_ci_req", cfg.ci_request_depth), clock_(clock),
       write_wakeup_(clock),
       channel_wakeup_(clock) {
   s_write->on_data = [this](uint64_t c) { write_wakeup_.wake(c); };

@@ -28,6 +28,7 @@ namespace vhca {
 
 struct DmaEngineConfig {
   size_t write_queue_depth = 64;
+  size_t ci_request_depth = 4;  // s_ci_req: consumer-index refresh reads from the CQ writer (assumption)
 };
 
 class DmaEngine : public sc_core::sc_module {

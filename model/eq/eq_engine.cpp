@@ -7,7 +7,7 @@
 namespace vhca {
 
 EqEngine::EqEngine(const sc_core::sc_module_name& name, const SimClock& clock, const EqEngineConfig& cfg)
-    : sc_module(name), s_event("s_event", 16), s_db("s_db", 16), clock_(clock), cfg_(cfg), wakeup_(clock),
+    : sc_module(name), s_event("s_event", cfg.event_depth), s_db("s_db", cfg.doorbell_depth), clock_(clock), cfg_(cfg), wakeup_(clock),
       table_(cfg.num_eqs) {
   auto wake = [this](uint64_t c) { wakeup_.wake(c); };
   s_event->on_data = s_db->on_data = wake;
@@ -22,7 +22,7 @@ EqEngine::EqEngine(const sc_core::sc_module_name& name, const SimClock& clock, c
 }
 
 void EqEngine::report(const DeviceEvent& ev) {
-  if (reports_.size() >= kPendingReports) {
+  if (reports_.size() >= cfg_.report_depth) {
     ++reports_lost_;
     log::error("event type {:#x} (data {:#x}) lost: {} reports already pending", ev.type, ev.data, reports_.size());
     on_report_lost();

@@ -43,6 +43,9 @@ struct EqDoorbell {
 struct EqEngineConfig {
   uint32_t num_eqs = 64;
   uint8_t log_max_eq_size = 16;
+  size_t event_depth = 16;     // s_event: completion, async and command events (assumption)
+  size_t doorbell_depth = 16;  // s_db: arm and update doorbells (assumption)
+  size_t report_depth = 16;    // reports from sources that cannot wait; more are counted in LOST_EVENTS (assumption)
 };
 
 class EqEngine : public sc_core::sc_module {
@@ -92,8 +95,7 @@ class EqEngine : public sc_core::sc_module {
   std::vector<EqContext> table_;
   int async_target_ = -1, command_target_ = -1;  // find_event_targets()
   uint64_t dropped_ = 0;
-  static constexpr size_t kPendingReports = 16;
-  std::deque<DeviceEvent> reports_;  // at most kPendingReports
+  std::deque<DeviceEvent> reports_;  // at most cfg_.report_depth
   uint64_t reports_lost_ = 0;
 };
 

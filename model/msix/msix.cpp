@@ -5,9 +5,9 @@
 
 namespace vhca {
 
-Msix::Msix(const sc_core::sc_module_name& name, const SimClock& clock, RegisterFile& regs)
+Msix::Msix(const sc_core::sc_module_name& name, const SimClock& clock, RegisterFile& regs, const MsixConfig& cfg)
     : sc_module(name),
-      s_irq("s_irq", 16),
+      s_irq("s_irq", cfg.request_depth),
       clock_(clock),
       regs_(regs),
       ctrl_(regs.ref(reg::msix_ctrl)),

@@ -17,13 +17,17 @@
 
 namespace vhca {
 
+struct MsixConfig {
+  size_t request_depth = 16;  // s_irq: vector requests from the EQ engine (assumption)
+};
+
 class Msix : public sc_core::sc_module {
  public:
   StreamIn<uint32_t> s_irq;  // vector requests from the EQ engine
   StreamOut<DmaWrite> m_dma{"m_dma"};
 
   SC_HAS_PROCESS(Msix);
-  Msix(const sc_core::sc_module_name& name, const SimClock& clock, RegisterFile& regs);
+  Msix(const sc_core::sc_module_name& name, const SimClock& clock, RegisterFile& regs, const MsixConfig& cfg = {});
   bool pending(uint32_t vector) const;
   uint64_t messages() const { return messages_; }
   uint64_t activations() const { return wakeup_.activations(); }
