@@ -248,7 +248,7 @@ void PcieLink::deliver_due(int dir) {
 void PcieLink::land_due() {
   Direction& d = dir_[0];
   // Host memory asking while the link lands a write: that write is next.
-  if (landing_ || d.in_flight.empty() || !d.in_flight.front().quiet) return;
+  if (d.landing || d.in_flight.empty() || !d.in_flight.front().quiet) return;
   const sc_time now = sim_now();
   // Quiet writes only: one that lands on time, due now, is the link's own to land at its wake-up
   // (it may tell someone), and the writes behind it wait for it.
@@ -297,9 +297,9 @@ void PcieLink::land(Direction& d, int dir, const sc_time& now) {
   tx.set_streaming_width(p.len);
   tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   sc_time zero = sc_core::SC_ZERO_TIME;
-  landing_ = true;
+  d.landing = true;
   out(dir)->b_transport(tx, zero);
-  landing_ = false;
+  d.landing = false;
   if (tx.is_response_ok() && dir == 0) {
     on_upstream_landed(p.source, p.id, p.addr);
     on_upstream_landed_at(p.source, p.id, p.addr, p.arrival);

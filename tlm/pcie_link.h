@@ -220,6 +220,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     size_t on_time = 0;  // writes in flight that are not quiet: the arrival event is for the first
     sc_core::sc_event arrival_event;
     bool held = false;
+    bool landing = false;  // a write of this direction is landing: a request to land is for this one
     uint64_t wire_bytes = 0;
     SlotRing<Read*> credit_waits;  // reads waiting for non-posted credits, in issue order
     std::deque<Read*> held_reads;    // reads at the far side behind a held posted write
@@ -262,7 +263,6 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   Direction dir_[2];  // 0 upstream, 1 downstream
   uint64_t down_stalls_ = 0;
   tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write
-  bool landing_ = false;  // a write is landing: host memory's own request to land is this one
   size_t quiet_in_flight_ = 0;  // upstream
 };
 
