@@ -1,6 +1,9 @@
 #include "model/hca.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "model/common/bytes.h"
 #include "model/common/log.h"
@@ -19,11 +22,53 @@ uint8_t dma_error_syndrome(DmaSource source) {
   }
 }
 
+const HcaConfig& checked(const HcaConfig& cfg) {
+  if (std::string error = hca_config_error(cfg); !error.empty()) throw std::invalid_argument("HcaConfig: " + error);
+  return cfg;
+}
+
+// The most one transport action adds to an outbox: a packet's data in up to four SGE pieces and
+// a GRH, and its CQE (docs/timing.md, outbox_depth).
+constexpr size_t kOutboxMinimum = 6;
+
 }  // namespace
+
+std::string hca_config_error(const HcaConfig& cfg) {
+  if (!(cfg.clock_mhz > 0)) return fmt::format("clock_mhz must be above 0 (is {})", cfg.clock_mhz);
+  const std::pair<const char*, uint64_t> at_least_one[] = {
+      {"num_qps", cfg.num_qps},
+      {"num_mrs", cfg.num_mrs},
+      {"cq.num_cqs", cfg.cq.num_cqs},
+      {"cq.input_depth", cfg.cq.input_depth},
+      {"cq.control_depth", cfg.cq.control_depth},
+      {"cq.ci_response_depth", cfg.cq.ci_response_depth},
+      {"cq.access_error_depth", cfg.cq.access_error_depth},
+      {"eq.num_eqs", cfg.eq.num_eqs},
+      {"eq.event_depth", cfg.eq.event_depth},
+      {"eq.doorbell_depth", cfg.eq.doorbell_depth},
+      {"eq.report_depth", cfg.eq.report_depth},
+      {"dma.write_queue_depth", cfg.dma.write_queue_depth},
+      {"dma.ci_request_depth", cfg.dma.ci_request_depth},
+      {"arbiter.transport_depth", cfg.arbiter.transport_depth},
+      {"msix.request_depth", cfg.msix.request_depth},
+      {"transport.doorbell_fifo_depth", cfg.transport.doorbell_fifo_depth},
+      {"transport.prefetch_depth", cfg.transport.prefetch_depth},
+      {"transport.fetch_burst", cfg.transport.fetch_burst},
+      {"transport.rx_fifo_depth", cfg.transport.rx_fifo_depth},
+      {"transport.tx_read_tags", cfg.transport.tx_read_tags},
+      {"transport.max_inflight_psns", cfg.transport.max_inflight_psns},
+  };
+  for (const auto& [field, value] : at_least_one)
+    if (value == 0) return fmt::format("{} must be at least 1", field);
+  if (cfg.transport.outbox_depth < kOutboxMinimum)
+    return fmt::format("transport.outbox_depth must be at least {} (one packet's data pieces and its CQE; is {})",
+                       kOutboxMinimum, cfg.transport.outbox_depth);
+  return "";
+}
 
 Hca::Hca(const sc_core::sc_module_name& name, const HcaConfig& cfg)
     : sc_module(name),
-      clock(cfg.clock_mhz),
+      clock(checked(cfg).clock_mhz),
       bar0("bar0"),
       dma("dma", clock, cfg.dma),
       arbiter("arbiter", clock, cfg.arbiter),

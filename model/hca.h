@@ -43,6 +43,11 @@ struct HcaConfig {
   uint32_t num_mrs = 4096;
 };
 
+// What is wrong with a configuration, naming the field ("" if nothing): a queue of depth 0, an
+// outbox too small for one packet, no clock. The Hca's constructor throws std::invalid_argument
+// with it, before any block is built.
+std::string hca_config_error(const HcaConfig& cfg);
+
 class Hca : public sc_core::sc_module, public PostedReadyIf, public WriteErrorIf {
  public:
   SC_HAS_PROCESS(Hca);

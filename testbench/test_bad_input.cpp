@@ -210,3 +210,36 @@ TEST_CASE("a command block at a misaligned address or not owned by the device is
     check_still_healthy();
   });
 }
+
+TEST_CASE("a configuration with a queue of depth 0 or an outbox smaller than one packet is refused with the field named") {
+  CHECK(hca_config_error(HcaConfig{}) == "");
+  struct Case {
+    const char* field;
+    void (*spoil)(HcaConfig&);
+  };
+  const Case cases[] = {
+      {"clock_mhz", [](HcaConfig& c) { c.clock_mhz = 0; }},
+      {"num_qps", [](HcaConfig& c) { c.num_qps = 0; }},
+      {"cq.input_depth", [](HcaConfig& c) { c.cq.input_depth = 0; }},
+      {"cq.control_depth", [](HcaConfig& c) { c.cq.control_depth = 0; }},
+      {"cq.access_error_depth", [](HcaConfig& c) { c.cq.access_error_depth = 0; }},
+      {"eq.event_depth", [](HcaConfig& c) { c.eq.event_depth = 0; }},
+      {"eq.report_depth", [](HcaConfig& c) { c.eq.report_depth = 0; }},
+      {"dma.write_queue_depth", [](HcaConfig& c) { c.dma.write_queue_depth = 0; }},
+      {"arbiter.transport_depth", [](HcaConfig& c) { c.arbiter.transport_depth = 0; }},
+      {"msix.request_depth", [](HcaConfig& c) { c.msix.request_depth = 0; }},
+      {"transport.fetch_burst", [](HcaConfig& c) { c.transport.fetch_burst = 0; }},
+      {"transport.rx_fifo_depth", [](HcaConfig& c) { c.transport.rx_fifo_depth = 0; }},
+      {"transport.outbox_depth", [](HcaConfig& c) { c.transport.outbox_depth = 5; }},
+  };
+  for (const Case& k : cases) {
+    INFO(k.field);
+    HcaConfig c;
+    k.spoil(c);
+    const std::string error = hca_config_error(c);
+    CHECK(error.rfind(std::string(k.field) + " must be", 0) == 0);
+  }
+  HcaConfig least;
+  least.transport.outbox_depth = 6;  // one packet's pieces and its CQE: enough
+  CHECK(hca_config_error(least) == "");
+}
