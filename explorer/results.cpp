@@ -44,6 +44,8 @@ void print_queues(const TrafficResult& r) {
   if (r.queues.empty()) return;
   std::printf("\nqueues between blocks (depth, high-water mark, items pushed, producers):\n%s",
               describe_queues(r.queues).c_str());
+  std::printf("host0 completion arbiter: %llu injections passed on early, %llu taken back\n",
+              static_cast<unsigned long long>(r.injections_early), static_cast<unsigned long long>(r.injections_taken_back));
 }
 
 void print_summary(const TrafficOptions& o, const TrafficResult& r) {

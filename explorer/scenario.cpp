@@ -452,7 +452,7 @@ void read_pcie(const Reader& r, const YAML::Node& n, PcieLinkConfig& pcie) {
 
 void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
   r.check_map(n, "hca", {"profile", "clock", "command_latency", "cq_writer", "arm_event", "doorbell_fifo", "prefetch", "fetch_burst",
-                         "rq_prefetch", "ack_coalesce", "ack_delay", "max_inflight"});
+                         "rq_prefetch", "ack_coalesce", "ack_delay", "max_inflight", "early_injection"});
   if (n["cq_writer"]) {
     const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
     // model: the HCA's writer, the pipelined one (pipelined, its former name, is still read); rtl:
@@ -471,12 +471,15 @@ void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
     if (!parse_arm_event(v, o.arm_event))
       r.fail(n["arm_event"], "hca.arm_event", "'" + v + "' is neither moderated nor at-arm");
   }
-  if (n["rq_prefetch"]) {
-    const std::string v = r.scalar(n["rq_prefetch"], "hca.rq_prefetch");
-    if (v == "on") o.transport.rq_prefetch = true;
-    else if (v == "off") o.transport.rq_prefetch = false;
-    else r.fail(n["rq_prefetch"], "hca.rq_prefetch", "'" + v + "' is neither on nor off");
-  }
+  auto on_off = [&](const char* name, bool& field) {
+    if (!n[name]) return;
+    const std::string key = std::string("hca.") + name, v = r.scalar(n[name], key);
+    if (v == "on") field = true;
+    else if (v == "off") field = false;
+    else r.fail(n[name], key, "'" + v + "' is neither on nor off");
+  };
+  on_off("rq_prefetch", o.transport.rq_prefetch);
+  on_off("early_injection", o.early_injection);
   if (n["clock"])
     o.hca_clock_mhz = r.value(n, "hca", "clock", [](const std::string& v) {
       const double mhz = with_unit(v, {{"MHz", 1.0}, {"GHz", 1e3}}, "frequency: MHz, GHz");

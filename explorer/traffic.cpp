@@ -173,7 +173,11 @@ class TrafficRun {
     TrafficResult r = result();
     r.ok = r.ok && setup_ok;
     r.wall_s = wall_s;
-    if (o_.queues) r.queues = queue_links();
+    if (o_.queues) {
+      r.queues = queue_links();
+      r.injections_early = sys_.node(0).hca.arbiter.passed_on_early();
+      r.injections_taken_back = sys_.node(0).hca.arbiter.taken_back();
+    }
     if (InvariantChecker* inv = sys_.invariants()) {
       inv->check_queues(sys_);
       r.invariants_checked = inv->checked();
@@ -216,6 +220,7 @@ class TrafficRun {
     cfg.hca.clock_mhz = o.hca_clock_mhz;
     cfg.hca.transport = o.transport;  // the LID is the node's (System assigns it)
     cfg.hca.cq.arm_event = o.arm_event;
+    cfg.hca.arbiter.pass_on_early = o.early_injection;
     cfg.ib.seed = o.seed;
     cfg.wall_limit_s = o.wall_limit_s;
     cfg.check_invariants = o.check;

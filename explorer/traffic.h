@@ -108,6 +108,7 @@ struct TrafficOptions {
   PcieLinkConfig pcie;          // each host's link to its HCA
   double hca_clock_mhz = 500;   // both HCAs
   TransportConfig transport;    // both HCAs' doorbell unit, WQE fetch and transport timing
+  bool early_injection = true;  // hca.early_injection: simulation speed only (CompletionArbiterConfig::pass_on_early)
   bool blueflame = false;       // the drivers write a single inline WR's WQE through UAR_SQ_BF
   uint32_t max_inline = 0;      // SENDs and WRITEs up to this many bytes are posted inline (qps.inline)
   uint64_t seed = 1;
@@ -201,6 +202,9 @@ struct TrafficResult {
   TimeSeries series;
   double wall_s = 0;  // not part of the deterministic results
   std::vector<QueueLink> queues;  // with TrafficOptions::queues: both HCAs' queues after the run
+  // With it too: host 0's completion arbiter, injections passed on ahead of their turn and taken
+  // back for a transport record (hca.early_injection).
+  uint64_t injections_early = 0, injections_taken_back = 0;
 };
 
 // The signals a VCD can show, in declaration order (docs/scenarios.md lists them).

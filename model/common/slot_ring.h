@@ -47,6 +47,14 @@ class SlotRing {
     head_ = (head_ + 1) & (slots_.size() - 1);
     --count_;
   }
+  // Undoing a pop or a push (a producer that took an item back).
+  void push_front(Slot value) {
+    if (count_ == slots_.size()) grow();
+    head_ = (head_ - 1) & (slots_.size() - 1);
+    slots_[head_] = std::move(value);
+    ++count_;
+  }
+  void pop_back() { --count_; }
   void clear() {
     for (; count_; pop_front()) front() = Slot{};
     head_ = 0;

@@ -124,6 +124,15 @@ class Stream : public StreamBase {
     }
     return v;
   }
+  // Takes back the last item, which its producer pushed ahead for `cycle`, a cycle not yet begun:
+  // no consumer can have seen it, only the taps, which are told (on_retract). For a single
+  // producer that may pass an item on before its turn (the completion arbiter).
+  void retract_back(uint64_t cycle) {
+    assert(!items_.empty() && items_.back().cycle == cycle);
+    on_retract(items_.back().value, cycle);
+    items_.pop_back();
+    --pushed_;
+  }
   bool empty() const { return items_.empty(); }
   size_t size() const override { return items_.size(); }
   void clear() {
@@ -143,6 +152,7 @@ class Stream : public StreamBase {
   uint32_t (*same_cycle_rank)(const T&) = nullptr;  // a plain function: one is called per push
   Observers<uint64_t> on_space;                // producers held by a full stream
   Observers<const T&, uint64_t> on_push;       // taps: told of every item as it is pushed
+  Observers<const T&, uint64_t> on_retract;    // taps: told of an item taken back (retract_back)
 
  private:
   struct Slot {

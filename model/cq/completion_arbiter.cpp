@@ -1,6 +1,7 @@
 #include "model/cq/completion_arbiter.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace vhca {
 
@@ -8,13 +9,14 @@ CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const 
                                      const CompletionArbiterConfig& cfg)
     : sc_module(name), clock_(clock), cfg_(cfg), wakeup_(clock), transport_(cfg.transport_depth) {
   s_transport.bind(*this);
-  m_cpl.on_space([this](uint64_t c) { wakeup_.wake(c); });
+  m_cpl.on_space([this](uint64_t c) { on_cpl_space(c); });
   SC_METHOD(step);
   sensitive << wakeup_.event();
   dont_initialize();
 }
 
 bool CompletionArbiter::try_put(const CompletionRecord& r) {
+  if (early_cycle_ != UINT64_MAX && early_cycle_ >= clock_.now()) take_back_early();
   if (transport_.size() >= cfg_.transport_depth) {
     ++transport_stalls_;
     return false;
@@ -39,6 +41,59 @@ void CompletionArbiter::reset() {
   transport_.clear();
   injections_.clear();
   injection_held_since_ = UINT64_MAX;
+  early_cycle_ = UINT64_MAX;
+}
+
+// s_cpl has a slot again from `cycle`: the CQ writer took a record from it, full, on the cycle
+// before. If the arbiter's turn on `cycle` could only pass on the next injection, that is done
+// now, stamped `cycle`, instead of waking for it (one kernel activation a record fewer under a
+// flood): the injection is due already, so none given later goes before it (an injection is due
+// no earlier than when it is given, and those of one cycle keep their order); the transport has
+// nothing waiting; and the writer takes at most one record a cycle, so the turn has one slot. A
+// transport record put before the turn on `cycle` has run (on an earlier cycle, or on that one
+// before the turn) could still win the round robin: try_put takes the early record back (no one
+// has seen it: it is visible from the cycle after), and the turn runs as usual. (With s_cpl one
+// deep the writer may take a record lazily, and when it is told of one matters: then the arbiter
+// wakes as usual.)
+void CompletionArbiter::on_cpl_space(uint64_t cycle) {
+  const uint64_t now = clock_.now();
+  const bool only_an_injection = transport_.empty() && injection_due(now) && early_cycle_ != cycle;
+  const bool slot_freed_now = cycle == now + 1 && m_cpl->depth() >= 2 && m_cpl->size() + 1 == m_cpl->depth();
+  if (!cfg_.pass_on_early || in_step_ || !only_an_injection || !slot_freed_now) {
+    wakeup_.wake(cycle);
+    return;
+  }
+  early_ = injections_.front();
+  injections_.pop_front();
+  early_cycle_ = cycle;
+  early_held_since_ = injection_held_since_;
+  m_cpl->push(early_.second, cycle);
+  ++injected_;
+  ++passed_on_early_;
+  if (injection_held_since_ != UINT64_MAX) injection_stalls_ += cycle - injection_held_since_;
+  injection_held_since_ = UINT64_MAX;
+  // The rest of the turn: a next record due by then finds s_cpl full (and is woken by its next
+  // slot); one due later is woken for.
+  if (injection_due(cycle)) {
+    const bool room = m_cpl.can_push(cycle);
+    assert(!room);
+    (void)room;
+    injection_held_since_ = cycle;
+  } else if (!injections_.empty()) {
+    wakeup_.wake(std::max(injections_.front().first, cycle + 1));
+  }
+}
+
+void CompletionArbiter::take_back_early() {
+  m_cpl->retract_back(early_cycle_);
+  injections_.push_front(early_);
+  --injected_;
+  if (early_held_since_ != UINT64_MAX) injection_stalls_ -= early_cycle_ - early_held_since_;
+  injection_held_since_ = early_held_since_;
+  early_cycle_ = UINT64_MAX;
+  --passed_on_early_;
+  ++taken_back_;
+  wakeup_.wake(clock_.now());  // the turn on the early record's cycle runs as usual
 }
 
 void CompletionArbiter::step() {
@@ -48,6 +103,8 @@ void CompletionArbiter::step() {
     return;
   }
   wakeup_.count();
+  if (early_cycle_ <= now) early_cycle_ = UINT64_MAX;  // the turn on the early record's cycle has run
+  in_step_ = true;
   const bool transport_was_full = transport_.size() >= cfg_.transport_depth;
   bool held = false;
   for (;;) {
@@ -71,6 +128,7 @@ void CompletionArbiter::step() {
     }
     if (from_transport && from_injection) transport_turn_ = !take_transport;
   }
+  in_step_ = false;
   // A slot freed on this cycle is the transport's from the next.
   if (transport_was_full && transport_.size() < cfg_.transport_depth) space_.notify(clock_.until(now + 1));
   // Held by a full s_cpl, it sleeps until its on_space (no activation per cycle of the stall).

@@ -9,6 +9,10 @@
 // whose completion finds it full is held until a record leaves (backpressure from the CQ writer
 // back to the transport: a writer that holds its intake for a consumer-index refresh or a resize,
 // or a flush of a whole ring, stalls the transport instead of growing a queue).
+//
+// Under a flood of injections it does not wake for each record: when the CQ writer takes a record
+// from the full s_cpl on cycle p and only injections wait, the one the arbiter's turn on p+1
+// would pass on is pushed at once, stamped p+1 (see on_cpl_space).
 #pragma once
 #include <cstdint>
 #include <systemc>
@@ -30,6 +34,9 @@ class CompletionPutIf : public virtual sc_core::sc_interface {
 
 struct CompletionArbiterConfig {
   size_t transport_depth = 16;  // completion records the transport may have waiting (assumption)
+  // Simulation speed only: a flood of injections is passed on without an activation a record
+  // (on_cpl_space). Results are the same either way (testbench/early_injection.sh).
+  bool pass_on_early = true;
 };
 
 class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, public QueueInfo {
@@ -52,6 +59,8 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
 
   uint64_t injected() const { return injected_; }
   uint64_t injection_stalls() const { return injection_stalls_; }  // cycles an injection waited for room
+  uint64_t passed_on_early() const { return passed_on_early_; }   // injections pushed ahead of their turn...
+  uint64_t taken_back() const { return taken_back_; }             // ...and taken back for a transport record
   uint64_t transport_stalls() const { return transport_stalls_; }  // puts refused: the transport held
   size_t transport_high_water() const { return transport_high_water_; }
   uint64_t activations() const { return wakeup_.activations(); }
@@ -63,6 +72,8 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
 
  private:
   void step();
+  void on_cpl_space(uint64_t cycle);
+  void take_back_early();
   bool injection_due(uint64_t now) const { return !injections_.empty() && injections_.front().first <= now; }
 
   const SimClock& clock_;
@@ -77,6 +88,12 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   sc_core::sc_event space_;
   uint64_t injected_ = 0, injection_stalls_ = 0, transport_stalls_ = 0, transport_puts_ = 0;
   uint64_t injection_held_since_ = UINT64_MAX;  // the cycle a due injection was first refused
+  bool in_step_ = false;
+  // The injection passed on ahead for early_cycle_ (on_cpl_space), and the held-since mark its
+  // push cleared: what a transport record put before that cycle takes back (take_back_early).
+  Injection early_;
+  uint64_t early_cycle_ = UINT64_MAX, early_held_since_ = UINT64_MAX;
+  uint64_t passed_on_early_ = 0, taken_back_ = 0;
   size_t transport_high_water_ = 0;
 };
 
