@@ -12,10 +12,13 @@ start_server() {
   "$server_sim" serve --socket "$sock" "$@" >"$dir/serve.out" 2>&1 &
   pid=$!
   trap 'kill $pid 2>/dev/null || true; [ -n "${VHCA_KEEP:-}" ] || rm -rf "$dir"' EXIT
+  # Its banner ("... on SOCKET") is printed after listen(): the socket file alone appears at bind(),
+  # and a program connecting between the two would be refused.
   i=0
-  while [ ! -S "$sock" ]; do
+  until [ -S "$sock" ] && grep -Fq " on $sock" "$dir/serve.out" 2>/dev/null; do
     i=$((i + 1))
-    [ $i -le 300 ] || { echo "FAIL: the server did not open $sock"; cat "$dir/serve.out"; exit 1; }
+    [ $i -le 300 ] || { echo "FAIL: the server did not listen on $sock"; cat "$dir/serve.out"; exit 1; }
+    kill -0 $pid 2>/dev/null || { echo "FAIL: the server exited before listening"; cat "$dir/serve.out"; exit 1; }
     sleep 0.1
   done
   export VHCA_SOCKET="$sock" LD_LIBRARY_PATH="$server_lib"
@@ -39,8 +42,9 @@ fail() {
   exit 1
 }
 
-# The programs' own exchange of addresses is TCP, as on real hardware: a port of this test's.
-port=$((20000 + $$ % 20000))
+# The programs' own exchange of addresses is TCP, as on real hardware: a port of this test's,
+# below Linux's ephemeral range (32768 up), where another test's outgoing connection could hold it.
+port=$((20000 + $$ % 12000))
 
 # wait_listening PID: until the program PID listens on $port (state 0A in /proc/net/tcp{,6}); the
 # client side does not retry its connect.
@@ -60,7 +64,7 @@ wait_reports() {
   i=0
   while [ "$(grep -c 'left at' "$dir/serve.out")" -lt $1 ]; do
     i=$((i + 1))
-    [ $i -le 100 ] || fail "the server did not report $1 clients gone"
+    [ $i -le 300 ] || fail "the server did not report $1 clients gone"
     sleep 0.1
   done
 }
