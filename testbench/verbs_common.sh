@@ -3,13 +3,16 @@
 #   . verbs_common.sh; start_server VHCA_SIM LIBDIR [SERVER OPTIONS...]
 # sets $dir (a temporary folder, removed on exit), $sock, $pid (the server), and exports
 # VHCA_SOCKET and LD_LIBRARY_PATH for the programs.
+# The sanitizer options the test was started with: every server gets them (leak checks on), not
+# the programs' (below), which a first start_server exports.
+server_asan_options=${server_asan_options-${ASAN_OPTIONS-}}
 start_server() {
   dir=${dir:-$(mktemp -d)}  # a caller may make it first, to name files in it for the server
   sock=$dir/vhca.sock
   server_sim=$1
   server_lib=$2
   shift 2
-  "$server_sim" serve --socket "$sock" "$@" >"$dir/serve.out" 2>&1 &
+  ASAN_OPTIONS="$server_asan_options" "$server_sim" serve --socket "$sock" "$@" >"$dir/serve.out" 2>&1 &
   pid=$!
   trap 'kill $pid 2>/dev/null || true; [ -n "${VHCA_KEEP:-}" ] || rm -rf "$dir"' EXIT
   # Its banner ("... on SOCKET") is printed after listen(): the socket file alone appears at bind(),
@@ -26,8 +29,9 @@ start_server() {
   # without it (Debian's): ctest names it in VHCA_ASAN_PRELOAD, and every program started from
   # here on loads it. Memory errors are checked in them all; leaks not, since Debian's programs
   # keep some of their own memory to the end (perftest frees neither its device list nor its
-  # parameters). The server's leaks are checked (it started before this), and so are the
-  # library's, in verbs_async_program, which frees everything it makes (verbs_async_events.sh).
+  # parameters). The servers' leaks are checked (each starts with the test's own options), and so
+  # are the library's, in verbs_async_program, which frees everything it makes
+  # (verbs_async_events.sh).
   if [ -n "${VHCA_ASAN_PRELOAD:-}" ]; then
     export LD_PRELOAD="$VHCA_ASAN_PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
   fi
