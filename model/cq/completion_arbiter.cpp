@@ -57,9 +57,9 @@ void CompletionArbiter::reset() {
 // wakes as usual.)
 void CompletionArbiter::on_cpl_space(uint64_t cycle) {
   const uint64_t now = clock_.now();
-  const bool only_an_injection = transport_.empty() && injection_due(now) && early_cycle_ != cycle;
+  const bool only_an_injection = transport_.empty() && injection_due(now);
   const bool slot_freed_now = cycle == now + 1 && m_cpl->depth() >= 2 && m_cpl->size() + 1 == m_cpl->depth();
-  if (!cfg_.pass_on_early || in_step_ || !only_an_injection || !slot_freed_now) {
+  if (!cfg_.pass_on_early || in_step_ || early_cycle_ == cycle || !only_an_injection || !slot_freed_now) {
     wakeup_.wake(cycle);
     return;
   }

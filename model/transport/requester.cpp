@@ -91,6 +91,17 @@ void Requester::flush_held(uint32_t qpn) {
   complete_ready(qpn);
 }
 
+void Requester::flush_unfetched(uint32_t qpn, std::vector<SendWqe>& wqes) {
+  SendState& s = qps_[qpn];
+  for (SendWqe& w : wqes) {
+    w.status = syndrome::kWrFlush;
+    w.done = true;
+    s.sq.push_back(std::move(w));
+  }
+  s.flushing = true;
+  complete_ready(qpn);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Building requests.
 

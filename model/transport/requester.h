@@ -37,11 +37,10 @@ class Requester : public sc_core::sc_module {
   void deliver(uint32_t qpn, std::vector<SendWqe>& burst);
   uint32_t unstarted(uint32_t qpn) const;
   // A flush: every WQE held completes (with its own error, else WR flush), and those read from
-  // the ring unfetched complete with WR flush (their records, for the WQE fetch to hand on).
+  // the ring unfetched join them and complete with WR flush; all are handed to the outbox while it
+  // has room, as any send completions are (complete_ready).
   void flush_held(uint32_t qpn);
-  CompletionRecord flush_record(uint32_t qpn, const SendWqe& w) const {
-    return completion(tables_.qps[qpn], qpn, w, syndrome::kWrFlush);
-  }
+  void flush_unfetched(uint32_t qpn, std::vector<SendWqe>& wqes);
 
   // For the transmit arbiter: build the next request packet of the next QP in the round robin
   // that may send. Returns false if no QP had anything to do; `out` stays empty when the WQE

@@ -223,8 +223,8 @@ void WqeFetch::flush_sq_rest(uint32_t qpn, uint32_t gen, QpState state) {
     when([this] { return requester_.settled(); }, [this, qpn, gen, state] {
       read_sq_burst(qpn, UINT32_MAX, [this, qpn, gen, state](bool valid, std::vector<SendWqe>& burst) {
         if (!valid) return finish_action();
-        for (const SendWqe& w : burst) flush_owed_.push_back(requester_.flush_record(qpn, w));
-        hand_on_flushed(requester_.outbox(), [this, qpn, gen, state] { flush_sq_rest(qpn, gen, state); });
+        requester_.flush_unfetched(qpn, burst);
+        flush_sq_rest(qpn, gen, state);
       });
     });
     return;
@@ -239,7 +239,7 @@ void WqeFetch::flush_rq(uint32_t qpn) {
   // A QP on an SRQ flushes only the WQE its message held: the SRQ's stay for the other QPs.
   const bool rest_in_ring = !tables_.qps[qpn].has_srq;
   const uint32_t gen = rq_.generation(qpn);
-  hand_on_flushed(responder_.outbox(), [this, qpn, gen, rest_in_ring] {
+  hand_on_flushed([this, qpn, gen, rest_in_ring] {
     if (!rest_in_ring || rq_.generation(qpn) != gen) return finish_action();
     when([this] { return responder_.outbox().empty(); }, [this, qpn, gen] {
       rq_.fetch_more(qpn, [this, qpn, gen](bool more) {
@@ -250,17 +250,18 @@ void WqeFetch::flush_rq(uint32_t qpn) {
   });
 }
 
-// A flush finds its WQEs a burst or a whole cache at a time, more than an outbox may have room
-// for: their completions wait here, in order, and go to the outbox while it has room; when it is
-// full, the flush waits for it to drain. Then `then` goes on with the flush.
-void WqeFetch::hand_on_flushed(Outbox& box, std::function<void()> then) {
+// An RQ flush finds its WQEs a burst or a whole cache at a time, more than the responder's outbox
+// may have room for: their completions wait here, in order, and go to the outbox while it has
+// room; when it is full, the flush waits for it to drain. Then `then` goes on with the flush. (The
+// SQ's flush completions wait in the requester, which hands them on the same way.)
+void WqeFetch::hand_on_flushed(std::function<void()> then) {
+  Outbox& box = responder_.outbox();
   while (!flush_owed_.empty() && box.has_room()) {
     box.complete(flush_owed_.front());
     flush_owed_.pop_front();
   }
   if (flush_owed_.empty()) return then();
-  when([&box] { return box.empty(); },
-       [this, &box, then = std::move(then)]() mutable { hand_on_flushed(box, std::move(then)); });
+  when([&box] { return box.empty(); }, [this, then = std::move(then)]() mutable { hand_on_flushed(std::move(then)); });
 }
 
 // ---------------------------------------------------------------------------------------------

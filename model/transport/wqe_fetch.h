@@ -79,7 +79,7 @@ class WqeFetch : public sc_core::sc_module {
   bool start_flush(uint32_t qpn);
   void flush_sq_rest(uint32_t qpn, uint32_t gen, QpState state);
   void flush_rq(uint32_t qpn);
-  void hand_on_flushed(Outbox& box, std::function<void()> then);
+  void hand_on_flushed(std::function<void()> then);
   void finish_action();
   // Reads the next burst of SQ WQEs from the fetch cursor (at most fetch_burst and `limit`, never
   // past the ring's end) and advances the cursor; `valid` is false if the QP was reset or flushed
@@ -106,8 +106,8 @@ class WqeFetch : public sc_core::sc_module {
   bool busy_ = false;                 // an action's reads are in flight
   bool in_run_ = false;
   std::function<void()> parked_;      // a flush step waiting for an outbox to drain
-  // The running flush's completions not yet handed to the outbox (at most a fetch burst or a QP's
-  // receive cache: one flush runs at a time).
+  // The running RQ flush's completions not yet handed to the responder's outbox (at most a fetch
+  // burst or a QP's receive cache: one flush runs at a time).
   std::deque<CompletionRecord> flush_owed_;
   std::function<bool()> parked_until_;
 };
