@@ -29,10 +29,7 @@ TEST_CASE("[S28] a flush of a whole ring fills the CQ writer's input: the transp
     wait_us(5);
     const CompletionArbiter& arb = sys().node(0).hca.arbiter;
     const uint64_t stalls_before = arb.transport_stalls();
-    QpAttr attr;
-    attr.cur_state = QpState::rts;
-    attr.new_state = QpState::err;
-    REQUIRE(verbs::modify_qp(*a.qp, attr) == 0);
+    REQUIRE(verbs::modify_qp(*a.qp, rts_to_error()) == 0);
     auto r = poll_n(*a.rcq, kWqes);
     REQUIRE(r.size() == kWqes);
     for (uint64_t i = 0; i < kWqes; ++i) {
@@ -54,10 +51,7 @@ TEST_CASE("[S28] a send queue of 60 outstanding WQEs flushes through a 6-deep ou
   sys().run([] {
     auto [a, b] = rc_pair();
     // The responder's QP answers nothing in ERR: every WRITE stays outstanding at the requester.
-    QpAttr to_err;
-    to_err.cur_state = QpState::rts;
-    to_err.new_state = QpState::err;
-    REQUIRE(verbs::modify_qp(*b.qp, to_err) == 0);
+    REQUIRE(verbs::modify_qp(*b.qp, rts_to_error()) == 0);
     constexpr uint64_t kWqes = 60;
     for (uint64_t i = 0; i < kWqes; ++i)
       fb::post_send(*a.qp, remote_wr(0x200 + i, a.buf.sge(0, 64), sqwqe::kRdmaWrite, b.buf, 0));
@@ -68,7 +62,7 @@ TEST_CASE("[S28] a send queue of 60 outstanding WQEs flushes through a 6-deep ou
     REQUIRE(verbs::peek_cq(*a.scq, 16) == 0);
     Outbox& box = sys().node(0).hca.transport.requester.outbox();
     const uint64_t holds_before = box.holds();
-    REQUIRE(verbs::modify_qp(*a.qp, to_err) == 0);
+    REQUIRE(verbs::modify_qp(*a.qp, rts_to_error()) == 0);
     auto r = poll_n(*a.scq, kWqes);
     REQUIRE(r.size() == kWqes);
     for (uint64_t i = 0; i < kWqes; ++i) {

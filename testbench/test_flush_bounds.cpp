@@ -23,13 +23,6 @@ using namespace vhca;
 using namespace vhca::test;
 
 namespace {
-QpAttr to_error() {
-  QpAttr a;
-  a.cur_state = QpState::rts;
-  a.new_state = QpState::err;
-  return a;
-}
-
 void check_flushed_in_order(const std::vector<Wc>& r, uint64_t first_wr_id, size_t n) {
   REQUIRE(r.size() == n);
   for (size_t i = 0; i < n; ++i) {
@@ -47,7 +40,7 @@ TEST_CASE("[S28] a receive queue with 32 WQEs cached flushes through a 6-deep ou
     wait_us(10);
     REQUIRE(sys().node(0).hca.transport.rq.cached(a.qp->qpn) == 32);  // the cache is full; 8 are still in the ring
     Outbox& box = sys().node(0).hca.transport.responder.outbox();
-    REQUIRE(verbs::modify_qp(*a.qp, to_error()) == 0);
+    REQUIRE(verbs::modify_qp(*a.qp, rts_to_error()) == 0);
     check_flushed_in_order(poll_n(*a.rcq, kWqes), 0x100, kWqes);
     CHECK(box.overflows() == 0);
     CHECK(box.s_items.high_water() <= 6);
@@ -61,7 +54,7 @@ TEST_CASE("[S28] send WQEs never fetched flush in bursts of 16 through a 6-deep 
   sys().run([] {
     auto [a, b] = rc_pair();
     // The responder's QP answers nothing in ERR: the requester stops after its window of 4.
-    REQUIRE(verbs::modify_qp(*b.qp, to_error()) == 0);
+    REQUIRE(verbs::modify_qp(*b.qp, rts_to_error()) == 0);
     constexpr uint64_t kWqes = 60;
     for (uint64_t i = 0; i < kWqes; ++i)
       fb::post_send(*a.qp, remote_wr(0x200 + i, a.buf.sge(0, 64), sqwqe::kRdmaWrite, b.buf, 0));
@@ -70,7 +63,7 @@ TEST_CASE("[S28] send WQEs never fetched flush in bursts of 16 through a 6-deep 
     REQUIRE(ta.wqes_fetched < kWqes);  // some are still in the ring: they flush from it
     REQUIRE(ta.wqes_fetched + 16 < kWqes);  // and more than one burst's worth
     Outbox& box = sys().node(0).hca.transport.requester.outbox();
-    REQUIRE(verbs::modify_qp(*a.qp, to_error()) == 0);
+    REQUIRE(verbs::modify_qp(*a.qp, rts_to_error()) == 0);
     check_flushed_in_order(poll_n(*a.scq, kWqes), 0x200, kWqes);
     CHECK(box.overflows() == 0);
     CHECK(box.s_items.high_water() <= 6);

@@ -322,10 +322,7 @@ TEST_CASE("SRQ: two RC QPs take receive WQEs from one shared queue in the order 
     CHECK(limit == 0);
     // b2 goes to ERR: it holds no WQE of the SRQ, so nothing of the SRQ is flushed; b1 still
     // receives into the SRQ's next WQE.
-    QpAttr err;
-    err.cur_state = QpState::rts;
-    err.new_state = QpState::err;
-    REQUIRE(verbs::modify_qp(*b2, err) == 0);
+    REQUIRE(verbs::modify_qp(*b2, rts_to_error()) == 0);
     wait_us(5);
     CHECK(verbs::peek_cq(*cq, 8) == 0);
     fb::post_send(*a1.qp, send_wr(4, a1.buf.sge(0, 100)));

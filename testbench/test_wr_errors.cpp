@@ -295,10 +295,7 @@ TEST_CASE("[S19] WR flush: every outstanding WQE of a QP moved to ERR completes 
   sys().run([] {
     auto [a, b] = rc_pair();
     for (uint64_t i = 0; i < 5; ++i) fb::post_recv(*a.qp, RecvWr{0xC0 + i, {a.buf.sge(0, 64)}});
-    QpAttr attr;
-    attr.cur_state = QpState::rts;
-    attr.new_state = QpState::err;
-    REQUIRE(verbs::modify_qp(*a.qp, attr) == 0);
+    REQUIRE(verbs::modify_qp(*a.qp, rts_to_error()) == 0);
     for (uint64_t i = 0; i < 3; ++i) fb::post_send(*a.qp, send_wr(0xA0 + i, a.buf.sge(0, 64)));
     fb::post_recv(*a.qp, RecvWr{0xC5, {a.buf.sge(0, 64)}});  // posted in ERR: flushed too
     auto r = poll_n(*a.rcq, 6);

@@ -29,6 +29,14 @@ inline std::pair<Side, Side> rc_pair(uint64_t buf_len = 1 << 20, const fb::RcPar
   return {a, b};
 }
 
+// The attributes that move an RTS QP to ERR (its queues then flush).
+inline QpAttr rts_to_error() {
+  QpAttr a;
+  a.cur_state = QpState::rts;
+  a.new_state = QpState::err;
+  return a;
+}
+
 // Polls `cq` until `n` WCs have arrived or `limit_us` of simulated time passes.
 inline std::vector<Wc> poll_n(Cq& cq, size_t n, double limit_us = 2000) {
   std::vector<Wc> out;
