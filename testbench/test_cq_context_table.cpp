@@ -4,7 +4,6 @@
 // edge); every entry then reads zero; random writes and reads every cycle
 // match the reference with the data one cycle after the address, a same-edge read of a written
 // entry returning the old value; writes during the sweep are ignored.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <cstdint>

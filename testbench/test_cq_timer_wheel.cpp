@@ -5,7 +5,6 @@
 // CQ at once (a CQE-mode restart). Every cycle the pins of the RTL and the model must be equal;
 // every insert must expire exactly once, on its deadline tick (a due one on the tick after its
 // insert), not before the tick has begun, the CQs of one tick most recently inserted first.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <cstdint>

@@ -4,7 +4,6 @@
 // ready it passes an item every cycle, one cycle after taking it; its outputs do not follow
 // m_ready combinationally. And the checker fires: a producer that withdraws an offered item, or
 // changes it while it waits, is reported on the cycle it does so.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <cstdint>
