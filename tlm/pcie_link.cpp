@@ -20,6 +20,7 @@ PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cf
   up_in.register_b_transport(this, &PcieLink::up_transport);
   up_in.register_nb_transport_fw(this, &PcieLink::up_nb_transport);
   down_in.register_b_transport(this, &PcieLink::down_transport);
+  up_out.register_invalidate_direct_mem_ptr(this, &PcieLink::invalidate_up_dmi);
   up_pending.bind(*this);
   down_resume.bind(*this);
   up_credits.bind(dir_[0].credits);
@@ -100,13 +101,19 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
     sc_time arrival = serialize(d, now, len, cfg_.max_payload, cfg_.request_overhead);
     PostedTag* tag = nullptr;
     tx.get_extension(tag);
-    Posted p{arrival, d.credits.headers(len), tx.get_address(), uint32_t(len), {}, {}, tag ? tag->source : DmaSource::other,
-             tag ? tag->id : 0};
+    Posted& p = d.in_flight.append();  // filled in place: a slot keeps the payload storage it had
+    p.arrival = arrival;
+    p.tlps = d.credits.headers(len);
+    p.addr = tx.get_address();
+    p.len = uint32_t(len);
     if (len <= p.small.size())
       std::memcpy(p.small.data(), tx.get_data_ptr(), len);
     else
       p.large.assign(tx.get_data_ptr(), tx.get_data_ptr() + len);
+    p.source = tag ? tag->source : DmaSource::other;
+    p.id = tag ? tag->id : 0;
     p.quiet = dir == 0 && up_lands_quietly && on_upstream_landed.empty() && up_lands_quietly(p.addr, len);
+    p.returned = false;
     if (p.quiet) {
       ++quiet_in_flight_;
       p.returned = true;  // the far side takes it at its arrival, wherever it is applied
@@ -114,7 +121,6 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
     } else if (d.on_time++ == 0) {
       d.arrival_event.notify(arrival - sim_now());  // none before it wakes the link
     }
-    d.in_flight.push_back(std::move(p));
     tx.set_response_status(tlm::TLM_OK_RESPONSE);
     return;
   }
@@ -281,6 +287,18 @@ void PcieLink::notify_next_on_time(Direction& d, const sc_time& now) {
 
 // The head write lands at the far side now.
 void PcieLink::land(Direction& d, int dir, const sc_time& now) {
+  if (d.in_flight.front().quiet && land_by_dmi(d.in_flight.front())) {
+    const Posted& q = d.in_flight.front();
+    const DmaSource source = q.source;
+    const uint32_t id = q.id;
+    const uint64_t addr = q.addr;
+    const sc_time arrival = q.arrival;
+    d.in_flight.pop_front();
+    --quiet_in_flight_;  // its credits' return was scheduled when it was sent
+    on_upstream_landed(source, id, addr);
+    on_upstream_landed_at(source, id, addr, arrival);
+    return;
+  }
   Posted p = std::move(d.in_flight.front());
   d.in_flight.pop_front();
   if (p.quiet)
@@ -308,6 +326,34 @@ void PcieLink::land(Direction& d, int dir, const sc_time& now) {
     up_errors->upstream_write_failed(p.source, p.id, p.addr);
     on_upstream_write_failed(p.source, p.id, p.addr);
   }
+}
+
+// Only quiet writes come here: plain host memory, mapped and watched by no one when sent (a watch
+// or an unmapping since has made them loud or revoked the page), so a copy is all the landing does.
+bool PcieLink::land_by_dmi(const Posted& p) {
+  if (p.len == 0 || p.len > p.small.size()) return false;
+  const uint64_t last = p.addr + p.len - 1;
+  for (const DmiPage& page : up_dmi_)
+    if (p.addr >= page.start && last <= page.end) {
+      std::memcpy(page.ptr + (p.addr - page.start), p.small.data(), p.len);
+      return true;
+    }
+  tlm::tlm_generic_payload& tx = delivery_tx_;
+  tx.set_command(tlm::TLM_WRITE_COMMAND);
+  tx.set_address(p.addr);
+  tlm::tlm_dmi dmi;
+  if (!up_out->get_direct_mem_ptr(tx, dmi) || !dmi.is_write_allowed() || p.addr < dmi.get_start_address() ||
+      last > dmi.get_end_address())
+    return false;
+  DmiPage& page = up_dmi_[up_dmi_next_++ % up_dmi_.size()];
+  page = {dmi.get_start_address(), dmi.get_end_address(), dmi.get_dmi_ptr()};
+  std::memcpy(page.ptr + (p.addr - page.start), p.small.data(), p.len);
+  return true;
+}
+
+void PcieLink::invalidate_up_dmi(sc_dt::uint64 start, sc_dt::uint64 end) {
+  for (DmiPage& page : up_dmi_)
+    if (page.start <= end && start <= page.end) page = DmiPage{};
 }
 
 }  // namespace vhca

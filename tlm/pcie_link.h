@@ -242,6 +242,10 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
                              uint32_t overhead);
   void deliver_due(int dir);
   void land(Direction& d, int dir, const sc_core::sc_time& now);
+  // A quiet upstream write of at most 64 bytes copied straight into a host memory page granted by
+  // DMI (the page's pointer is kept until host memory revokes it); false: land it by b_transport.
+  bool land_by_dmi(const Posted& p);
+  void invalidate_up_dmi(sc_dt::uint64 start, sc_dt::uint64 end);
   void notify_next_on_time(Direction& d, const sc_core::sc_time& now);
   void deliver_up() { deliver_due(0); }
   void deliver_down() { deliver_due(1); }
@@ -263,6 +267,14 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   Direction dir_[2];  // 0 upstream, 1 downstream
   uint64_t down_stalls_ = 0;
   tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write
+  // Host memory pages granted for quiet upstream writes (a CQ ring, an EQ ring: a few pages take
+  // nearly all of them); replaced round robin, dropped when host memory revokes them.
+  struct DmiPage {
+    uint64_t start = 1, end = 0;  // empty
+    uint8_t* ptr = nullptr;
+  };
+  std::array<DmiPage, 4> up_dmi_{};
+  size_t up_dmi_next_ = 0;
   size_t quiet_in_flight_ = 0;  // upstream
 };
 

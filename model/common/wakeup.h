@@ -18,11 +18,20 @@ class Wakeup {
   void wake(uint64_t cycle) {
     uint64_t now = clock_.now();
     if (cycle < now) cycle = now;
-    // sc_event keeps the earliest pending notification, which is what we want.
-    if (cycle == now && clock_.on_edge())
-      event_.notify(sc_core::SC_ZERO_TIME);
-    else
-      event_.notify(clock_.until(cycle == now ? now + 1 : cycle));
+    // SystemC keeps the earliest pending notification and ignores a later or equal one: so does
+    // this, without the library call (a wake-up is asked several times per item on hot paths).
+    if (pending_covers(cycle, now)) return;
+    if (cycle == now && clock_.on_edge()) {
+      event_.notify(sc_core::SC_ZERO_TIME);  // replaces a pending timed notification
+      pending_cycle_ = now;
+      pending_delta_ = true;
+      delta_at_ = sc_core::sc_delta_count();
+    } else {
+      const uint64_t at = cycle == now ? now + 1 : cycle;
+      event_.notify(clock_.until(at));  // earlier than any pending one (else covered above)
+      pending_cycle_ = at;
+      pending_delta_ = false;
+    }
   }
   // True if this activation may act; false if the block already acted this cycle (then it is
   // rescheduled for the next cycle).
@@ -43,8 +52,18 @@ class Wakeup {
   void count() { ++activations_; }
 
  private:
+  // Whether the notification pending (if it has not fired yet) is for `cycle` or earlier. A timed
+  // one for cycle p has fired once the time reaches p's edge; a delta one at the next delta.
+  bool pending_covers(uint64_t cycle, uint64_t now) const {
+    if (pending_cycle_ == UINT64_MAX || cycle < pending_cycle_) return false;
+    return pending_delta_ ? sc_core::sc_delta_count() == delta_at_ : pending_cycle_ > now;
+  }
+
   const SimClock& clock_;
   sc_core::sc_event event_;
+  uint64_t pending_cycle_ = UINT64_MAX;  // the cycle of the last notification made (it may have fired)
+  bool pending_delta_ = false;
+  sc_dt::uint64 delta_at_ = 0;  // the delta cycle a delta notification was made in
   uint64_t acted_ = UINT64_MAX;
   uint64_t activations_ = 0;
 };
