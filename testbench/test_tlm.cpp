@@ -263,6 +263,30 @@ TEST_CASE("quiet writes: a watch or an unmap while a quiet write is in flight ma
   });
 }
 
+// The link keeps the host memory pages it was granted for quiet landings; an unmap revokes them,
+// so a write after the page is mapped again lands in the new page, not the freed one.
+TEST_CASE("quiet writes: a small write lands by DMI into a granted page and an unmap revokes the grant") {
+  sys().run([] {
+    PcieLink& link = sys().link;
+    const uint64_t page = sys().memory.allocate(4096);
+    uint8_t b = 0;
+    const uint64_t by_dmi = link.landed_by_dmi();
+    wait_until(dma_write_64(page, 0x5A));
+    sys().memory.read(page, &b, 1);
+    CHECK(b == 0x5A);
+    CHECK(link.landed_by_dmi() == by_dmi + 1);
+    sys().memory.unmap(page, 4096);
+    sys().memory.map(page, 4096);
+    sys().memory.read(page, &b, 1);
+    CHECK(b == 0);  // a fresh page
+    wait_until(dma_write_64(page + 64, 0x6B));
+    sys().memory.read(page + 64, &b, 1);
+    CHECK(b == 0x6B);  // in the page mapped now
+    CHECK(link.landed_by_dmi() == by_dmi + 2);
+    sys().memory.unmap(page, 4096);
+  });
+}
+
 TEST_CASE("quiet writes: an on-time landing observer makes every write land on time, one told the arrival lets them land quietly") {
   sys().run([] {
     PcieLink& link = sys().link;

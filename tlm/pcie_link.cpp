@@ -336,6 +336,7 @@ bool PcieLink::land_by_dmi(const Posted& p) {
   for (const DmiPage& page : up_dmi_)
     if (p.addr >= page.start && last <= page.end) {
       std::memcpy(page.ptr + (p.addr - page.start), p.small.data(), p.len);
+      ++landed_by_dmi_;
       return true;
     }
   tlm::tlm_generic_payload& tx = delivery_tx_;
@@ -348,6 +349,7 @@ bool PcieLink::land_by_dmi(const Posted& p) {
   DmiPage& page = up_dmi_[up_dmi_next_++ % up_dmi_.size()];
   page = {dmi.get_start_address(), dmi.get_end_address(), dmi.get_dmi_ptr()};
   std::memcpy(page.ptr + (p.addr - page.start), p.small.data(), p.len);
+  ++landed_by_dmi_;
   return true;
 }
 

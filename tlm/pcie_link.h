@@ -142,6 +142,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   // Time to put `bytes` of TLP on the wire in one direction.
   sc_core::sc_time wire_time(uint64_t bytes) const;
   uint64_t bytes_on_wire(bool upstream) const { return dir_[upstream ? 0 : 1].wire_bytes; }
+  uint64_t landed_by_dmi() const { return landed_by_dmi_; }  // quiet writes copied into a granted page
 
  private:
   struct Posted {
@@ -275,6 +276,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   };
   std::array<DmiPage, 4> up_dmi_{};
   size_t up_dmi_next_ = 0;
+  uint64_t landed_by_dmi_ = 0;
   size_t quiet_in_flight_ = 0;  // upstream
 };
 
