@@ -332,25 +332,28 @@ void PcieLink::land(Direction& d, int dir, const sc_time& now) {
 // or an unmapping since has made them loud or revoked the page), so a copy is all the landing does.
 bool PcieLink::land_by_dmi(const Posted& p) {
   if (p.len == 0 || p.len > p.small.size()) return false;
-  const uint64_t last = p.addr + p.len - 1;
-  for (const DmiPage& page : up_dmi_)
-    if (p.addr >= page.start && last <= page.end) {
-      std::memcpy(page.ptr + (p.addr - page.start), p.small.data(), p.len);
-      ++landed_by_dmi_;
-      return true;
-    }
-  tlm::tlm_generic_payload& tx = delivery_tx_;
-  tx.set_command(tlm::TLM_WRITE_COMMAND);
-  tx.set_address(p.addr);
-  tlm::tlm_dmi dmi;
-  if (!up_out->get_direct_mem_ptr(tx, dmi) || !dmi.is_write_allowed() || p.addr < dmi.get_start_address() ||
-      last > dmi.get_end_address())
-    return false;
-  DmiPage& page = up_dmi_[up_dmi_next_++ % up_dmi_.size()];
-  page = {dmi.get_start_address(), dmi.get_end_address(), dmi.get_dmi_ptr()};
-  std::memcpy(page.ptr + (p.addr - page.start), p.small.data(), p.len);
+  const DmiPage* page = granted_page(p.addr, p.addr + p.len - 1);
+  if (!page) return false;
+  std::memcpy(page->ptr + (p.addr - page->start), p.small.data(), p.len);
   ++landed_by_dmi_;
   return true;
+}
+
+// The granted page holding [first, last]: one kept, else asked of host memory (and kept, in place
+// of the oldest); null if host memory grants none.
+const PcieLink::DmiPage* PcieLink::granted_page(uint64_t first, uint64_t last) {
+  for (const DmiPage& page : up_dmi_)
+    if (first >= page.start && last <= page.end) return &page;
+  tlm::tlm_generic_payload& tx = delivery_tx_;
+  tx.set_command(tlm::TLM_WRITE_COMMAND);
+  tx.set_address(first);
+  tlm::tlm_dmi dmi;
+  if (!up_out->get_direct_mem_ptr(tx, dmi) || !dmi.is_write_allowed() || first < dmi.get_start_address() ||
+      last > dmi.get_end_address())
+    return nullptr;
+  DmiPage& page = up_dmi_[up_dmi_next_++ % up_dmi_.size()];
+  page = {dmi.get_start_address(), dmi.get_end_address(), dmi.get_dmi_ptr()};
+  return &page;
 }
 
 void PcieLink::invalidate_up_dmi(sc_dt::uint64 start, sc_dt::uint64 end) {

@@ -247,6 +247,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   // DMI (the page's pointer is kept until host memory revokes it); false: land it by b_transport.
   bool land_by_dmi(const Posted& p);
   void invalidate_up_dmi(sc_dt::uint64 start, sc_dt::uint64 end);
+  struct DmiPage;
+  const DmiPage* granted_page(uint64_t first, uint64_t last);
   void notify_next_on_time(Direction& d, const sc_core::sc_time& now);
   void deliver_up() { deliver_due(0); }
   void deliver_down() { deliver_due(1); }
