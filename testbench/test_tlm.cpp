@@ -450,6 +450,106 @@ TEST_CASE("TLM non-blocking DMA reads: the callback runs on the edge a blocking 
   });
 }
 
+// docs/decisions.md 40: TLPs entering one wire at one instant go by a rule, not by which sender
+// SystemC ran first. Two processes, spawned in one order and then in the other, each issue a
+// 64-byte read on the same edge: the one named first (alpha) gets the first request slot both
+// times (its data usable 262 cycles later, the other's 264: the request 762 ps behind, the
+// completion queued behind the first's on the downstream wire). In the round where SystemC runs
+// zeta first, alpha's request takes its place (one pass).
+TEST_CASE("same-instant TLPs: two senders' reads take the upstream wire by the sender's name whichever SystemC runs first") {
+  sys().run([] {
+    const uint64_t addr = sys().memory.allocate(4096);
+    DmaEngine& dma = sys().hca.dma;
+    const uint64_t passes_before = sys().link.same_instant_passes();
+    for (int round = 0; round < 2; ++round) {
+      sys().wait_cycle(sys().cycle() + 1);
+      const uint64_t c0 = sys().cycle();
+      uint64_t alpha_done = 0, zeta_done = 0;
+      uint8_t a[64], z[64];
+      auto spawn = [&](const std::string& name, uint8_t* buf, uint64_t* done_at) {
+        sc_core::sc_spawn_options o;
+        o.spawn_method();
+        sc_core::sc_spawn(
+            [&dma, addr, buf, done_at, c0] {
+              dma.read(addr, buf, 64, false, [done_at, c0](bool ok) {
+                CHECK(ok);
+                *done_at = sys().cycle() - c0;
+              });
+            },
+            name.c_str(), &o);
+      };
+      const std::string n = std::to_string(round);
+      if (round == 0) {
+        spawn("alpha" + n, a, &alpha_done);
+        spawn("zeta" + n, z, &zeta_done);
+      } else {
+        spawn("zeta" + n, z, &zeta_done);
+        spawn("alpha" + n, a, &alpha_done);
+      }
+      sys().wait_cycle(c0 + 400);
+      CHECK(alpha_done == 262);
+      CHECK(zeta_done == 264);
+    }
+    CHECK(sys().link.same_instant_passes() == passes_before + 1);
+  });
+}
+
+// The same rule between kinds: a read request never passes a posted write (PCIe ordering), so a
+// read entering the upstream wire on the instant a write does leaves behind it, whichever SystemC
+// runs first; placed first, it is passed (one pass). The write comes from a process named after
+// the reader: by name alone the read would go first.
+TEST_CASE("same-instant TLPs: a read request leaves behind a posted write of its instant whichever SystemC runs first") {
+  sys().run([] {
+    const uint64_t addr = sys().memory.allocate(4096);
+    DmaEngine& dma = sys().hca.dma;
+    const uint64_t passes_before = sys().link.same_instant_passes();
+    uint64_t read_done[2] = {};
+    for (int round = 0; round < 2; ++round) {
+      sys().wait_cycle(sys().cycle() + 1);
+      const uint64_t c0 = sys().cycle();
+      uint8_t got[64];
+      uint8_t payload[64] = {0x33};
+      bool written = false;
+      auto spawn = [](const std::string& name, std::function<void()> body) {
+        sc_core::sc_spawn_options o;
+        o.spawn_method();
+        sc_core::sc_spawn(std::move(body), name.c_str(), &o);
+      };
+      auto reader = [&, round] {
+        dma.read(addr, got, 64, false, [&read_done, round, c0](bool ok) {
+          CHECK(ok);
+          read_done[round] = sys().cycle() - c0;
+        });
+      };
+      auto writer = [&] {
+        tlm::tlm_generic_payload tx;
+        tx.set_command(tlm::TLM_WRITE_COMMAND);
+        tx.set_address(addr + 2048);
+        tx.set_data_ptr(payload);
+        tx.set_data_length(64);
+        tx.set_streaming_width(64);
+        sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+        dma.socket->b_transport(tx, delay);
+        written = tx.is_response_ok();
+      };
+      const std::string n = std::to_string(round);
+      if (round == 0) {
+        spawn("alpha_reader" + n, reader);
+        spawn("zeta_writer" + n, writer);
+      } else {
+        spawn("zeta_writer" + n, writer);
+        spawn("alpha_reader" + n, reader);
+      }
+      sys().wait_cycle(c0 + 400);
+      CHECK(written);
+    }
+    // Alone the read is usable 262 cycles on; the write's 88 bytes (2794 ps) ahead of it make 264.
+    CHECK(read_done[0] == 264);
+    CHECK(read_done[1] == 264);
+    CHECK(sys().link.same_instant_passes() == passes_before + 1);
+  });
+}
+
 TEST_CASE("EarliestTimer: a deadline armed while a notification for this instant is pending is not lost") {
   sys().run([] {
     // The ActionQueue pattern: a waiter runs what is due and arms the timer for the next deadline.

@@ -4,6 +4,7 @@
 // applied lazily, when the owner asks for credits; the return event fires only while a refused
 // sender waits, and then wakes the senders registered with on_return.
 #pragma once
+#include <cassert>
 #include <functional>
 #include <systemc>
 #include <vector>
@@ -28,6 +29,17 @@ class CreditReturns {
     returns_.push_back(Entry{at, amount});
     returns_.sink_back([](const Entry& a, const Entry& b) { return a.at > b.at; });
     if (waiting_ && earliest) due_.notify(at - sim_now());
+  }
+
+  // A return given back for `from` comes back at `to` instead (the TLP it is for left later: one
+  // entering the wire at the same instant went before it). The latest such return is moved.
+  void move(const sc_core::sc_time& from, const sc_core::sc_time& to, const Amount& amount) {
+    size_t i = returns_.size();
+    while (i > 0 && !(returns_.at(i - 1).at == from && returns_.at(i - 1).amount == amount)) --i;
+    assert(i > 0 && "moving a credit return that was never given back");
+    for (; i < returns_.size(); ++i) std::swap(returns_.at(i - 1), returns_.at(i));
+    returns_.pop_back();
+    give_back(to, amount);
   }
 
   // Hands every return due by now to `apply(amount)`; true if there was any.

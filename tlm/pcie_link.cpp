@@ -1,6 +1,7 @@
 #include "tlm/pcie_link.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "model/common/bytes.h"
@@ -43,17 +44,50 @@ PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cf
 
 sc_time PcieLink::wire_time(uint64_t bytes) const { return wire_time_(bytes); }
 
-sc_time PcieLink::serialize(Direction& d, sc_time start, uint64_t len, uint32_t chunk, uint32_t overhead) {
-  sc_time t = std::max(start, d.free_at);
-  uint64_t remaining = len;
-  do {
-    uint64_t n = std::min<uint64_t>(remaining, chunk);
-    t += wire_time(n + overhead);
-    d.wire_bytes += n + overhead;
-    remaining -= n;
-  } while (remaining > 0);
-  d.free_at = t;
-  return t + cfg_.latency;
+// A TLP that goes before others of its instant (place() appends the rest): those it passes are
+// moved back by its time on the wire.
+sc_time PcieLink::place_passing(Direction& d, const sc_time& at, Placed entry) {
+  size_t pos = d.batch.size() - 1;
+  while (pos > 0 && entry.goes_before(d.batch[pos - 1])) --pos;
+  entry.end = (pos == 0 ? std::max(at, d.batch_base) : d.batch[pos - 1].end) + entry.length;
+  size_t write_index = 0;  // the entry's place among the instant's writes
+  for (size_t i = 0; i < pos; ++i) write_index += d.batch[i].kind == Placed::Kind::write;
+  if (entry.kind == Placed::Kind::write) {
+    // The caller appended it to in_flight; it goes before the instant's writes it passes.
+    ++d.batch_writes;
+    const size_t slot = d.in_flight.size() - d.batch_writes + write_index;
+    for (size_t i = d.in_flight.size() - 1; i > slot; --i) std::swap(d.in_flight.at(i - 1), d.in_flight.at(i));
+    d.in_flight.at(slot).arrival = entry.end + cfg_.latency;
+    ++write_index;
+  }
+  d.batch.insert(d.batch.begin() + std::ptrdiff_t(pos), entry);
+  for (size_t i = pos + 1; i < d.batch.size(); ++i) {
+    Placed& moved = d.batch[i];
+    moved.end += entry.length;
+    passed(d, write_index, moved, entry.length);
+    write_index += moved.kind == Placed::Kind::write;
+  }
+  d.free_at = d.batch.back().end;
+  ++passes_;
+  return entry.end;
+}
+
+// A TLP of the instant was passed and leaves `by` later: what its arrival timed moves too (an
+// on-time write's wake-up finds it not yet due and waits again; a read's far-side stage likewise).
+void PcieLink::passed(Direction& d, size_t write_index, const Placed& moved, const sc_time& by) {
+  if (moved.kind == Placed::Kind::write) {
+    Posted& p = d.in_flight.at(d.in_flight.size() - d.batch_writes + write_index);
+    const sc_time was = p.arrival;
+    p.arrival += by;
+    if (p.quiet) d.credits.move_return(was + cfg_.latency, p.arrival + cfg_.latency, p.tlps, Credits::data_credits(p.len), 0);
+    return;
+  }
+  assert(moved.kind == Placed::Kind::read && "a completion is never passed: completions go first, in order");
+  Read* r = moved.read;
+  const sc_time was = r->at_far_side;
+  r->at_far_side += by;
+  const uint32_t requests = read_requests(r->tx->get_data_length());
+  d.credits.move_return(was + cfg_.latency, r->at_far_side + cfg_.latency, 0, 0, requests);
 }
 
 bool PcieLink::Credits::can_post(uint64_t bytes) const {
@@ -98,11 +132,9 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
     // Quiet writes already due land now: what waits in flight stays within the link's window.
     if (dir == 0 && quiet_in_flight_) land_due();
     d.credits.take_posted(len);
-    sc_time arrival = serialize(d, now, len, cfg_.max_payload, cfg_.request_overhead);
     PostedTag* tag = nullptr;
     tx.get_extension(tag);
     Posted& p = d.in_flight.append();  // filled in place: a slot keeps the payload storage it had
-    p.arrival = arrival;
     p.tlps = d.credits.headers(len);
     p.addr = tx.get_address();
     p.len = uint32_t(len);
@@ -113,11 +145,16 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
     p.source = tag ? tag->source : DmaSource::other;
     p.id = tag ? tag->id : 0;
     p.quiet = dir == 0 && up_lands_quietly && on_upstream_landed.empty() && up_lands_quietly(p.addr, len);
-    p.returned = false;
-    if (p.quiet) {
+    p.returned = p.quiet;  // a quiet write: the far side takes it at its arrival, wherever it is applied
+    const bool quiet = p.quiet;
+    const uint32_t tlps = p.tlps;
+    // `p` may move: this write goes before writes of this instant it passes.
+    const sc_time arrival =
+        place(d, now, Placed::Kind::write, nullptr, tlp_time(d, len, cfg_.max_payload, cfg_.request_overhead)) +
+        cfg_.latency;
+    if (quiet) {
       ++quiet_in_flight_;
-      p.returned = true;  // the far side takes it at its arrival, wherever it is applied
-      d.credits.give_back(arrival + cfg_.latency, p.tlps, Credits::data_credits(len), 0);
+      d.credits.give_back(arrival + cfg_.latency, tlps, Credits::data_credits(len), 0);
     } else if (d.on_time++ == 0) {
       d.arrival_event.notify(arrival - sim_now());  // none before it wakes the link
     }
@@ -157,9 +194,7 @@ void PcieLink::start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_eve
     r = free_reads_.back();
     free_reads_.pop_back();
   }
-  const uint64_t len = tx.get_data_length();
-  *r = Read{&tx, dir, uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request)),
-            waiter};
+  *r = Read{&tx, dir, read_requests(tx.get_data_length()), waiter};
   dir_[dir].credit_waits.push_back(r);
   take_read_credits(dir);
 }
@@ -184,14 +219,19 @@ void PcieLink::take_read_credits(int dir) {
 void PcieLink::send_read_requests(Read* r) {
   Direction& d = dir_[r->dir];
   const uint64_t len = r->tx->get_data_length();
-  const uint32_t requests = uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request));
-  sc_time t = std::max(sim_now(), d.free_at);
-  for (uint32_t i = 0; i < requests; ++i) t += wire_time(cfg_.request_overhead);
+  const uint32_t requests = read_requests(len);
+  sc_time length = sc_core::SC_ZERO_TIME;
+  for (uint32_t i = 0; i < requests; ++i) length += wire_time(cfg_.request_overhead);
   d.wire_bytes += uint64_t(requests) * cfg_.request_overhead;
-  d.free_at = t;
-  const sc_time at_far_side = t + cfg_.latency;
-  d.credits.give_back(at_far_side + cfg_.latency, 0, 0, requests);
-  actions_.at(at_far_side, [this, r] { read_at_far_side(r); });
+  r->at_far_side = place(d, sim_now(), Placed::Kind::read, r, length) + cfg_.latency;
+  d.credits.give_back(r->at_far_side + cfg_.latency, 0, 0, requests);
+  actions_.at(r->at_far_side, [this, r] { reach_far_side(r); });
+}
+
+// A read passed on the wire after this stage was timed reaches the far side later.
+void PcieLink::reach_far_side(Read* r) {
+  if (r->at_far_side > sim_now()) return actions_.at(r->at_far_side, [this, r] { reach_far_side(r); });
+  read_at_far_side(r);
 }
 
 void PcieLink::read_at_far_side(Read* r) {
@@ -214,7 +254,8 @@ void PcieLink::read_at_far_side(Read* r) {
 void PcieLink::send_completion(Read* r) {
   Direction& back = dir_[1 - r->dir];
   const sc_time now = sim_now();
-  const sc_time back_at = serialize(back, now, r->tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
+  const sc_time length = tlp_time(back, r->tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
+  const sc_time back_at = place(back, now, Placed::Kind::completion, nullptr, length) + cfg_.latency;
   const Read done = *r;
   free_reads_.push_back(r);
   if (done.waiter) {

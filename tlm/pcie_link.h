@@ -15,6 +15,14 @@
 // stages, timed by the link's action queue. Before a read executes at the far side, every posted
 // write that arrived no later is applied (PCIe ordering: a read does not pass a posted write).
 //
+// Same-instant order: TLPs entering one direction at one instant take the wire by a fixed rule,
+// not in the order SystemC ran their senders: completions first (in the order the link made
+// them), then posted writes, then read requests (a read never passes a posted write), each kind
+// by the sender process's name, each sender's in the order it sent them (a fixed-priority
+// arbiter in front of the serializer). A TLP entering after others of that
+// instant that it goes before takes its place: they leave later, and their arrivals, credit
+// returns and far-side stages move with them (docs/decisions.md 40).
+//
 // Flow control: each direction has the far receiver's posted header / data and non-posted header
 // credits (tlm/pcie_credits.h). A TLP takes its credits when it is sent and they return one link
 // latency after the far side has taken it (an UpdateFC DLLP on the way back); a write held at the
@@ -29,6 +37,7 @@
 // is what the link's bandwidth and latency hold, as when every write woke the link.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <algorithm>
 #include <array>
 #include <deque>
@@ -143,6 +152,9 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   sc_core::sc_time wire_time(uint64_t bytes) const;
   uint64_t bytes_on_wire(bool upstream) const { return dir_[upstream ? 0 : 1].wire_bytes; }
   uint64_t landed_by_dmi() const { return landed_by_dmi_; }  // quiet writes copied into a granted page
+  // TLPs that took the place of others entering the same direction at the same instant (the
+  // same-instant rule: sent later by SystemC's process order, they go first).
+  uint64_t same_instant_passes() const { return passes_; }
 
  private:
   struct Posted {
@@ -177,6 +189,10 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     // Schedule the return of a TLP's credits at `at`. Returns are applied lazily, when credits
     // are asked for; only a refused sender makes the link wake up (once) when they arrive.
     void give_back(sc_core::sc_time at, uint32_t ph, uint32_t pd, uint32_t nph) { returns_.give_back(at, {ph, pd, nph}); }
+    // A return given back for `from` comes back at `to` (its TLP was passed on the wire).
+    void move_return(sc_core::sc_time from, sc_core::sc_time to, uint32_t ph, uint32_t pd, uint32_t nph) {
+      returns_.move(from, to, {ph, pd, nph});
+    }
     void process_returns() {
       returns_.process([this](const Amount& a) { release(a); });
     }
@@ -188,6 +204,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
    private:
     struct Amount {
       uint32_t ph, pd, nph;
+      bool operator==(const Amount& o) const { return ph == o.ph && pd == o.pd && nph == o.nph; }
     };
     uint32_t ph_, pd_, nph_, mps_;
     mutable uint32_t ph_used_ = 0, pd_used_ = 0, nph_used_ = 0;
@@ -209,6 +226,24 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     uint32_t requests_left = 0;  // request TLPs still waiting for a non-posted header credit
     // A blocking read's waiter (null: answer on the non-blocking backward path).
     sc_core::sc_event* waiter = nullptr;
+    sc_core::sc_time at_far_side{};  // when its last request TLP arrives
+  };
+
+  // A TLP (or a transaction's TLPs) that entered a direction at the current instant, in wire order.
+  struct Placed {
+    enum class Kind : uint8_t { completion, write, read } kind;
+    const sc_core::sc_object* sender;  // the process that sent it (null: none, before the run)
+    Read* read;               // a read's request TLPs (null for a write or a completion)
+    sc_core::sc_time length;  // its time on the wire
+    sc_core::sc_time end{};   // when its last TLP has left the serializer
+    // The rule: completions (in the order the link made them), then posted writes, then read
+    // requests (PCIe: a read request never passes a posted write; a posted write may pass a
+    // read), each kind by sender name, each sender's TLPs in its own order.
+    bool goes_before(const Placed& o) const {
+      if (kind != o.kind) return kind < o.kind;
+      if (kind == Kind::completion || sender == o.sender) return false;
+      return !o.sender || (sender && std::strcmp(sender->name(), o.sender->name()) < 0);
+    }
   };
 
   struct Direction {
@@ -223,6 +258,11 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     bool held = false;
     bool landing = false;  // a write of this direction is landing: a request to land is for this one
     uint64_t wire_bytes = 0;
+    // What entered at `batch_at`, in wire order from `batch_base` (the serializer's free time
+    // before the first of them), and how many of those are posted writes (the tail of in_flight).
+    sc_core::sc_time batch_at = sc_core::sc_max_time(), batch_base;
+    std::vector<Placed> batch;
+    size_t batch_writes = 0;
     SlotRing<Read*> credit_waits;  // reads waiting for non-posted credits, in issue order
     std::deque<Read*> held_reads;    // reads at the far side behind a held posted write
   };
@@ -238,9 +278,50 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   void send_read_requests(Read* r);
   void read_at_far_side(Read* r);
   void send_completion(Read* r);
-  // Serialize `len` bytes as TLPs of at most `chunk` payload; returns the arrival time of the last.
-  sc_core::sc_time serialize(Direction& d, sc_core::sc_time start, uint64_t len, uint32_t chunk,
-                             uint32_t overhead);
+  // The time `len` bytes take on the wire as TLPs of at most `chunk` payload each (counted in the
+  // direction's wire bytes).
+  sc_core::sc_time tlp_time(Direction& d, uint64_t len, uint32_t chunk, uint32_t overhead) {
+    sc_core::sc_time t = sc_core::SC_ZERO_TIME;
+    uint64_t remaining = len;
+    do {
+      const uint64_t n = std::min<uint64_t>(remaining, chunk);
+      t += wire_time_(n + overhead);
+      d.wire_bytes += n + overhead;
+      remaining -= n;
+    } while (remaining > 0);
+    return t;
+  }
+  // Puts a TLP that enters at `at` on the wire by the same-instant rule; returns when its last
+  // byte has left (it arrives a latency later). A posted write is the caller's, appended to
+  // in_flight (it may move there: it goes before writes of its instant that it passes).
+  sc_core::sc_time place(Direction& d, const sc_core::sc_time& at, Placed::Kind kind, Read* read,
+                         const sc_core::sc_time& length) {
+    const sc_core::sc_object* by = sender();
+    if (at != d.batch_at) {  // the first of its instant
+      d.batch.clear();
+      d.batch_writes = 0;
+      d.batch_at = at;
+      d.batch_base = d.free_at;
+    } else if (Placed{kind, by, read, length}.goes_before(d.batch.back())) {
+      return place_passing(d, at, Placed{kind, by, read, length});
+    }
+    const sc_core::sc_time end = std::max(at, d.free_at) + length;  // free_at: the instant's last, or its base
+    if (kind == Placed::Kind::write) {
+      ++d.batch_writes;
+      d.in_flight.back().arrival = end + cfg_.latency;
+    }
+    d.batch.push_back(Placed{kind, by, read, length, end});
+    d.free_at = end;
+    return end;
+  }
+  sc_core::sc_time place_passing(Direction& d, const sc_core::sc_time& at, Placed entry);
+  void passed(Direction& d, size_t write_index, const Placed& moved, const sc_core::sc_time& by);
+  void reach_far_side(Read* r);
+  static const sc_core::sc_object* sender() { return sc_core::sc_get_current_process_b(); }
+  // Request TLPs a read of `len` bytes takes (one per max read request).
+  uint32_t read_requests(uint64_t len) const {
+    return uint32_t(std::max<uint64_t>(1, (len + cfg_.max_read_request - 1) / cfg_.max_read_request));
+  }
   void deliver_due(int dir);
   void land(Direction& d, int dir, const sc_core::sc_time& now);
   // A quiet upstream write of at most 64 bytes copied straight into a host memory page granted by
@@ -279,6 +360,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   std::array<DmiPage, 4> up_dmi_{};
   size_t up_dmi_next_ = 0;
   uint64_t landed_by_dmi_ = 0;
+  uint64_t passes_ = 0;
   size_t quiet_in_flight_ = 0;  // upstream
 };
 

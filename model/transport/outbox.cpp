@@ -45,13 +45,19 @@ void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len, DmaSource s
   drain();
 }
 
-bool Outbox::writes_issued(std::function<void()> then) {
-  if (writes_held_ > 0) {
+bool Outbox::writes_issued_through(uint64_t n, std::function<void()> then) {
+  const uint64_t issued = dma_.writes_issued();
+  while (!marks_.empty() && marks_.front() <= issued) {
+    marks_.pop_front();
+    ++marks_base_;
+  }
+  if (n <= marks_base_) return true;
+  if (n > writes_handed_) {
     after_writes_handed_ = std::move(then);  // one waiter: the transmit arbiter's held ACK
+    after_writes_n_ = n;
     return false;
   }
-  if (dma_.writes_issued() >= last_write_mark_) return true;
-  dma_.when_issued(last_write_mark_, std::move(then));
+  dma_.when_issued(marks_.at(size_t(n - marks_base_ - 1)), std::move(then));
   return false;
 }
 
@@ -69,7 +75,7 @@ void Outbox::add(std::variant<DmaWrite, CompletionRecord> item) {
     ++overflows_;  // the blocks ask has_room() first: this is a model error, not a drop
     log::error("{}: {} items, past its depth {}", name(), items_.size() + 1, depth_);
   }
-  if (std::holds_alternative<DmaWrite>(item)) ++writes_held_;
+  if (std::holds_alternative<DmaWrite>(item)) ++writes_held_, ++writes_added_;
   items_.push_back(std::move(item));
   s_items.pushed(items_.size());
 }
@@ -81,11 +87,13 @@ void Outbox::drain() {
     if (auto* w = std::get_if<DmaWrite>(&items_.front())) {
       if (!m_dma.can_push(now)) break;  // m_dma's on_space wakes us
       m_dma->push(std::move(*w), now, write_order_);
-      last_write_mark_ = dma_.writes_queued();
-      if (--writes_held_ == 0 && after_writes_handed_) {
+      marks_.push_back(dma_.writes_queued());
+      ++writes_handed_;
+      --writes_held_;
+      if (after_writes_handed_ && writes_handed_ == after_writes_n_) {
         std::function<void()> then = std::move(after_writes_handed_);
         after_writes_handed_ = nullptr;
-        dma_.when_issued(last_write_mark_, std::move(then));
+        dma_.when_issued(marks_.back(), std::move(then));
       }
     } else {
       if (!completions_->try_put(std::get<CompletionRecord>(items_.front()))) {

@@ -39,7 +39,11 @@ class Outbox : public sc_core::sc_module {
   // Whether every payload write added so far has been issued to the link; if not, `then` runs
   // once they have (an ACK must not leave before the data it acknowledges is on its way to
   // memory: IBA's responder acknowledges executed requests).
-  bool writes_issued(std::function<void()> then);
+  bool writes_issued(std::function<void()> then) { return writes_issued_through(writes_added_, std::move(then)); }
+  // The same for the first `n` payload writes ever added (writes_added() when the data an ACK
+  // acknowledges was placed): writes added later, for other requests, do not hold that ACK.
+  bool writes_issued_through(uint64_t n, std::function<void()> then);
+  uint64_t writes_added() const { return writes_added_; }
   // Shown in the hierarchy with its depth and high-water mark.
   GaugeExport s_items;
   StreamOut<DmaWrite> m_dma{"m_dma"};  // its payload writes, into the DMA engine's write queue
@@ -60,8 +64,16 @@ class Outbox : public sc_core::sc_module {
   uint32_t write_order_;
   SlotRing<std::variant<DmaWrite, CompletionRecord>> items_;  // depth_ slots (more only past it: an error)
   size_t writes_held_ = 0;       // DmaWrites among items_
-  uint64_t last_write_mark_ = 0;  // the DMA queue mark of the last write handed on
-  std::function<void()> after_writes_handed_;  // a writes_issued() waiter, until writes_held_ is 0
+  uint64_t writes_added_ = 0;    // payload writes ever added
+  uint64_t writes_handed_ = 0;   // of them, handed on to the DMA queue
+  // The DMA queue mark of each write handed on and perhaps not yet issued: writes number
+  // marks_base_ + 1 .. writes_handed_ (those up to marks_base_ are issued).
+  SlotRing<uint64_t> marks_;
+  uint64_t marks_base_ = 0;
+  // A writes_issued_through() waiter (one: the transmit arbiter's held ACK) for writes not yet
+  // handed on: asked of the DMA engine once write number after_writes_n_ is handed on.
+  std::function<void()> after_writes_handed_;
+  uint64_t after_writes_n_ = 0;
   size_t depth_;
   sc_core::sc_event wake_;
   bool held_ = false, held_by_completions_ = false, in_method_ = false;

@@ -98,6 +98,7 @@ void Responder::queue_ack(uint32_t qpn, RecvState& s) {
 void Responder::request_ack(uint32_t qpn, RecvState& s, uint32_t psn) {
   s.ack_due = true;
   s.ack_psn = psn;
+  s.ack_writes = outbox_.writes_added();  // the data it acknowledges is in the outbox by now
   if (++s.ack_count >= cfg_.ack_coalesce) {
     queue_ack(qpn, s);
     on_tx_work();
@@ -123,6 +124,7 @@ void Responder::queue_nak(uint32_t qpn, AckKind kind, uint8_t code, uint32_t psn
   s.nak_code = code;
   s.nak_psn = psn;
   s.ack_due = false;  // a NAK acknowledges everything before its PSN
+  s.ack_writes = outbox_.writes_added();
   queue_ack(qpn, s);
   on_tx_work();
 }
@@ -165,6 +167,7 @@ bool Responder::next_ack(IbPacket& p) {
       p.psn = s.ack_psn;
       ++stats_.acks_sent;
     }
+    built_ack_writes_ = s.ack_writes;
     s.ack_due = false;
     s.ack_count = 0;
     timers_.stop(qpn, TimerKind::ack);

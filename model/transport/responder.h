@@ -57,6 +57,8 @@ class Responder : public sc_core::sc_module {
   // For the transmit arbiter: the next ACK / NAK due (false if none may go now), the next READ
   // response packet or atomic ACK owed, and whether a built response still goes out.
   bool next_ack(IbPacket& out);
+  // The payload writes the last ACK or NAK next_ack() built must see issued before it leaves.
+  uint64_t built_ack_writes() const { return built_ack_writes_; }
   bool next_response(std::unique_ptr<PendingTx>& out);
   bool may_send(const PendingTx& job);
 
@@ -92,6 +94,7 @@ class Responder : public sc_core::sc_module {
     // Acknowledgement due.
     bool ack_due = false, ack_queued = false;
     uint32_t ack_psn = 0, ack_count = 0;
+    uint64_t ack_writes = 0;  // the outbox's writes_added() when the acknowledged data was placed
     bool nak_due = false;
     AckKind nak_kind = AckKind::nak;
     uint8_t nak_code = 0;
@@ -144,6 +147,7 @@ class Responder : public sc_core::sc_module {
   Outbox outbox_;
   std::vector<RecvState> qps_;
   SlotRing<uint32_t> ack_queue_;  // QPs with an ACK or NAK due
+  uint64_t built_ack_writes_ = 0;
   SlotRing<ResponseJob> responses_;
   Awaited awaited_;
 };

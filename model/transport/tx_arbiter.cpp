@@ -40,10 +40,13 @@ bool TxArbiter::acknowledged_data_issued() {
   const IbOp op = out_.packet.op;
   if (op != IbOp::ack && op != IbOp::atomic_ack) return true;
   if (placement_wait_) return false;
-  if (responder_.outbox().writes_issued([this] {
-        placement_wait_ = false;
-        kick();
-      }))
+  // An ACK waits for the data it acknowledges; an atomic ACK for every write placed so far.
+  auto resume = [this] {
+    placement_wait_ = false;
+    kick();
+  };
+  Outbox& box = responder_.outbox();
+  if (op == IbOp::ack ? box.writes_issued_through(responder_.built_ack_writes(), resume) : box.writes_issued(resume))
     return true;
   placement_wait_ = true;
   ++stats_.ack_placement_holds;
