@@ -46,6 +46,8 @@ void print_queues(const TrafficResult& r) {
               describe_queues(r.queues).c_str());
   std::printf("host0 completion arbiter: %llu injections passed on early, %llu taken back\n",
               static_cast<unsigned long long>(r.injections_early), static_cast<unsigned long long>(r.injections_taken_back));
+  std::printf("host0 DMA write channel: %llu writes issued ahead; PCIe link: %llu TLPs placed before others\n",
+              static_cast<unsigned long long>(r.writes_issued_ahead), static_cast<unsigned long long>(r.link_passes));
 }
 
 void print_summary(const TrafficOptions& o, const TrafficResult& r) {

@@ -177,6 +177,8 @@ class TrafficRun {
       r.queues = queue_links();
       r.injections_early = sys_.node(0).hca.arbiter.passed_on_early();
       r.injections_taken_back = sys_.node(0).hca.arbiter.taken_back();
+      r.writes_issued_ahead = sys_.node(0).hca.dma.writes_issued_ahead();
+      r.link_passes = sys_.node(0).link.same_instant_passes();
     }
     if (InvariantChecker* inv = sys_.invariants()) {
       inv->check_queues(sys_);
@@ -221,6 +223,7 @@ class TrafficRun {
     cfg.hca.transport = o.transport;  // the LID is the node's (System assigns it)
     cfg.hca.cq.arm_event = o.arm_event;
     cfg.hca.arbiter.pass_on_early = o.early_injection;
+    cfg.hca.dma.writes_ahead = o.writes_ahead;
     cfg.ib.seed = o.seed;
     cfg.wall_limit_s = o.wall_limit_s;
     cfg.check_invariants = o.check;

@@ -109,6 +109,7 @@ struct TrafficOptions {
   double hca_clock_mhz = 500;   // both HCAs
   TransportConfig transport;    // both HCAs' doorbell unit, WQE fetch and transport timing
   bool early_injection = true;  // hca.early_injection: simulation speed only (CompletionArbiterConfig::pass_on_early)
+  bool writes_ahead = true;     // hca.writes_ahead: simulation speed only (DmaEngineConfig::writes_ahead)
   bool blueflame = false;       // the drivers write a single inline WR's WQE through UAR_SQ_BF
   uint32_t max_inline = 0;      // SENDs and WRITEs up to this many bytes are posted inline (qps.inline)
   uint64_t seed = 1;
@@ -205,6 +206,7 @@ struct TrafficResult {
   // With it too: host 0's completion arbiter, injections passed on ahead of their turn and taken
   // back for a transport record (hca.early_injection).
   uint64_t injections_early = 0, injections_taken_back = 0;
+  uint64_t writes_issued_ahead = 0, link_passes = 0;  // host0's DMA writes issued ahead; TLPs placed before others
 };
 
 // The signals a VCD can show, in declaration order (docs/scenarios.md lists them).

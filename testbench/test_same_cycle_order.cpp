@@ -55,6 +55,33 @@ TEST_CASE("same-cycle pushes into a shared stream queue in rank, tiebreak and pu
   CHECK(drain_names(s, 21) == "qrs");
 }
 
+// The high-water mark counts a slot freed on the push's cycle (it is not reusable until the next),
+// so it is the same whether the consumer popped before or after the producer pushed. An item taken
+// ahead (pop_ahead, for the cycle after its push) holds its slot through that cycle, as it would
+// have in the queue: a producer refused for it is woken for the cycle after.
+TEST_CASE("a stream's high-water mark and an item taken ahead do not depend on which block ran first") {
+  for (bool consumer_first : {true, false}) {
+    Stream<Item> s("pair", 2);
+    s.push({0, 'a'}, 10);
+    if (consumer_first) s.pop(11);
+    s.push({0, 'b'}, 11);
+    if (!consumer_first) s.pop(11);
+    CHECK(s.high_water() == 2);
+  }
+  Stream<Item> s("ahead", 2);
+  std::vector<uint64_t> woken;
+  s.on_space.add([&](uint64_t c) { woken.push_back(c); });
+  s.push({0, 'x'}, 20);
+  s.pop_ahead(21);  // as if popped on 21
+  CHECK(s.empty());
+  s.push({0, 'y'}, 20);
+  CHECK_FALSE(s.can_push(20));  // 'x' still holds its slot on 20 ...
+  CHECK_FALSE(s.can_push(21));  // ... and on 21, the cycle it counts as popped on
+  CHECK(s.can_push(22));
+  CHECK(woken == std::vector<uint64_t>{22, 22});  // each refusal woken for the first cycle it can push
+  CHECK(s.high_water() == 2);
+}
+
 TEST_CASE("a DMA mark taken after a write names that write: a write ranked ahead of it on the same cycle does not release it early") {
   sys().run([] {
     boot();

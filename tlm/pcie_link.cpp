@@ -44,35 +44,54 @@ PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cf
 
 sc_time PcieLink::wire_time(uint64_t bytes) const { return wire_time_(bytes); }
 
-// A TLP that goes before others of its instant (place() appends the rest): those it passes are
-// moved back by its time on the wire.
-sc_time PcieLink::place_passing(Direction& d, const sc_time& at, Placed entry) {
-  size_t pos = d.batch.size() - 1;
+// A TLP that goes before others placed earlier (place() appends the rest): those it passes leave
+// later where the serializer is now busy when they would have started.
+sc_time PcieLink::place_passing(Direction& d, Placed entry) {
+  trim(d);
+  size_t pos = d.batch.size();
   while (pos > 0 && entry.goes_before(d.batch[pos - 1])) --pos;
-  entry.end = (pos == 0 ? std::max(at, d.batch_base) : d.batch[pos - 1].end) + entry.length;
-  size_t write_index = 0;  // the entry's place among the instant's writes
+  size_t write_index = 0;  // the entry's place among the batch's writes
   for (size_t i = 0; i < pos; ++i) write_index += d.batch[i].kind == Placed::Kind::write;
+  size_t slot = 0;
   if (entry.kind == Placed::Kind::write) {
-    // The caller appended it to in_flight; it goes before the instant's writes it passes.
+    // The caller appended it to in_flight; it goes before the writes it passes.
     ++d.batch_writes;
-    const size_t slot = d.in_flight.size() - d.batch_writes + write_index;
+    slot = d.in_flight.size() - d.batch_writes + write_index;
     for (size_t i = d.in_flight.size() - 1; i > slot; --i) std::swap(d.in_flight.at(i - 1), d.in_flight.at(i));
-    d.in_flight.at(slot).arrival = entry.end + cfg_.latency;
-    ++write_index;
   }
   d.batch.insert(d.batch.begin() + std::ptrdiff_t(pos), entry);
-  for (size_t i = pos + 1; i < d.batch.size(); ++i) {
-    Placed& moved = d.batch[i];
-    moved.end += entry.length;
-    passed(d, write_index, moved, entry.length);
-    write_index += moved.kind == Placed::Kind::write;
+  sc_time free = pos == 0 ? d.batch_base : d.batch[pos - 1].end;
+  for (size_t i = pos; i < d.batch.size(); ++i) {
+    Placed& p = d.batch[i];
+    const sc_time end = std::max(p.at, free) + p.length;
+    if (i == pos) {
+      p.end = end;
+      if (p.kind == Placed::Kind::write) d.in_flight.at(slot).arrival = end + cfg_.latency, ++write_index;
+    } else {
+      const sc_time by = end - p.end;
+      p.end = end;
+      if (by != sc_core::SC_ZERO_TIME) passed(d, write_index, p, by);
+      write_index += p.kind == Placed::Kind::write;
+    }
+    free = p.end;
   }
-  d.free_at = d.batch.back().end;
+  d.free_at = free;
   ++passes_;
-  return entry.end;
+  return d.batch[pos].end;
 }
 
-// A TLP of the instant was passed and leaves `by` later: what its arrival timed moves too (an
+void PcieLink::trim(Direction& d) {
+  const sc_time now = sim_now();
+  size_t n = 0;
+  while (n < d.batch.size() && d.batch[n].at < now) {
+    d.batch_writes -= d.batch[n].kind == Placed::Kind::write;
+    d.batch_base = d.batch[n].end;
+    ++n;
+  }
+  d.batch.erase(d.batch.begin(), d.batch.begin() + std::ptrdiff_t(n));
+}
+
+// A TLP placed earlier was passed and leaves `by` later: what its arrival timed moves too (an
 // on-time write's wake-up finds it not yet due and waits again; a read's far-side stage likewise).
 void PcieLink::passed(Direction& d, size_t write_index, const Placed& moved, const sc_time& by) {
   if (moved.kind == Placed::Kind::write) {

@@ -19,9 +19,11 @@
 // not in the order SystemC ran their senders: completions first (in the order the link made
 // them), then posted writes, then read requests (a read never passes a posted write), each kind
 // by the sender process's name, each sender's in the order it sent them (a fixed-priority
-// arbiter in front of the serializer). A TLP entering after others of that
-// instant that it goes before takes its place: they leave later, and their arrivals, credit
-// returns and far-side stages move with them (docs/decisions.md 40).
+// arbiter in front of the serializer). A TLP entering after others of that instant that it goes
+// before takes its place: they leave later, and their arrivals, credit returns and far-side
+// stages move with them (docs/decisions.md 40). A posted write may be sent ahead of its time,
+// entering at now + its annotated delay (the DMA engine's writes issued ahead, decisions.md 41);
+// a TLP entering before that instant passes it the same way.
 //
 // Flow control: each direction has the far receiver's posted header / data and non-posted header
 // credits (tlm/pcie_credits.h). A TLP takes its credits when it is sent and they return one link
@@ -152,8 +154,9 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   sc_core::sc_time wire_time(uint64_t bytes) const;
   uint64_t bytes_on_wire(bool upstream) const { return dir_[upstream ? 0 : 1].wire_bytes; }
   uint64_t landed_by_dmi() const { return landed_by_dmi_; }  // quiet writes copied into a granted page
-  // TLPs that took the place of others entering the same direction at the same instant (the
-  // same-instant rule: sent later by SystemC's process order, they go first).
+  // TLPs that took the place of others placed before them on their direction: at the same
+  // instant by the rule (sent later by SystemC's process order, they go first), or entering
+  // before a write issued ahead for a later edge.
   uint64_t same_instant_passes() const { return passes_; }
 
  private:
@@ -229,17 +232,21 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     sc_core::sc_time at_far_side{};  // when its last request TLP arrives
   };
 
-  // A TLP (or a transaction's TLPs) that entered a direction at the current instant, in wire order.
+  // A TLP (or a transaction's TLPs) placed on a direction's wire that may still be passed: it
+  // enters at `at`, now or later (a write issued ahead for the next edge).
   struct Placed {
     enum class Kind : uint8_t { completion, write, read } kind;
     const sc_core::sc_object* sender;  // the process that sent it (null: none, before the run)
     Read* read;               // a read's request TLPs (null for a write or a completion)
     sc_core::sc_time length;  // its time on the wire
+    sc_core::sc_time at;      // when it enters the link
     sc_core::sc_time end{};   // when its last TLP has left the serializer
-    // The rule: completions (in the order the link made them), then posted writes, then read
-    // requests (PCIe: a read request never passes a posted write; a posted write may pass a
-    // read), each kind by sender name, each sender's TLPs in its own order.
+    // The rule: earlier entry first; at one instant completions (in the order the link made
+    // them), then posted writes, then read requests (PCIe: a read request never passes a posted
+    // write; a posted write may pass a read), each kind by sender name, each sender's TLPs in
+    // its own order.
     bool goes_before(const Placed& o) const {
+      if (at != o.at) return at < o.at;
       if (kind != o.kind) return kind < o.kind;
       if (kind == Kind::completion || sender == o.sender) return false;
       return !o.sender || (sender && std::strcmp(sender->name(), o.sender->name()) < 0);
@@ -258,9 +265,11 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     bool held = false;
     bool landing = false;  // a write of this direction is landing: a request to land is for this one
     uint64_t wire_bytes = 0;
-    // What entered at `batch_at`, in wire order from `batch_base` (the serializer's free time
-    // before the first of them), and how many of those are posted writes (the tail of in_flight).
-    sc_core::sc_time batch_at = sc_core::sc_max_time(), batch_base;
+    // What was placed and may still be passed (entering now or later, and perhaps a few that
+    // entered earlier, not yet trimmed), in wire order from `batch_base` (the serializer's free
+    // time before the first of them), and how many of those are posted writes (the tail of
+    // in_flight, in the same order).
+    sc_core::sc_time batch_base;
     std::vector<Placed> batch;
     size_t batch_writes = 0;
     SlotRing<Read*> credit_waits;  // reads waiting for non-posted credits, in issue order
@@ -291,30 +300,35 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     } while (remaining > 0);
     return t;
   }
-  // Puts a TLP that enters at `at` on the wire by the same-instant rule; returns when its last
-  // byte has left (it arrives a latency later). A posted write is the caller's, appended to
-  // in_flight (it may move there: it goes before writes of its instant that it passes).
+  // Puts a TLP that enters at `at` on the wire by the rule (Placed::goes_before); returns when its
+  // last byte has left (it arrives a latency later). A posted write is the caller's, appended to
+  // in_flight (it may move there: it goes before writes placed earlier that it passes).
   sc_core::sc_time place(Direction& d, const sc_core::sc_time& at, Placed::Kind kind, Read* read,
                          const sc_core::sc_time& length) {
-    const sc_core::sc_object* by = sender();
-    if (at != d.batch_at) {  // the first of its instant
-      d.batch.clear();
-      d.batch_writes = 0;
-      d.batch_at = at;
-      d.batch_base = d.free_at;
-    } else if (Placed{kind, by, read, length}.goes_before(d.batch.back())) {
-      return place_passing(d, at, Placed{kind, by, read, length});
+    Placed entry{kind, sender(), read, length, at};
+    if (!d.batch.empty()) {
+      if (d.batch.back().at < sim_now()) {  // all entered before now: none can be passed
+        d.batch.clear();
+        d.batch_writes = 0;
+      } else if (entry.goes_before(d.batch.back())) {
+        return place_passing(d, entry);
+      } else if (d.batch.size() >= 8) {
+        trim(d);
+      }
     }
-    const sc_core::sc_time end = std::max(at, d.free_at) + length;  // free_at: the instant's last, or its base
+    if (d.batch.empty()) d.batch_base = d.free_at;
+    entry.end = std::max(at, d.free_at) + length;
     if (kind == Placed::Kind::write) {
       ++d.batch_writes;
-      d.in_flight.back().arrival = end + cfg_.latency;
+      d.in_flight.back().arrival = entry.end + cfg_.latency;
     }
-    d.batch.push_back(Placed{kind, by, read, length, end});
-    d.free_at = end;
-    return end;
+    d.batch.push_back(entry);
+    d.free_at = entry.end;
+    return entry.end;
   }
-  sc_core::sc_time place_passing(Direction& d, const sc_core::sc_time& at, Placed entry);
+  // Drops the entries that entered before now (no TLP placed from now on goes before them).
+  void trim(Direction& d);
+  sc_core::sc_time place_passing(Direction& d, Placed entry);
   void passed(Direction& d, size_t write_index, const Placed& moved, const sc_core::sc_time& by);
   void reach_far_side(Read* r);
   static const sc_core::sc_object* sender() { return sc_core::sc_get_current_process_b(); }

@@ -74,24 +74,18 @@ class Stream : public StreamBase {
   // next pop when the stream holds `depth` items, or for the next cycle when it was refused only
   // because a slot freed on this cycle is not reusable until then.
   bool can_push(uint64_t cycle) const {
-    if (items_.size() + (popped_cycle_ == cycle ? popped_ : 0) < depth_) return true;
-    if (settle_owed && *settle_owed) {  // the consumer may owe pops: an item it took is not in the way
-      settle(cycle);
-      if (items_.size() + (popped_cycle_ == cycle ? popped_ : 0) < depth_) return true;
-    }
-    if (items_.size() < depth_)
-      on_space(cycle + 1);
-    else
-      refused_ = true;
-    return false;
+    if (occupied(cycle) < depth_) return true;
+    return can_push_full(cycle);
   }
   // Items pushed on one cycle are queued in a fixed order, not in the order SystemC happened to
   // run their producers: by same_cycle_rank(item) when the stream has one, then by the producer's
   // tiebreak, then in push order. No consumer sees an item before the cycle after its push, so
   // the order is settled before anyone looks.
   void push(T value, uint64_t cycle, uint32_t tiebreak = 0) {
-    // A new high-water mark is recorded from the exact fill (the consumer's owed pops done).
-    if (items_.size() >= high_water_ && settle_owed && *settle_owed) settle(cycle);
+    // A new high-water mark is recorded from the exact fill (the consumer's owed pops done): the
+    // slots in use on this cycle, a slot freed on it included (it is not reusable until the next),
+    // so the mark does not depend on whether the consumer ran before this producer.
+    if (high_water_ < depth_ && occupied(cycle) >= high_water_ && settle_owed && *settle_owed) settle(cycle);
     assert(can_push(cycle));
     const uint64_t order = (same_cycle_rank ? uint64_t(same_cycle_rank(value)) << 32 : 0) | tiebreak;
     Slot& slot = items_.append();
@@ -100,7 +94,7 @@ class Stream : public StreamBase {
     slot.seq = ++pushed_;
     slot.value = std::move(value);
     const size_t i = items_.sink_back([](const Slot& a, const Slot& b) { return a.cycle == b.cycle && a.order > b.order; });
-    if (items_.size() > high_water_) high_water_ = items_.size();
+    if (const size_t fill = occupied(cycle); fill > high_water_) high_water_ = fill;
     on_push(items_.at(i).value, cycle);
     if (on_data) on_data(cycle + 1);
   }
@@ -113,7 +107,7 @@ class Stream : public StreamBase {
   T& front() { return items_.front().value; }
   const T& back() const { return items_.back().value; }
   T pop(uint64_t cycle) {
-    const bool was_full = items_.size() + (popped_cycle_ == cycle ? popped_ : 0) >= depth_;
+    const bool was_full = occupied(cycle) >= depth_;
     T v = std::move(items_.front().value);
     items_.pop_front();
     if (popped_cycle_ != cycle) popped_cycle_ = cycle, popped_ = 0;
@@ -123,6 +117,20 @@ class Stream : public StreamBase {
       on_space(cycle + 1);
     }
     return v;
+  }
+  // The consumer takes the head, pushed on this cycle (`cycle` - 1), as if it popped it on `cycle`,
+  // the first it could: its slot stays occupied until then, as it would have been in the queue.
+  // For a consumer that acts ahead of its turn (the DMA engine issuing a write ahead).
+  // (It has used the head in place: the item is dropped.)
+  void pop_ahead(uint64_t cycle) {
+    assert(!items_.empty() && items_.front().cycle + 1 == cycle && ahead_end_ <= cycle);
+    const bool was_full = occupied(cycle - 1) >= depth_;
+    items_.pop_front();
+    ahead_end_ = cycle + 1;
+    if (was_full || refused_) {
+      refused_ = false;
+      on_space(cycle + 1);
+    }
   }
   // Takes back the last item, which its producer pushed ahead for `cycle`, a cycle not yet begun:
   // no consumer can have seen it, only the taps, which are told (on_retract). For a single
@@ -138,6 +146,7 @@ class Stream : public StreamBase {
   void clear() {
     items_.clear();
     popped_ = 0;
+    ahead_end_ = 0;
   }
 
   // The consumer's wake-up: one consumer per stream, set by the block that owns the stream.
@@ -161,8 +170,29 @@ class Stream : public StreamBase {
     uint64_t seq = 0;    // push order
     T value{};
   };
+  // can_push on a full-looking stream: a lazy consumer settles first; else the refusal.
+  __attribute__((noinline)) bool can_push_full(uint64_t cycle) const {
+    if (settle_owed && *settle_owed) {  // the consumer may owe pops: an item it took is not in the way
+      settle(cycle);
+      if (occupied(cycle) < depth_) return true;
+    }
+    const bool held_ahead = cycle < ahead_end_;
+    if (items_.size() + held_ahead < depth_)
+      on_space(cycle + 1);
+    else if (items_.size() < depth_)
+      on_space(ahead_end_);  // the slot of an item taken ahead is free from then
+    else
+      refused_ = true;
+    return false;
+  }
+  // Slots in use on `cycle`: the items, those popped on it (not reusable until the next), and
+  // one taken ahead for a later cycle (pop_ahead).
+  size_t occupied(uint64_t cycle) const {
+    return items_.size() + (popped_cycle_ == cycle ? popped_ : 0) + (cycle < ahead_end_ ? 1 : 0);
+  }
   uint64_t popped_cycle_ = UINT64_MAX;  // slots freed on this cycle are not reusable until the next
   size_t popped_ = 0;
+  uint64_t ahead_end_ = 0;  // the cycle after the one the last item taken ahead counts as popped on
   mutable bool refused_ = false;  // a producer found it full: the next pop wakes it
   SlotRing<Slot> items_;
 };

@@ -48,6 +48,15 @@ class Wakeup {
     acted_ = now;
     return true;
   }
+  // Acts for this cycle from outside the block's own activation (another block asked for what
+  // this cycle's action decides); the activation, if one comes, then defers like a second one.
+  bool claim_cycle() {
+    const uint64_t now = clock_.now();
+    if (!clock_.on_edge() || acted_ == now) return false;
+    acted_ = now;
+    return true;
+  }
+  bool acted_this_cycle() const { return acted_ == clock_.now() && clock_.on_edge(); }
   uint64_t activations() const { return activations_; }
   void count() { ++activations_; }
 

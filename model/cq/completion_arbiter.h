@@ -35,7 +35,7 @@ class CompletionPutIf : public virtual sc_core::sc_interface {
 struct CompletionArbiterConfig {
   size_t transport_depth = 16;  // completion records the transport may have waiting (assumption)
   // Simulation speed only: a flood of injections is passed on without an activation a record
-  // (on_cpl_space). Results are the same either way (testbench/early_injection.sh).
+  // (on_cpl_space). Results are the same either way (testbench/speed_only.sh).
   bool pass_on_early = true;
 };
 

@@ -12,8 +12,12 @@ namespace vhca {
 DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg)
     : sc_module(name), s_write("s_write", cfg.write_queue_depth), s_ci_req("s_ci_req", cfg.ci_request_depth), clock_(clock),
       write_wakeup_(clock),
-      channel_wakeup_(clock) {
-  s_write->on_data = [this](uint64_t c) { write_wakeup_.wake(c); };
+      channel_wakeup_(clock),
+      writes_ahead_on_(cfg.writes_ahead) {
+  s_write->on_data = [this](uint64_t c) {
+    if (writes_ahead_on_ && issue_ahead(c)) return;
+    write_wakeup_.wake(c == ahead_cycle_ ? c + 1 : c);  // that turn is the write issued ahead's
+  };
   // Writes pushed on one cycle leave in the order of their source (a CQE before its EQE before
   // its MSI-X message, then the firmware's and the transport's), whichever block SystemC ran first.
   s_write->same_cycle_rank = [](const DmaWrite& w) { return uint32_t(w.source); };
@@ -37,31 +41,81 @@ void DmaEngine::write_step() {
   if (!write_wakeup_.begin_cycle()) return;
   write_wakeup_.count();
   const uint64_t now = clock_.now();
-  if (s_write->ready(now)) {
-    if (credits.size() && !credits->can_post(s_write->front().bytes())) {
-      ++credit_stalls_;
-      return;  // woken when credits return
-    }
-    const uint64_t seq = s_write->front_seq();
-    DmaWrite w = s_write->pop(now);
-    tlm::tlm_generic_payload& tx = write_tx_;
-    PostedTag& tag = write_tag_;
-    tag.source = w.source;
-    tag.id = w.id;
-    tx.set_command(tlm::TLM_WRITE_COMMAND);
-    tx.set_address(w.addr);
-    const uint32_t len = w.bytes();
-    tx.set_data_ptr(w.payload());
-    tx.set_data_length(len);
-    tx.set_streaming_width(len);
-    tx.set_extension(&tag);
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    socket->b_transport(tx, delay);
-    tx.clear_extension(&tag);
-    note_issued(seq);
-    release_issue_waiters();
-    log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
+  count_ahead_issued(now);
+  if (now != ahead_cycle_ && !write_turn(now)) return;  // woken when credits return
+  if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
+}
+
+bool DmaEngine::write_turn(uint64_t now) {
+  if (!s_write->ready(now)) return true;
+  if (credits.size() && !credits->can_post(s_write->front().bytes())) {
+    ++credit_stalls_;
+    return false;
   }
+  const uint64_t seq = s_write->front_seq();
+  DmaWrite w = s_write->pop(now);
+  send(w, sc_core::SC_ZERO_TIME);
+  note_issued(seq);
+  release_issue_waiters();
+  return true;
+}
+
+void DmaEngine::send(DmaWrite& w, const sc_core::sc_time& delay) {
+  tlm::tlm_generic_payload& tx = write_tx_;
+  PostedTag& tag = write_tag_;
+  tag.source = w.source;
+  tag.id = w.id;
+  tx.set_command(tlm::TLM_WRITE_COMMAND);
+  tx.set_address(w.addr);
+  const uint32_t len = w.bytes();
+  tx.set_data_ptr(w.payload());
+  tx.set_data_length(len);
+  tx.set_streaming_width(len);
+  tx.set_extension(&tag);
+  sc_core::sc_time d = delay;
+  socket->b_transport(tx, d);
+  tx.clear_extension(&tag);
+  log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
+}
+
+// Only a CQE, the first rank of the queue's same-cycle order, and only alone in the queue: no
+// write pushed later on this cycle can go before it, and none waits ahead of it. The turn of
+// `turn` would issue it, on that edge; so does the link, given the delay to that edge. It counts
+// as issued, and frees its queue slot, from `turn`, as it would have.
+bool DmaEngine::issue_ahead(uint64_t turn) {
+  if (s_write->size() != 1 || turn <= ahead_cycle_) return false;
+  DmaWrite& w = s_write->front();
+  if (w.source != DmaSource::cqe || turn != clock_.now() + 1 || !clock_.on_edge()) return false;
+  if (credits.size() && !credits->can_post(w.bytes())) return false;
+  count_ahead_issued(turn - 1);  // a write issued ahead for this cycle counts as issued before this one
+  ahead_cycle_ = turn;
+  ahead_seq_ = s_write->front_seq();
+  ahead_pending_ = true;
+  ++writes_ahead_;
+  send(w, clock_.until(turn));
+  s_write->pop_ahead(turn);
+  if (!issue_waiters_.empty()) write_wakeup_.wake(turn);  // released on that turn, as they would be
+  return true;
+}
+
+// A write issued ahead counts as issued from its turn's cycle on; those waiting for it go then.
+void DmaEngine::count_ahead_issued(uint64_t now) {
+  if (!ahead_pending_ || now < ahead_cycle_) return;
+  ahead_pending_ = false;
+  note_issued(ahead_seq_);
+  release_issue_waiters();
+}
+
+void DmaEngine::settle_turn() {
+  const uint64_t now = clock_.now();
+  count_ahead_issued(now);
+  if (now <= ahead_cycle_) return;  // this cycle's turn was the write issued ahead's (or is to come)
+  // Otherwise (hca.writes_ahead off, or not a lone CQE) the turn itself runs now, if it is due,
+  // has not run, and will issue (not held for credits).
+  if (!s_write->ready(now) || write_wakeup_.acted_this_cycle() || !clock_.on_edge()) return;
+  if (credits.size() && !credits->can_post(s_write->front().bytes())) return;
+  write_wakeup_.claim_cycle();
+  write_turn(now);
   if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
 }
 
@@ -92,8 +146,9 @@ void DmaEngine::read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, Read
 // Waiters are released in the order they came; marks never decrease (writes_queued() only
 // grows), so a waiter whose mark is reached never waits behind one whose mark is not.
 void DmaEngine::when_issued(uint64_t mark, std::function<void()> then) {
-  if (mark <= issued_prefix_) return then();
+  if (mark <= writes_issued()) return then();
   issue_waiters_.push_back(IssueWaiter{mark, std::move(then)});
+  if (ahead_pending_) write_wakeup_.wake(ahead_cycle_);  // the turn that counts it releases them
 }
 
 void DmaEngine::release_issue_waiters() {
@@ -241,7 +296,7 @@ void DmaEngine::firmware_read(uint64_t addr, uint8_t* out, uint32_t len, Firmwar
   // may still sit in the write queue).
   FirmwareRead r{addr, out, len, std::move(done)};
   const uint64_t mark = writes_queued();
-  if (mark <= issued_prefix_) return queue_firmware_read(std::move(r));
+  if (mark <= writes_issued()) return queue_firmware_read(std::move(r));
   when_issued(mark, [this, r = std::move(r)]() mutable { queue_firmware_read(std::move(r)); });
 }
 

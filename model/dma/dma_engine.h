@@ -29,6 +29,10 @@ namespace vhca {
 struct DmaEngineConfig {
   size_t write_queue_depth = 64;
   size_t ci_request_depth = 4;  // s_ci_req: consumer-index refresh reads from the CQ writer (assumption)
+  // Simulation speed only (hca.writes_ahead): a CQE pushed into the empty write queue is put on
+  // the link at once, entering it on the next cycle's edge, its turn, instead of waking the
+  // write channel for that turn. Results are the same either way (decisions.md 41).
+  bool writes_ahead = true;
 };
 
 class DmaEngine : public sc_core::sc_module {
@@ -64,7 +68,10 @@ class DmaEngine : public sc_core::sc_module {
   // Writes queued so far, counted in push order from the first; writes_issued() is how many of
   // them, in that order, have all been issued to the link (same-cycle writes may leave in another
   // order than they were pushed: the stream orders them by source, see the constructor).
-  uint64_t writes_issued() const { return issued_prefix_; }
+  uint64_t writes_issued() {
+    settle_turn();
+    return issued_prefix_;
+  }
   uint64_t writes_queued() const { return s_write->pushed(); }
   // Runs `then` (from the engine's process) once writes_issued() reaches `mark`; marks are taken
   // from writes_queued(), so they come in order.
@@ -72,6 +79,7 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t reads_issued() const { return reads_; }
   uint64_t read_errors() const { return read_errors_; }
   uint64_t credit_stalls() const { return credit_stalls_; }  // activations that found no credits
+  uint64_t writes_issued_ahead() const { return writes_ahead_; }
 
  private:
   struct FirmwareRead {
@@ -85,6 +93,17 @@ class DmaEngine : public sc_core::sc_module {
     ReadDone done;
   };
   void write_step();
+  // The write turn of cycle `now`: issues the head if it is due and the link has credits for it;
+  // false if it had to wait for credits.
+  bool write_turn(uint64_t now);
+  void send(DmaWrite& w, const sc_core::sc_time& delay);
+  // A CQE just pushed alone into the queue goes on the link now, entering it at `turn`'s edge.
+  bool issue_ahead(uint64_t turn);
+  // The rule for the one order SystemC would decide: on a cycle where the write turn is due, the
+  // turn comes first. A block asking what has been issued runs a due turn that has not run yet,
+  // or counts the write issued ahead for this cycle.
+  void settle_turn();
+  void count_ahead_issued(uint64_t now);
   void end_of_elaboration() override;
   ReadSlot* issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
   bool read_ok(const ReadSlot& slot);  // counts and logs a failed read
@@ -122,6 +141,11 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t issued_prefix_ = 0;             // every write of push order <= this has been issued
   std::vector<uint64_t> issued_ahead_;     // issued writes past the prefix (same-cycle reorders)
   uint64_t reads_ = 0, read_errors_ = 0, credit_stalls_ = 0;
+  const bool writes_ahead_on_;
+  // The write issued ahead for the turn of ahead_cycle_ (pending: not yet counted as issued).
+  uint64_t ahead_cycle_ = 0, ahead_seq_ = 0;
+  bool ahead_pending_ = false;
+  uint64_t writes_ahead_ = 0;
 };
 
 }  // namespace vhca

@@ -1,0 +1,87 @@
+#!/bin/sh
+# A speed-only switch must not change results (ctest vhca_sim_early_injection, vhca_sim_writes_ahead).
+#   speed_only.sh VHCA_SIM early_injection   the completion arbiter passing injected records on
+#       ahead of its turn, taking one back when a transport record put before that turn could win
+#       the round robin (decisions.md 39)
+#   speed_only.sh VHCA_SIM writes_ahead      the DMA engine putting a lone CQE on the PCIe link at
+#       once, for the edge of its turn (decisions.md 41)
+# A scenario floods one CQ with injected CQEs (filling the CQ writer's input) while SEND, WRITE and
+# READ traffic completes through the same arbiter and shares the DMA engine and the link. It runs
+# with the switch on and off, and again with the other switch off; the JSON must be identical in
+# all four runs and the queue report in each on/off pair, and the run must have used the shortcut
+# (and met the case it must undo or yield to), else it proves nothing.
+set -u
+sim=$1
+key=$2
+case "$key" in
+  early_injection) other=writes_ahead ;;
+  writes_ahead) other=early_injection ;;
+  *) echo "usage: speed_only.sh VHCA_SIM early_injection|writes_ahead"; exit 2 ;;
+esac
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cat >"$work/mixed.yaml" <<'YAML'
+name: speed-only-mixed
+duration: 30us
+warmup: 5us
+seed: 5
+host: {vectors: 2}
+cqs: {count: 3, size: 16384, moderation: {count: 16, period: 4us, mode: eqe}}
+workload:
+  groups:
+    - name: flood
+      qps: 4
+      cqs: [0]
+      mix: {send: 1}
+      size: 64B
+      arrival: {process: poisson, kind: cqe, rate: 300M/s}
+    - name: traffic
+      qps: 8
+      cqs: [1, 2]
+      mix: {send: 1, write: 1, read: 1}
+      size: 512B
+      arrival: {process: poisson, rate: 20M/s}
+YAML
+run() {  # name, extra args
+  name=$1
+  shift
+  "$sim" run "$work/mixed.yaml" "$@" --queues --json "$work/$name.json" >"$work/$name.txt" 2>&1 ||
+    fail "run ($name): $(tail -3 "$work/$name.txt")"
+  grep -v '"wall\|per_wall' "$work/$name.json" >"$work/$name.cmp"
+  # The queue report, without the lines that count the shortcuts themselves.
+  sed -n '/^queues between blocks/,$p' "$work/$name.txt" | grep -v 'issued ahead\|passed on early\|wall' >"$work/$name.queues"
+}
+run on
+run off --set "hca.$key=off"
+run on_other_off --set "hca.$other=off"
+run off_other_off --set "hca.$key=off" --set "hca.$other=off"
+if [ "$key" = early_injection ]; then
+  label="completion arbiter:"
+  counts='.*: \([0-9]*\) injections passed on early, \([0-9]*\) taken back.*'
+  none="completion arbiter: 0 injections passed on early, 0 taken back"
+  unused="records passed on early: the flood did not fill the CQ writer's input"
+  unmet="no record was taken back: the transport never met the flood"
+else
+  label="DMA write channel:"
+  counts='.*: \([0-9]*\) writes issued ahead; PCIe link: \([0-9]*\) TLPs.*'
+  none="DMA write channel: 0 writes issued ahead"
+  unused="writes issued ahead: the flood did not reach the DMA engine alone"
+  unmet="no TLP was placed before another: nothing met a write issued ahead"
+fi
+line=$(grep "$label" "$work/on.txt") || fail "no '$label' line"
+used=$(echo "$line" | sed "s/$counts/\1/")
+met=$(echo "$line" | sed "s/$counts/\2/")
+[ "$used" -gt 1000 ] || fail "only $used $unused"
+[ "$met" -gt 0 ] || fail "$unmet"
+grep -q "$none" "$work/off.txt" || fail "hca.$key off still took the shortcut"
+echo "on: $line"
+for other_run in off on_other_off off_other_off; do
+  cmp -s "$work/on.cmp" "$work/$other_run.cmp" ||
+    { diff "$work/on.cmp" "$work/$other_run.cmp" | head -20; fail "results differ (on vs $other_run)"; }
+done
+for pair in "on off" "on_other_off off_other_off"; do
+  set -- $pair
+  cmp -s "$work/$1.queues" "$work/$2.queues" || { diff "$work/$1.queues" "$work/$2.queues" | head -20; fail "queue report differs ($1 vs $2)"; }
+done
+echo "identical results and queue reports with hca.$key on and off (and hca.$other on and off)"
