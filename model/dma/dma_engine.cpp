@@ -92,7 +92,7 @@ bool DmaEngine::issue_ahead(uint64_t turn) {
   ahead_seq_ = s_write->front_seq();
   ahead_pending_ = true;
   ++writes_ahead_;
-  send(w, clock_.until(turn));
+  send(w, clock_.period());  // on an edge: the next edge is one period away
   s_write->pop_ahead(turn);
   if (!issue_waiters_.empty()) write_wakeup_.wake(turn);  // released on that turn, as they would be
   return true;
