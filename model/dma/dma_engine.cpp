@@ -75,7 +75,8 @@ void DmaEngine::send(DmaWrite& w, const sc_core::sc_time& delay) {
   sc_core::sc_time d = delay;
   socket->b_transport(tx, d);
   tx.clear_extension(&tag);
-  log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {})", len, w.addr, int(w.source), w.id);
+  log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {}){}", len, w.addr, int(w.source), w.id,
+             delay == sc_core::SC_ZERO_TIME ? "" : ", issued ahead: enters the link at the next edge");
 }
 
 // Only a CQE, the first rank of the queue's same-cycle order, and only alone in the queue: no
