@@ -178,7 +178,7 @@ class TrafficRun {
       r.injections_early = sys_.node(0).hca.arbiter.passed_on_early();
       r.injections_taken_back = sys_.node(0).hca.arbiter.taken_back();
       r.writes_issued_ahead = sys_.node(0).hca.dma.writes_issued_ahead();
-      r.link_passes = sys_.node(0).link.same_instant_passes();
+      r.link_passes = sys_.node(0).link.placed_before_others();
     }
     if (InvariantChecker* inv = sys_.invariants()) {
       inv->check_queues(sys_);

@@ -460,7 +460,7 @@ TEST_CASE("same-instant TLPs: two senders' reads take the upstream wire by the s
   sys().run([] {
     const uint64_t addr = sys().memory.allocate(4096);
     DmaEngine& dma = sys().hca.dma;
-    const uint64_t passes_before = sys().link.same_instant_passes();
+    const uint64_t passes_before = sys().link.placed_before_others();
     for (int round = 0; round < 2; ++round) {
       sys().wait_cycle(sys().cycle() + 1);
       const uint64_t c0 = sys().cycle();
@@ -490,7 +490,7 @@ TEST_CASE("same-instant TLPs: two senders' reads take the upstream wire by the s
       CHECK(alpha_done == 262);
       CHECK(zeta_done == 264);
     }
-    CHECK(sys().link.same_instant_passes() == passes_before + 1);
+    CHECK(sys().link.placed_before_others() == passes_before + 1);
   });
 }
 
@@ -502,7 +502,7 @@ TEST_CASE("same-instant TLPs: a read request leaves behind a posted write of its
   sys().run([] {
     const uint64_t addr = sys().memory.allocate(4096);
     DmaEngine& dma = sys().hca.dma;
-    const uint64_t passes_before = sys().link.same_instant_passes();
+    const uint64_t passes_before = sys().link.placed_before_others();
     uint64_t read_done[2] = {};
     for (int round = 0; round < 2; ++round) {
       sys().wait_cycle(sys().cycle() + 1);
@@ -546,7 +546,7 @@ TEST_CASE("same-instant TLPs: a read request leaves behind a posted write of its
     // Alone the read is usable 262 cycles on; the write's 88 bytes (2794 ps) ahead of it make 264.
     CHECK(read_done[0] == 264);
     CHECK(read_done[1] == 264);
-    CHECK(sys().link.same_instant_passes() == passes_before + 1);
+    CHECK(sys().link.placed_before_others() == passes_before + 1);
   });
 }
 

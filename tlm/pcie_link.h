@@ -157,7 +157,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   // TLPs that took the place of others placed before them on their direction: at the same
   // instant by the rule (sent later by SystemC's process order, they go first), or entering
   // before a write issued ahead for a later edge.
-  uint64_t same_instant_passes() const { return passes_; }
+  uint64_t placed_before_others() const { return passes_; }
 
  private:
   struct Posted {
