@@ -112,10 +112,7 @@ class Stream : public StreamBase {
     items_.pop_front();
     if (popped_cycle_ != cycle) popped_cycle_ = cycle, popped_ = 0;
     ++popped_;
-    if (was_full || refused_) {
-      refused_ = false;
-      on_space(cycle + 1);
-    }
+    slot_freed(cycle, was_full);
     return v;
   }
   // The consumer takes the head, pushed on this cycle (`cycle` - 1), as if it popped it on `cycle`,
@@ -127,10 +124,7 @@ class Stream : public StreamBase {
     const bool was_full = occupied(cycle - 1) >= depth_;
     items_.pop_front();
     ahead_end_ = cycle + 1;
-    if (was_full || refused_) {
-      refused_ = false;
-      on_space(cycle + 1);
-    }
+    slot_freed(cycle, was_full);
   }
   // Takes back the last item, which its producer pushed ahead for `cycle`, a cycle not yet begun:
   // no consumer can have seen it, only the taps, which are told (on_retract). For a single
@@ -170,6 +164,12 @@ class Stream : public StreamBase {
     uint64_t seq = 0;    // push order
     T value{};
   };
+  // A slot freed on `cycle` is usable from the next: a producer refused meanwhile is woken then.
+  void slot_freed(uint64_t cycle, bool was_full) {
+    if (!was_full && !refused_) return;
+    refused_ = false;
+    on_space(cycle + 1);
+  }
   // can_push on a full-looking stream: a lazy consumer settles first; else the refusal.
   __attribute__((noinline)) bool can_push_full(uint64_t cycle) const {
     if (settle_owed && *settle_owed) {  // the consumer may owe pops: an item it took is not in the way

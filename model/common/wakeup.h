@@ -56,7 +56,6 @@ class Wakeup {
     acted_ = now;
     return true;
   }
-  bool acted_this_cycle() const { return acted_ == clock_.now() && clock_.on_edge(); }
   uint64_t activations() const { return activations_; }
   void count() { ++activations_; }
 

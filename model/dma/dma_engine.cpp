@@ -43,6 +43,10 @@ void DmaEngine::write_step() {
   const uint64_t now = clock_.now();
   count_ahead_issued(now);
   if (now != ahead_cycle_ && !write_turn(now)) return;  // woken when credits return
+  wake_for_head(now);
+}
+
+void DmaEngine::wake_for_head(uint64_t now) {
   if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
 }
 
@@ -113,11 +117,11 @@ void DmaEngine::settle_turn() {
   if (now <= ahead_cycle_) return;  // this cycle's turn was the write issued ahead's (or is to come)
   // Otherwise (hca.writes_ahead off, or not a lone CQE) the turn itself runs now, if it is due,
   // has not run, and will issue (not held for credits).
-  if (!s_write->ready(now) || write_wakeup_.acted_this_cycle() || !clock_.on_edge()) return;
+  if (!s_write->ready(now)) return;
   if (credits.size() && !credits->can_post(s_write->front().bytes())) return;
-  write_wakeup_.claim_cycle();
+  if (!write_wakeup_.claim_cycle()) return;  // off an edge, or the turn has run
   write_turn(now);
-  if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
+  wake_for_head(now);
 }
 
 // The prefix of push order that has all left grows past a write issued ahead of one pushed before

@@ -69,9 +69,11 @@ class DmaEngine : public sc_core::sc_module {
   // them, in that order, have all been issued to the link (same-cycle writes may leave in another
   // order than they were pushed: the stream orders them by source, see the constructor).
   uint64_t writes_issued() {
-    settle_turn();
+    settle_turn();  // a turn due on this cycle counts as run (the rule, settle_turn below)
     return issued_prefix_;
   }
+  // The same without settling this cycle's turn: a count that may lag it, never pass it.
+  uint64_t writes_known_issued() const { return issued_prefix_; }
   uint64_t writes_queued() const { return s_write->pushed(); }
   // Runs `then` (from the engine's process) once writes_issued() reaches `mark`; marks are taken
   // from writes_queued(), so they come in order.
@@ -104,6 +106,7 @@ class DmaEngine : public sc_core::sc_module {
   // or counts the write issued ahead for this cycle.
   void settle_turn();
   void count_ahead_issued(uint64_t now);
+  void wake_for_head(uint64_t now);  // for the next turn the queue's head may take
   void end_of_elaboration() override;
   ReadSlot* issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
   bool read_ok(const ReadSlot& slot);  // counts and logs a failed read

@@ -45,12 +45,16 @@ void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len, DmaSource s
   drain();
 }
 
-bool Outbox::writes_issued_through(uint64_t n, std::function<void()> then) {
-  const uint64_t issued = dma_.writes_issued();
+// Marks of writes the DMA engine has issued are no longer needed: `issued` writes of its queue.
+void Outbox::forget_issued_marks(uint64_t issued) {
   while (!marks_.empty() && marks_.front() <= issued) {
     marks_.pop_front();
     ++marks_base_;
   }
+}
+
+bool Outbox::writes_issued_through(uint64_t n, std::function<void()> then) {
+  forget_issued_marks(dma_.writes_issued());
   if (n <= marks_base_) return true;
   if (n > writes_handed_) {
     after_writes_handed_ = std::move(then);  // one waiter: the transmit arbiter's held ACK
@@ -75,7 +79,7 @@ void Outbox::add(std::variant<DmaWrite, CompletionRecord> item) {
     ++overflows_;  // the blocks ask has_room() first: this is a model error, not a drop
     log::error("{}: {} items, past its depth {}", name(), items_.size() + 1, depth_);
   }
-  if (std::holds_alternative<DmaWrite>(item)) ++writes_held_, ++writes_added_;
+  if (std::holds_alternative<DmaWrite>(item)) ++writes_added_;
   items_.push_back(std::move(item));
   s_items.pushed(items_.size());
 }
@@ -87,9 +91,11 @@ void Outbox::drain() {
     if (auto* w = std::get_if<DmaWrite>(&items_.front())) {
       if (!m_dma.can_push(now)) break;  // m_dma's on_space wakes us
       m_dma->push(std::move(*w), now, write_order_);
+      // Kept to the writes still in the DMA queue, whether or not an ACK ever asks (the
+      // requester's outbox is never asked).
+      forget_issued_marks(dma_.writes_known_issued());
       marks_.push_back(dma_.writes_queued());
       ++writes_handed_;
-      --writes_held_;
       if (after_writes_handed_ && writes_handed_ == after_writes_n_) {
         std::function<void()> then = std::move(after_writes_handed_);
         after_writes_handed_ = nullptr;

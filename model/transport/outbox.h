@@ -44,6 +44,10 @@ class Outbox : public sc_core::sc_module {
   // acknowledges was placed): writes added later, for other requests, do not hold that ACK.
   bool writes_issued_through(uint64_t n, std::function<void()> then);
   uint64_t writes_added() const { return writes_added_; }
+  // Issue marks kept: of payload writes handed on that the DMA engine had not issued at the last
+  // hand-on, and one for that write (bounded by the DMA queue, not by the traffic).
+  size_t issue_marks_held() const { return marks_.size(); }
+  uint64_t writes_handed() const { return writes_handed_; }
   // Shown in the hierarchy with its depth and high-water mark.
   GaugeExport s_items;
   StreamOut<DmaWrite> m_dma{"m_dma"};  // its payload writes, into the DMA engine's write queue
@@ -55,6 +59,7 @@ class Outbox : public sc_core::sc_module {
  private:
   void add(std::variant<DmaWrite, CompletionRecord> item);
   void drain();
+  void forget_issued_marks(uint64_t issued);
   void drain_method();
 
   const SimClock& clock_;
@@ -63,7 +68,6 @@ class Outbox : public sc_core::sc_module {
   TransportStats& stats_;
   uint32_t write_order_;
   SlotRing<std::variant<DmaWrite, CompletionRecord>> items_;  // depth_ slots (more only past it: an error)
-  size_t writes_held_ = 0;       // DmaWrites among items_
   uint64_t writes_added_ = 0;    // payload writes ever added
   uint64_t writes_handed_ = 0;   // of them, handed on to the DMA queue
   // The DMA queue mark of each write handed on and perhaps not yet issued: writes number
