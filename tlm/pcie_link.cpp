@@ -109,9 +109,11 @@ void PcieLink::passed(Direction& d, size_t write_index, const Placed& moved, con
   d.credits.move_return(was + cfg_.latency, r->at_far_side + cfg_.latency, 0, 0, requests);
 }
 
-bool PcieLink::Credits::can_post(uint64_t bytes) const {
+bool PcieLink::Credits::can_post(uint64_t bytes) const { return fits(headers(bytes), data_credits(bytes)); }
+
+bool PcieLink::Credits::fits(uint32_t headers, uint32_t data) const {
   returns_.apply_due([this](const Amount& a) { release(a); });
-  const bool ok = ph_used_ + headers(bytes) <= ph_ && pd_used_ + data_credits(bytes) <= pd_;
+  const bool ok = ph_used_ + headers <= ph_ && pd_used_ + data <= pd_;
   if (!ok) returns_.want_wake();
   return ok;
 }
@@ -123,14 +125,16 @@ bool PcieLink::Credits::can_read() const {
   return ok;
 }
 
-void PcieLink::Credits::take_posted(uint64_t bytes) {
-  if (!can_post(bytes)) {
+uint32_t PcieLink::Credits::take_posted(uint64_t bytes) {
+  const uint32_t h = headers(bytes), data = data_credits(bytes);
+  if (!fits(h, data)) {
     ++overdrafts;
     log::error("PCIe: a posted write of {} bytes was sent without its flow-control credits", bytes);
   }
-  ph_used_ += headers(bytes);
-  pd_used_ += data_credits(bytes);
+  ph_used_ += h;
+  pd_used_ += data;
   pd_max = std::max(pd_max, pd_used_);
+  return h;
 }
 
 void PcieLink::up_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(0, tx, delay); }
@@ -150,11 +154,11 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
   if (tx.is_write()) {
     // Quiet writes already due land now: what waits in flight stays within the link's window.
     if (dir == 0 && quiet_in_flight_) land_due();
-    d.credits.take_posted(len);
+    const uint32_t headers = d.credits.take_posted(len);
     PostedTag* tag = nullptr;
     tx.get_extension(tag);
     Posted& p = d.in_flight.append();  // filled in place: a slot keeps the payload storage it had
-    p.tlps = d.credits.headers(len);
+    p.tlps = headers;
     p.addr = tx.get_address();
     p.len = uint32_t(len);
     if (len <= p.small.size())
@@ -402,8 +406,10 @@ bool PcieLink::land_by_dmi(const Posted& p) {
 // The granted page holding [first, last]: one kept, else asked of host memory (and kept, in place
 // of the oldest); null if host memory grants none.
 const PcieLink::DmiPage* PcieLink::granted_page(uint64_t first, uint64_t last) {
-  for (const DmiPage& page : up_dmi_)
-    if (first >= page.start && last <= page.end) return &page;
+  const DmiPage& recent = up_dmi_[up_dmi_hit_];  // writes come in runs into one ring
+  if (first >= recent.start && last <= recent.end) return &recent;
+  for (size_t i = 0; i < up_dmi_.size(); ++i)
+    if (first >= up_dmi_[i].start && last <= up_dmi_[i].end) return &up_dmi_[up_dmi_hit_ = i];
   tlm::tlm_generic_payload& tx = delivery_tx_;
   tx.set_command(tlm::TLM_WRITE_COMMAND);
   tx.set_address(first);
@@ -411,7 +417,8 @@ const PcieLink::DmiPage* PcieLink::granted_page(uint64_t first, uint64_t last) {
   if (!up_out->get_direct_mem_ptr(tx, dmi) || !dmi.is_write_allowed() || first < dmi.get_start_address() ||
       last > dmi.get_end_address())
     return nullptr;
-  DmiPage& page = up_dmi_[up_dmi_next_++ % up_dmi_.size()];
+  up_dmi_hit_ = up_dmi_next_++ % up_dmi_.size();
+  DmiPage& page = up_dmi_[up_dmi_hit_];
   page = {dmi.get_start_address(), dmi.get_end_address(), dmi.get_dmi_ptr()};
   return &page;
 }

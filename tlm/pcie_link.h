@@ -182,12 +182,13 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
       returns_.on_return([this] { returned_.notify(sc_core::SC_ZERO_TIME); });  // threads, before the methods
     }
     bool can_post(uint64_t bytes) const override;
+    bool fits(uint32_t headers, uint32_t data) const;  // can_post, in credits
     const sc_core::sc_event& returned_event() const override { return returned_; }
     void on_return(std::function<void()> wake) override { returns_.on_return(std::move(wake)); }
     bool can_read() const;
     // Posted header credits (one per TLP of at most the max payload size) a write of `bytes` needs.
     uint32_t headers(uint64_t bytes) const { return uint32_t(std::max<uint64_t>(1, (bytes + mps_ - 1) / mps_)); }
-    void take_posted(uint64_t bytes);
+    uint32_t take_posted(uint64_t bytes);  // returns its header credits (the TLPs it makes)
     void take_nonposted() { ++nph_used_; }
     // Schedule the return of a TLP's credits at `at`. Returns are applied lazily, when credits
     // are asked for; only a refused sender makes the link wake up (once) when they arrive.
@@ -373,6 +374,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   };
   std::array<DmiPage, 4> up_dmi_{};
   size_t up_dmi_next_ = 0;
+  size_t up_dmi_hit_ = 0;  // the page granted_page() last found
   uint64_t landed_by_dmi_ = 0;
   uint64_t passes_ = 0;
   size_t quiet_in_flight_ = 0;  // upstream

@@ -20,8 +20,16 @@ class SimClock {
   bool on_edge() const { return stamp() % period_.value() == 0; }
   // The first edge at or after t.
   uint64_t cycle_at_or_after(const sc_core::sc_time& t) const;
-  // Delay from now until the edge of `cycle` (zero if that edge is now or past).
-  sc_core::sc_time until(uint64_t cycle) const;
+  // Delay from now until the edge of `cycle` (zero if that edge is now or past). From an edge, the
+  // next few edges' delays are kept built (sc_time::from_value is a library call; blocks wake a
+  // few cycles ahead many times per item).
+  sc_core::sc_time until(uint64_t cycle) const {
+    const uint64_t p = period_.value(), t = p * cycle, n = stamp();
+    if (t <= n) return sc_core::SC_ZERO_TIME;
+    const uint64_t edges = (t - n) / p;
+    if (edges < kEdgesKept && edges * p == t - n) return edges_ahead_[edges];
+    return sc_core::sc_time::from_value(t - n);
+  }
   uint64_t cycles_from_ns(double ns) const;
 
  private:
@@ -29,8 +37,10 @@ class SimClock {
   // action; sc_time_stamp() is a call into the library).
   static uint64_t stamp() { return sc_core::sc_get_curr_simcontext()->time_stamp().value(); }
 
+  static constexpr uint64_t kEdgesKept = 16;
   double mhz_;
   sc_core::sc_time period_;
+  sc_core::sc_time edges_ahead_[kEdgesKept];  // k periods, for k below kEdgesKept
 };
 
 }  // namespace vhca

@@ -20,19 +20,33 @@ class SlotRing {
     size_t cap = 1;
     while (cap < depth) cap *= 2;
     slots_.resize(cap);
+    cache_storage();
+  }
+  SlotRing(const SlotRing& other) : slots_(other.slots_), head_(other.head_), count_(other.count_) { cache_storage(); }
+  SlotRing(SlotRing&& other) noexcept
+      : slots_(std::move(other.slots_)), head_(other.head_), count_(other.count_) {
+    cache_storage();
+    other.cache_storage();
+  }
+  SlotRing& operator=(SlotRing other) noexcept {
+    std::swap(slots_, other.slots_);
+    std::swap(head_, other.head_);
+    std::swap(count_, other.count_);
+    cache_storage();
+    return *this;
   }
   size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
-  Slot& front() { return slots_[head_]; }
-  const Slot& front() const { return slots_[head_]; }
-  Slot& at(size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }  // i from the head
-  const Slot& at(size_t i) const { return slots_[(head_ + i) & (slots_.size() - 1)]; }
+  Slot& front() { return data_[head_]; }
+  const Slot& front() const { return data_[head_]; }
+  Slot& at(size_t i) { return data_[(head_ + i) & mask_]; }  // i from the head
+  const Slot& at(size_t i) const { return data_[(head_ + i) & mask_]; }
   Slot& back() { return at(count_ - 1); }
   const Slot& back() const { return at(count_ - 1); }
   // A new slot at the back, for the caller to fill in place (it holds the last value it had).
   Slot& append() {
-    if (count_ == slots_.size()) grow();
-    return slots_[(head_ + count_++) & (slots_.size() - 1)];
+    if (count_ > mask_) grow();
+    return data_[(head_ + count_++) & mask_];
   }
   void push_back(Slot value) { append() = std::move(value); }
   // An ordered queue whose items nearly always come in order: the item just appended moves back
@@ -44,14 +58,14 @@ class SlotRing {
     return i;
   }
   void pop_front() {
-    head_ = (head_ + 1) & (slots_.size() - 1);
+    head_ = (head_ + 1) & mask_;
     --count_;
   }
   // Undoing a pop or a push (a producer that took an item back).
   void push_front(Slot value) {
-    if (count_ == slots_.size()) grow();
-    head_ = (head_ - 1) & (slots_.size() - 1);
-    slots_[head_] = std::move(value);
+    if (count_ > mask_) grow();
+    head_ = (head_ - 1) & mask_;
+    data_[head_] = std::move(value);
     ++count_;
   }
   void pop_back() { --count_; }
@@ -63,11 +77,21 @@ class SlotRing {
  private:
   void grow() {
     std::vector<Slot> bigger(slots_.size() * 2);
-    for (size_t i = 0; i < count_; ++i) bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);
+    for (size_t i = 0; i < count_; ++i) bigger[i] = std::move(at(i));
     slots_ = std::move(bigger);
     head_ = 0;
+    cache_storage();
+  }
+  // The storage's address and size as an index mask, read on every access (a vector's size is a
+  // division by the slot's size, and its data a second load).
+  void cache_storage() {
+    if (slots_.empty()) slots_.resize(1), head_ = count_ = 0;  // a ring moved from: empty, usable
+    data_ = slots_.data();
+    mask_ = slots_.size() - 1;
   }
   std::vector<Slot> slots_;
+  Slot* data_ = nullptr;
+  size_t mask_ = 0;
   size_t head_ = 0, count_ = 0;
 };
 

@@ -81,23 +81,8 @@ class Stream : public StreamBase {
   // run their producers: by same_cycle_rank(item) when the stream has one, then by the producer's
   // tiebreak, then in push order. No consumer sees an item before the cycle after its push, so
   // the order is settled before anyone looks.
-  void push(T value, uint64_t cycle, uint32_t tiebreak = 0) {
-    // A new high-water mark is recorded from the exact fill (the consumer's owed pops done): the
-    // slots in use on this cycle, a slot freed on it included (it is not reusable until the next),
-    // so the mark does not depend on whether the consumer ran before this producer.
-    if (high_water_ < depth_ && occupied(cycle) >= high_water_ && settle_owed && *settle_owed) settle(cycle);
-    assert(can_push(cycle));
-    const uint64_t order = (same_cycle_rank ? uint64_t(same_cycle_rank(value)) << 32 : 0) | tiebreak;
-    Slot& slot = items_.append();
-    slot.cycle = cycle;
-    slot.order = order;
-    slot.seq = ++pushed_;
-    slot.value = std::move(value);
-    const size_t i = items_.sink_back([](const Slot& a, const Slot& b) { return a.cycle == b.cycle && a.order > b.order; });
-    if (const size_t fill = occupied(cycle); fill > high_water_) high_water_ = fill;
-    on_push(items_.at(i).value, cycle);
-    if (on_data) on_data(cycle + 1);
-  }
+  void push(const T& value, uint64_t cycle, uint32_t tiebreak = 0) { put(value, cycle, tiebreak); }
+  void push(T&& value, uint64_t cycle, uint32_t tiebreak = 0) { put(std::move(value), cycle, tiebreak); }
   // The head's place in push order (1 for the first item ever pushed): same-cycle items may leave
   // in another order than they came (push), and a mark taken as pushed() names them all.
   uint64_t front_seq() const { return items_.front().seq; }
@@ -109,11 +94,16 @@ class Stream : public StreamBase {
   T pop(uint64_t cycle) {
     const bool was_full = occupied(cycle) >= depth_;
     T v = std::move(items_.front().value);
-    items_.pop_front();
-    if (popped_cycle_ != cycle) popped_cycle_ = cycle, popped_ = 0;
-    ++popped_;
-    slot_freed(cycle, was_full);
+    drop_head(cycle, was_full);
     return v;
+  }
+  // Pops the head, handing it to `take` (to move it on without a copy) before its slot is freed:
+  // a producer woken by the freed slot may push into it at once.
+  template <typename Take>
+  void pop_to(uint64_t cycle, Take&& take) {
+    const bool was_full = occupied(cycle) >= depth_;
+    take(items_.front().value);
+    drop_head(cycle, was_full);
   }
   // The consumer takes the head, pushed on this cycle (`cycle` - 1), as if it popped it on `cycle`,
   // the first it could: its slot stays occupied until then, as it would have been in the queue.
@@ -158,12 +148,38 @@ class Stream : public StreamBase {
   Observers<const T&, uint64_t> on_retract;    // taps: told of an item taken back (retract_back)
 
  private:
+  // The item is copied or moved straight into its slot (a slot keeps its buffers from last time).
+  template <typename U>
+  void put(U&& value, uint64_t cycle, uint32_t tiebreak) {
+    // A new high-water mark is recorded from the exact fill (the consumer's owed pops done): the
+    // slots in use on this cycle, a slot freed on it included (it is not reusable until the next),
+    // so the mark does not depend on whether the consumer ran before this producer.
+    if (high_water_ < depth_ && occupied(cycle) >= high_water_ && settle_owed && *settle_owed) settle(cycle);
+    assert(can_push(cycle));
+    const uint64_t order = (same_cycle_rank ? uint64_t(same_cycle_rank(value)) << 32 : 0) | tiebreak;
+    Slot& slot = items_.append();
+    slot.cycle = cycle;
+    slot.order = order;
+    slot.seq = ++pushed_;
+    slot.value = std::forward<U>(value);
+    const size_t i = items_.sink_back([](const Slot& a, const Slot& b) { return a.cycle == b.cycle && a.order > b.order; });
+    if (high_water_ < depth_)
+      if (const size_t fill = occupied(cycle); fill > high_water_) high_water_ = fill;
+    on_push(items_.at(i).value, cycle);
+    if (on_data) on_data(cycle + 1);
+  }
   struct Slot {
     uint64_t cycle = 0;
     uint64_t order = 0;  // same_cycle_rank, tiebreak
     uint64_t seq = 0;    // push order
     T value{};
   };
+  void drop_head(uint64_t cycle, bool was_full) {
+    items_.pop_front();
+    if (popped_cycle_ != cycle) popped_cycle_ = cycle, popped_ = 0;
+    ++popped_;
+    slot_freed(cycle, was_full);
+  }
   // A slot freed on `cycle` is usable from the next: a producer refused meanwhile is woken then.
   void slot_freed(uint64_t cycle, bool was_full) {
     if (!was_full && !refused_) return;

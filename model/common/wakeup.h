@@ -21,18 +21,9 @@ class Wakeup {
     // SystemC keeps the earliest pending notification and ignores a later or equal one: so does
     // this, without the library call (a wake-up is asked several times per item on hot paths).
     if (pending_covers(cycle, now)) return;
-    if (cycle == now && clock_.on_edge()) {
-      event_.notify(sc_core::SC_ZERO_TIME);  // replaces a pending timed notification
-      pending_cycle_ = now;
-      pending_delta_ = true;
-      delta_at_ = sc_core::sc_delta_count();
-    } else {
-      const uint64_t at = cycle == now ? now + 1 : cycle;
-      event_.notify(clock_.until(at));  // earlier than any pending one (else covered above)
-      pending_cycle_ = at;
-      pending_delta_ = false;
-    }
+    notify_for(cycle, now);
   }
+
   // True if this activation may act; false if the block already acted this cycle (then it is
   // rescheduled for the next cycle).
   bool begin_cycle() {
@@ -60,6 +51,20 @@ class Wakeup {
   void count() { ++activations_; }
 
  private:
+  // The notification itself, out of line: wake() is asked far more often than it notifies.
+  __attribute__((noinline)) void notify_for(uint64_t cycle, uint64_t now) {
+    if (cycle == now && clock_.on_edge()) {
+      event_.notify(sc_core::SC_ZERO_TIME);  // replaces a pending timed notification
+      pending_cycle_ = now;
+      pending_delta_ = true;
+      delta_at_ = sc_core::sc_delta_count();
+    } else {
+      const uint64_t at = cycle == now ? now + 1 : cycle;
+      event_.notify(clock_.until(at));  // earlier than any pending one (else covered above)
+      pending_cycle_ = at;
+      pending_delta_ = false;
+    }
+  }
   // Whether the notification pending (if it has not fired yet) is for `cycle` or earlier. A timed
   // one for cycle p has fired once the time reaches p's edge; a delta one at the next delta.
   bool pending_covers(uint64_t cycle, uint64_t now) const {

@@ -200,7 +200,7 @@ uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
 
 // Stage 3 may need every output it has: it holds while any skid buffer is full (their ready is a
 // register, so the hold is decided from registers).
-bool CqWriterPipeline::holds(uint64_t c) const {
+inline bool CqWriterPipeline::holds(uint64_t c) const {
   if (skids_empty()) return false;  // the usual case, asked every cycle
   return !dma_skid_.can_push(c) || !event_skid_.can_push(c) || !ci_skid_.can_push(c) || !ins_skid_.can_push(c);
 }
@@ -236,8 +236,8 @@ void CqWriterPipeline::clock(uint64_t c) {
       issued_ = 0;
     }
   }
-  if (take_cpl) replay_.push_back(s_cpl.pop(c));
-  drain_skids(c);
+  if (take_cpl) s_cpl.pop_to(c, [this](CompletionRecord& r) { replay_.append() = r; });
+  if (!skids_empty()) drain_skids(c);
   TimerWheel::Inputs in;
   in.exp_ready = s1.kind == Kind::expiry;
   in.ins_valid = ins_skid_.ready(c);
@@ -246,7 +246,7 @@ void CqWriterPipeline::clock(uint64_t c) {
     in.ins_deadline = ins_skid_.front().deadline;
     if (wheel.ins_ready) ins_skid_.pop(c);
   }
-  wheel_.edge(in);
+  wheel_.edge(in, wheel.idle);
 }
 
 void CqWriterPipeline::note_bypass(bool hazard) {
@@ -352,9 +352,11 @@ void CqWriterPipeline::start_timer(CqContext& cq, uint32_t cqn, uint64_t deadlin
 }
 
 void CqWriterPipeline::drain_skids(uint64_t c) {
-  if (dma_skid_.ready(c) && m_dma->can_push(c)) m_dma->push(dma_skid_.pop(c), c);
-  if (event_skid_.ready(c) && m_event->can_push(c)) m_event->push(event_skid_.pop(c), c);
-  if (ci_skid_.ready(c) && m_ci_req->can_push(c)) m_ci_req->push(ci_skid_.pop(c), c);
+  // (A skid buffer's freed slot wakes no one: its item may go on before it is popped.)
+  if (dma_skid_.ready(c) && m_dma->can_push(c)) dma_skid_.pop_to(c, [&](DmaWrite& w) { m_dma->push(std::move(w), c); });
+  if (event_skid_.ready(c) && m_event->can_push(c))
+    event_skid_.pop_to(c, [&](DeviceEvent& e) { m_event->push(std::move(e), c); });
+  if (ci_skid_.ready(c) && m_ci_req->can_push(c)) ci_skid_.pop_to(c, [&](CiRequest& r) { m_ci_req->push(std::move(r), c); });
 }
 
 }  // namespace vhca

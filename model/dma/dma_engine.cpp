@@ -14,6 +14,7 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
       write_wakeup_(clock),
       channel_wakeup_(clock),
       writes_ahead_on_(cfg.writes_ahead) {
+  write_tx_.set_extension(&write_tag_);
   s_write->on_data = [this](uint64_t c) {
     if (writes_ahead_on_ && issue_ahead(c)) return;
     write_wakeup_.wake(c == ahead_cycle_ ? c + 1 : c);  // that turn is the write issued ahead's
@@ -75,13 +76,14 @@ void DmaEngine::send(DmaWrite& w, const sc_core::sc_time& delay) {
   tx.set_data_ptr(w.payload());
   tx.set_data_length(len);
   tx.set_streaming_width(len);
-  tx.set_extension(&tag);
   sc_core::sc_time d = delay;
   socket->b_transport(tx, d);
-  tx.clear_extension(&tag);
   log::write(log::Cat::dma, "write {} bytes to {:#x} (source {}, id {}){}", len, w.addr, int(w.source), w.id,
              delay == sc_core::SC_ZERO_TIME ? "" : ", issued ahead: enters the link at the next edge");
 }
+
+// The payload would free its extensions as it goes: the tag is a member.
+DmaEngine::~DmaEngine() { write_tx_.clear_extension(&write_tag_); }
 
 // Only a CQE, the first rank of the queue's same-cycle order, and only alone in the queue: no
 // write pushed later on this cycle can go before it, and none waits ahead of it. The turn of

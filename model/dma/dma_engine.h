@@ -47,6 +47,7 @@ class DmaEngine : public sc_core::sc_module {
 
   SC_HAS_PROCESS(DmaEngine);
   DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg = {});
+  ~DmaEngine() override;
 
   // Firmware helper, called from an SC_THREAD (the command unit): a blocking read that returns
   // on the cycle its completion has arrived. (Its writes go through its own port into s_write.)
@@ -123,7 +124,7 @@ class DmaEngine : public sc_core::sc_module {
   const SimClock& clock_;
   Wakeup write_wakeup_;
   tlm::tlm_generic_payload write_tx_;  // reused: constructing a payload per write costs an allocation
-  PostedTag write_tag_;
+  PostedTag write_tag_;  // write_tx_'s extension for the engine's life (set once, not per write)
   ActionQueue completions_{"read_completions"};  // reads, answered on the edge their data is usable
   std::vector<std::unique_ptr<ReadSlot>> free_slots_;
   // What waits for writes to be issued (fenced reads, held ACKs), in mark order.
