@@ -64,6 +64,28 @@ TEST_CASE("host memory keeps mapped ranges and gives a page storage only when it
   });
 }
 
+TEST_CASE("host memory: a page found quiet stops being quiet when it is watched or unmapped") {
+  sys().run([] {
+    HostMemory& m = sys().memory;
+    const uint64_t a = m.allocate(4 * 4096);
+    CHECK(m.lands_quietly(a + 64, 64));  // remembers pages a .. a+4095 as quiet
+    CHECK(m.lands_quietly(a + 128, 64));
+    CHECK(m.lands_quietly(a + 4090, 16));  // across two pages: both remembered
+    sc_core::sc_event written;
+    m.watch(a + 256, 8, written);
+    CHECK_FALSE(m.lands_quietly(a + 256, 64));  // the watch's bytes
+    CHECK(m.lands_quietly(a + 512, 64));        // beside them, on the watched page: still quiet
+    CHECK(m.lands_quietly(a + 4096, 64));       // remembers the next page
+    m.unwatch(a + 256, written);
+    CHECK(m.lands_quietly(a + 256, 64));
+    m.unmap(a + 4096, 4096);
+    CHECK_FALSE(m.lands_quietly(a + 4096, 64));
+    CHECK_FALSE(m.lands_quietly(a + 4096 - 8, 16));
+    CHECK(m.lands_quietly(a + 2 * 4096, 64));
+    m.unmap(a, 4 * 4096);
+  });
+}
+
 namespace {
 // An external backing as a test sees it: a vector, and a switch that makes it unreachable (as a
 // verbs program that exited or unmapped its buffer).
