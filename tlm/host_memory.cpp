@@ -116,18 +116,21 @@ uint64_t HostMemory::attach(uint64_t len, ExternalMemory& backing) {
 void HostMemory::detach(uint64_t addr) { externals_.erase(addr); }
 
 void HostMemory::tell_no_longer_quiet(uint64_t addr, uint64_t len) {
-  quiet_hit_ = {1, 0};
+  const auto [first, last] = page_span(addr, len);
+  if (first < quiet_hit_.second && quiet_hit_.first <= last) quiet_hit_ = {1, 0};
   pending_writes.no_longer_quiet(addr, len);
 }
 
 bool HostMemory::lands_quietly(uint64_t addr, uint64_t len) const {
   const auto [first, last] = page_span(addr, len);
   if (len != 0 && first >= quiet_hit_.first && last < quiet_hit_.second && addr + len - 1 >= addr) return true;
-  if (!range_lands_quietly(addr, len)) return false;
   // Device writes come in runs into one ring: the pages this one touches are remembered when all
-  // of them are quiet (a watch, an unmap or an attach forgets them).
-  if (range_lands_quietly(first * kPageSize, (last - first + 1) * kPageSize)) quiet_hit_ = {first, last + 1};
-  return true;
+  // of them are quiet (a watch or an unmap touching them, or an attach, forgets them).
+  if (len != 0 && last >= first && range_lands_quietly(first * kPageSize, (last - first + 1) * kPageSize)) {
+    quiet_hit_ = {first, last + 1};
+    return true;
+  }
+  return range_lands_quietly(addr, len);
 }
 
 bool HostMemory::range_lands_quietly(uint64_t addr, uint64_t len) const {

@@ -101,8 +101,8 @@ class HostMemory : public sc_core::sc_module {
   // The range mapped() last found (mapping more keeps it mapped; unmapping forgets it): device
   // writes come in runs into one ring.
   mutable std::pair<uint64_t, uint64_t> hit_{1, 0};
-  // Pages [first, second) lands_quietly() last found quiet whole (a watch, an unmap or an attach
-  // forgets them).
+  // Pages [first, second) lands_quietly() last found quiet whole (a watch or an unmap touching
+  // them, or an attach, forgets them).
   mutable std::pair<uint64_t, uint64_t> quiet_hit_{1, 0};
   std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;  // storage of the pages written
 };

@@ -34,10 +34,12 @@ class SimClock {
 
  private:
   // Simulated time in resolution units, read inline (the blocks ask for the cycle many times per
-  // action; sc_time_stamp() is a call into the library).
-  static uint64_t stamp() { return sc_core::sc_get_curr_simcontext()->time_stamp().value(); }
+  // action; sc_time_stamp() is a call into the library), through the kernel's current-time
+  // member, found once (the simulation context lives as long as the program).
+  uint64_t stamp() const { return time_->value(); }
 
   static constexpr uint64_t kEdgesKept = 16;
+  const sc_core::sc_time* time_ = &sc_core::sc_get_curr_simcontext()->time_stamp();
   double mhz_;
   sc_core::sc_time period_;
   sc_core::sc_time edges_ahead_[kEdgesKept];  // k periods, for k below kEdgesKept

@@ -148,13 +148,19 @@ class Stream : public StreamBase {
   Observers<const T&, uint64_t> on_retract;    // taps: told of an item taken back (retract_back)
 
  private:
+  struct Slot {
+    uint64_t cycle = 0;
+    uint64_t order = 0;  // same_cycle_rank, tiebreak
+    uint64_t seq = 0;    // push order
+    T value{};
+  };
   // The item is copied or moved straight into its slot (a slot keeps its buffers from last time).
   template <typename U>
   void put(U&& value, uint64_t cycle, uint32_t tiebreak) {
     // A new high-water mark is recorded from the exact fill (the consumer's owed pops done): the
     // slots in use on this cycle, a slot freed on it included (it is not reusable until the next),
     // so the mark does not depend on whether the consumer ran before this producer.
-    if (high_water_ < depth_ && occupied(cycle) >= high_water_ && settle_owed && *settle_owed) settle(cycle);
+    if (high_water_ < depth_ && occupied(cycle) >= high_water_ && settle_owed && *settle_owed) settle_owed_pops(cycle);
     assert(can_push(cycle));
     const uint64_t order = (same_cycle_rank ? uint64_t(same_cycle_rank(value)) << 32 : 0) | tiebreak;
     Slot& slot = items_.append();
@@ -162,18 +168,17 @@ class Stream : public StreamBase {
     slot.order = order;
     slot.seq = ++pushed_;
     slot.value = std::forward<U>(value);
-    const size_t i = items_.sink_back([](const Slot& a, const Slot& b) { return a.cycle == b.cycle && a.order > b.order; });
+    const size_t last = items_.size() - 1;
+    const size_t i = last > 0 && goes_after(items_.at(last - 1), slot) ? sink_back() : last;
     if (high_water_ < depth_)
       if (const size_t fill = occupied(cycle); fill > high_water_) high_water_ = fill;
     on_push(items_.at(i).value, cycle);
     if (on_data) on_data(cycle + 1);
   }
-  struct Slot {
-    uint64_t cycle = 0;
-    uint64_t order = 0;  // same_cycle_rank, tiebreak
-    uint64_t seq = 0;    // push order
-    T value{};
-  };
+  // The rarer halves of put(), out of line so that a push stays small.
+  static bool goes_after(const Slot& a, const Slot& b) { return a.cycle == b.cycle && a.order > b.order; }
+  __attribute__((noinline)) size_t sink_back() { return items_.sink_back(goes_after); }
+  __attribute__((noinline)) void settle_owed_pops(uint64_t cycle) { settle(cycle); }
   void drop_head(uint64_t cycle, bool was_full) {
     items_.pop_front();
     if (popped_cycle_ != cycle) popped_cycle_ = cycle, popped_ = 0;

@@ -293,9 +293,10 @@ void CqWriterCore::write_cqe(CqContext& cq, uint32_t cqn, const CompletionRecord
   w.source = DmaSource::cqe;
   w.id = cqn;
   format_cqe(r, cq.pi, cq.cfg.log_size, timestamp(now), w.data.data());
-  emit_dma(w, now);
+  const uint64_t addr = w.addr;
+  emit_dma(std::move(w), now);
   log::write(log::Cat::cq, "CQ {} CQE pi={:#x} wr_id={:#x} syndrome={:#x} -> {:#x}", cqn, cq.pi, r.wr_id, r.syndrome,
-             w.addr);
+             addr);
   cq.pi = (cq.pi + 1) & kIndexMask;
   if ((cq.pi & (cq.size() - 1)) == 0) ++stats_.owner_wraps;
   if (r.solicited()) {

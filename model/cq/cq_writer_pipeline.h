@@ -78,7 +78,7 @@ class CqWriterPipeline : public CqWriterCore {
   const Coverage& coverage() const { return coverage_; }
 
  protected:
-  void emit_dma(const DmaWrite& w, uint64_t now) override { dma_skid_.push(w, now); }
+  void emit_dma(DmaWrite&& w, uint64_t now) override { dma_skid_.push(std::move(w), now); }
   void emit_event(const DeviceEvent& e, uint64_t now) override { event_skid_.push(e, now); }
   void emit_ci_request(const CiRequest& r, uint64_t now) override { ci_skid_.push(r, now); }
   const CompletionRecord* head_completion() override { return replay_.empty() ? nullptr : &replay_.front(); }
