@@ -64,28 +64,6 @@ TEST_CASE("host memory keeps mapped ranges and gives a page storage only when it
   });
 }
 
-TEST_CASE("host memory: a page found quiet stops being quiet when it is watched or unmapped") {
-  sys().run([] {
-    HostMemory& m = sys().memory;
-    const uint64_t a = m.allocate(4 * 4096);
-    CHECK(m.lands_quietly(a + 64, 64));  // remembers pages a .. a+4095 as quiet
-    CHECK(m.lands_quietly(a + 128, 64));
-    CHECK(m.lands_quietly(a + 4090, 16));  // across two pages: both remembered
-    sc_core::sc_event written;
-    m.watch(a + 256, 8, written);
-    CHECK_FALSE(m.lands_quietly(a + 256, 64));  // the watch's bytes
-    CHECK(m.lands_quietly(a + 512, 64));        // beside them, on the watched page: still quiet
-    CHECK(m.lands_quietly(a + 4096, 64));       // remembers the next page
-    m.unwatch(a + 256, written);
-    CHECK(m.lands_quietly(a + 256, 64));
-    m.unmap(a + 4096, 4096);
-    CHECK_FALSE(m.lands_quietly(a + 4096, 64));
-    CHECK_FALSE(m.lands_quietly(a + 4096 - 8, 16));
-    CHECK(m.lands_quietly(a + 2 * 4096, 64));
-    m.unmap(a, 4 * 4096);
-  });
-}
-
 namespace {
 // An external backing as a test sees it: a vector, and a switch that makes it unreachable (as a
 // verbs program that exited or unmapped its buffer).
@@ -205,6 +183,47 @@ sc_core::sc_time dma_write_64(uint64_t addr, uint8_t tag) {
 }
 void wait_until(const sc_core::sc_time& t) { sc_core::wait(t - sc_core::sc_time_stamp()); }
 }  // namespace
+
+// The link remembers the pages it found quiet whole; a watch or an unmap that touches them makes
+// it ask again, one elsewhere does not.
+TEST_CASE("quiet writes: pages found quiet are asked again after a watch or an unmap touching them") {
+  sys().run([] {
+    PcieLink& link = sys().link;
+    HostMemory& m = sys().memory;
+    const uint64_t a = m.allocate(3 * 4096);
+    // Sent, then counted two cycles later (issued), then landed by the host's read.
+    auto quiet_after_write = [&](uint64_t addr) {
+      const sc_core::sc_time arrival = dma_write_64(addr, 0x5C);
+      sys().wait_cycle(sys().cycle() + 2);
+      const bool quiet = link.quiet_in_flight() == 1;
+      wait_until(arrival + sc_core::sc_time(1, sc_core::SC_US));
+      uint8_t b = 0;
+      sys().cpu.read(addr, &b, 1);
+      CHECK(b == 0x5C);
+      return quiet;
+    };
+    CHECK(quiet_after_write(a + 64));        // page 0 remembered
+    CHECK(quiet_after_write(a + 4096));      // page 1 remembered
+    sc_core::sc_event written;
+    m.watch(a + 256, 8, written);
+    CHECK_FALSE(quiet_after_write(a + 256));  // on the watch: told on time
+    CHECK(quiet_after_write(a + 512));        // beside it, on the watched page
+    CHECK(quiet_after_write(a + 4096 + 64));  // page 1 still remembered
+    m.unwatch(a + 256, written);
+    CHECK(quiet_after_write(a + 256));
+    m.unmap(a + 2 * 4096, 4096);               // elsewhere
+    CHECK(quiet_after_write(a + 4096 + 128));  // page 1 still remembered
+    m.unmap(a + 4096, 4096);                   // page 1 itself: a write into it fails, on time
+    const uint64_t errors = log::error_count();
+    const sc_core::sc_time lost = dma_write_64(a + 4096 + 256, 0x5D);
+    sys().wait_cycle(sys().cycle() + 2);
+    CHECK(link.quiet_in_flight() == 0);
+    wait_until(lost + sc_core::sc_time(1, sc_core::SC_US));
+    CHECK(log::error_count() > errors);
+    CHECK(quiet_after_write(a + 64));
+    m.unmap(a, 4096);
+  });
+}
 
 TEST_CASE("quiet writes: a DMA write into plain host memory lands when the host looks, at its arrival and not before, and with the next write sent") {
   sys().run([] {

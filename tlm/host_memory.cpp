@@ -108,7 +108,7 @@ bool HostMemory::mapped(uint64_t addr, uint64_t len) const {
 uint64_t HostMemory::attach(uint64_t len, ExternalMemory& backing) {
   const uint64_t addr = (next_alloc_ + kPageSize - 1) / kPageSize * kPageSize;
   next_alloc_ = addr + (std::max<uint64_t>(len, 1) + kPageSize - 1) / kPageSize * kPageSize;
-  quiet_hit_ = {1, 0};
+  tell_no_longer_quiet(addr, len);  // a program's memory: a write into it is never quiet
   externals_[addr] = External{len, &backing};
   return addr;
 }
@@ -116,24 +116,10 @@ uint64_t HostMemory::attach(uint64_t len, ExternalMemory& backing) {
 void HostMemory::detach(uint64_t addr) { externals_.erase(addr); }
 
 void HostMemory::tell_no_longer_quiet(uint64_t addr, uint64_t len) {
-  const auto [first, last] = page_span(addr, len);
-  if (first < quiet_hit_.second && quiet_hit_.first <= last) quiet_hit_ = {1, 0};
   pending_writes.no_longer_quiet(addr, len);
 }
 
 bool HostMemory::lands_quietly(uint64_t addr, uint64_t len) const {
-  const auto [first, last] = page_span(addr, len);
-  if (len != 0 && first >= quiet_hit_.first && last < quiet_hit_.second && addr + len - 1 >= addr) return true;
-  // Device writes come in runs into one ring: the pages this one touches are remembered when all
-  // of them are quiet (a watch or an unmap touching them, or an attach, forgets them).
-  if (len != 0 && last >= first && range_lands_quietly(first * kPageSize, (last - first + 1) * kPageSize)) {
-    quiet_hit_ = {first, last + 1};
-    return true;
-  }
-  return range_lands_quietly(addr, len);
-}
-
-bool HostMemory::range_lands_quietly(uint64_t addr, uint64_t len) const {
   for (const Watch& w : watches_)
     if (ranges_overlap(addr, len, w.addr, w.len)) return false;
   bool straddles = false;

@@ -74,7 +74,6 @@ class HostMemory : public sc_core::sc_module {
  private:
   using Page = std::array<uint8_t, kPageSize>;
   void tell_no_longer_quiet(uint64_t addr, uint64_t len);
-  bool range_lands_quietly(uint64_t addr, uint64_t len) const;
   void b_transport(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   bool get_direct_mem_ptr(tlm::tlm_generic_payload& tx, tlm::tlm_dmi& dmi);
   unsigned transport_dbg(tlm::tlm_generic_payload& tx);
@@ -101,9 +100,6 @@ class HostMemory : public sc_core::sc_module {
   // The range mapped() last found (mapping more keeps it mapped; unmapping forgets it): device
   // writes come in runs into one ring.
   mutable std::pair<uint64_t, uint64_t> hit_{1, 0};
-  // Pages [first, second) lands_quietly() last found quiet whole (a watch or an unmap touching
-  // them, or an attach, forgets them).
-  mutable std::pair<uint64_t, uint64_t> quiet_hit_{1, 0};
   std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;  // storage of the pages written
 };
 

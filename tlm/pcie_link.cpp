@@ -167,7 +167,7 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
       p.large.assign(tx.get_data_ptr(), tx.get_data_ptr() + len);
     p.source = tag ? tag->source : DmaSource::other;
     p.id = tag ? tag->id : 0;
-    p.quiet = dir == 0 && up_lands_quietly && on_upstream_landed.empty() && up_lands_quietly(p.addr, len);
+    p.quiet = dir == 0 && lands_quietly(p.addr, len);
     p.returned = p.quiet;  // a quiet write: the far side takes it at its arrival, wherever it is applied
     const bool quiet = p.quiet;
     const uint32_t tlps = p.tlps;
@@ -325,7 +325,30 @@ void PcieLink::land_due() {
   while (!d.in_flight.empty() && d.in_flight.front().quiet && d.in_flight.front().arrival <= now) land(d, 0, now);
 }
 
+// Asked of up_lands_quietly, whose answer changes only as no_longer_quiet tells (a watch, an unmap,
+// an attach): the last few runs of pages it found quiet whole are remembered until then (device
+// writes come in runs into a few rings: CQs, EQs).
+bool PcieLink::lands_quietly(uint64_t addr, uint64_t len) {
+  if (!up_lands_quietly || !on_upstream_landed.empty() || len == 0) return false;
+  const uint64_t last = addr + len - 1;
+  if (last < addr) return false;  // wraps past 2^64: an address error
+  const QuietPages& recent = quiet_pages_[quiet_recent_];
+  if (addr >= recent.first && last < recent.end) return true;
+  for (size_t i = 0; i < quiet_pages_.size(); ++i)
+    if (addr >= quiet_pages_[i].first && last < quiet_pages_[i].end) return quiet_recent_ = i, true;
+  constexpr uint64_t kPage = 4096;
+  const uint64_t first_page = addr & ~(kPage - 1), end = (last | (kPage - 1)) + 1;
+  if (end > first_page && up_lands_quietly(first_page, end - first_page)) {
+    quiet_recent_ = quiet_next_++ % quiet_pages_.size();
+    quiet_pages_[quiet_recent_] = {first_page, end};
+    return true;
+  }
+  return up_lands_quietly(addr, len);
+}
+
 void PcieLink::no_longer_quiet(uint64_t addr, uint64_t len) {
+  for (QuietPages& pages : quiet_pages_)
+    if (pages.end > pages.first && ranges_overlap(addr, len, pages.first, pages.end - pages.first)) pages = {};
   land_due();  // what arrived by now has landed before the change
   Direction& d = dir_[0];
   bool changed = false;

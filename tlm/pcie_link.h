@@ -378,6 +378,12 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   uint64_t landed_by_dmi_ = 0;
   uint64_t passes_ = 0;
   size_t quiet_in_flight_ = 0;  // upstream
+  bool lands_quietly(uint64_t addr, uint64_t len);
+  struct QuietPages {
+    uint64_t first = 1, end = 0;  // [first, end): pages up_lands_quietly found quiet whole; empty
+  };
+  std::array<QuietPages, 4> quiet_pages_{};
+  size_t quiet_recent_ = 0, quiet_next_ = 0;
 };
 
 }  // namespace vhca

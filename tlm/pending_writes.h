@@ -9,9 +9,11 @@
 // executes at the far side. A write is "due" when its arrival is no later than now, so a reader
 // at the arrival instant sees it, as if the link had landed it first.
 //
-// What makes a range no longer quiet (a watch added, the range unmapped) is told to the link
-// (no_longer_quiet) before it takes effect: writes still in flight into it land on time, by the
-// link's own wake-up, and tell the watch or fail as they would have.
+// What makes a range no longer quiet (a watch added, the range unmapped, a program's memory
+// attached) is told to the link (no_longer_quiet) before it takes effect: writes still in flight
+// into it land on time, by the link's own wake-up, and tell the watch or fail as they would have.
+// Nothing else changes the answer, so the link remembers the pages it last found quiet whole
+// until it is told.
 #pragma once
 #include <cstdint>
 #include <systemc>
