@@ -6,7 +6,9 @@
 namespace vhca {
 
 TimerWheel::TimerWheel(uint32_t num_cqs, uint32_t cycles_per_us)
-    : cycles_per_us_(cycles_per_us), heads_(kSlots), nexts_(num_cqs) {}
+    : cycles_per_us_(cycles_per_us), heads_(kSlots), nexts_(num_cqs) {
+  refresh_idle();
+}
 
 // One edge with rst high: the registers take their reset values and the head RAM's sweep starts
 // over (it clears one slot per edge from the next edge on).
@@ -17,6 +19,7 @@ void TimerWheel::reset() {
   detach_tick_ = 1;
   detaching_ = following_ = exp_valid_ = false;
   ins0_valid_ = ins1_valid_ = wrote_valid_ = late_ = false;
+  refresh_idle();
 }
 
 bool TimerWheel::placeable(uint32_t deadline) const {
@@ -84,10 +87,11 @@ void TimerWheel::busy_edge(const Inputs& in) {
     exp_valid_ = false;
   }
   if (go) detach_tick_ = (detach_tick_ + 1) & kTickMask;
+  refresh_idle();
 }
 
 void TimerWheel::skip_empty(uint64_t edges) {
-  assert(idle() && cycles_per_us_ >= 3);
+  assert(idle() && idle() == compute_idle() && cycles_per_us_ >= 3);
   const uint64_t total = presc_ + edges;
   const uint64_t ticks = total / cycles_per_us_;
   presc_ = uint32_t(total % cycles_per_us_);
@@ -112,6 +116,7 @@ void TimerWheel::skip_empty(uint64_t edges) {
     detaching_ = false;
   }
   exp_valid_ = false;
+  refresh_idle();
 }
 
 void TimerWheel::skip_sweep(uint32_t edges) {
@@ -126,11 +131,12 @@ void TimerWheel::skip_sweep(uint32_t edges) {
   presc_ += edges;
   late_ = false;
   wrote_valid_ = false;
+  refresh_idle();
 }
 
 void TimerWheel::skip_idle(uint32_t edges) {
   if (edges == 0) return;
-  assert(idle() && edges <= edges_before_tick());
+  assert(idle() && idle() == compute_idle() && edges <= edges_before_tick());
   presc_ += edges;
   late_ = false;          // no insert taken
   wrote_valid_ = false;   // no insert in stage 2

@@ -57,7 +57,9 @@ class TimerWheel {
   }
   // Nothing to do until the next tick begins: the sweep is done, no insert is in flight, every
   // begun tick's slot has been walked. Edges meanwhile only count time (a writer may skip waking).
-  bool idle() const { return heads_ready() && !walk_busy() && !ins0_valid_ && !ins1_valid_ && !tick_due(); }
+  // Kept as a flag, refreshed by every change of the registers it reads (the writer asks it
+  // several times a cycle).
+  bool idle() const { return idle_; }
   // Edges left in the current tick before the one that begins the next (an idle wheel's edges
   // until then only count time).
   uint32_t edges_before_tick() const { return cycles_per_us_ - 1 - presc_; }
@@ -80,6 +82,8 @@ class TimerWheel {
     bool valid = false;
     uint32_t cqn = 0;
   };
+  bool compute_idle() const { return heads_ready() && !walk_busy() && !ins0_valid_ && !ins1_valid_ && !tick_due(); }
+  void refresh_idle() { idle_ = compute_idle(); }
   bool walk_busy() const { return exp_valid_ || detaching_ || following_; }
   bool tick_due() const { return detach_tick_ != ((now_ + 1) & kTickMask); }
   bool heads_ready() const { return sweep_done_; }
@@ -90,6 +94,7 @@ class TimerWheel {
     if (presc_ == cycles_per_us_ - 1) {
       presc_ = 0;
       now_ = (now_ + 1) & kTickMask;
+      refresh_idle();  // a tick begins: its slot is due
     } else {
       ++presc_;
     }
@@ -129,6 +134,7 @@ class TimerWheel {
   bool wrote_valid_ = false;
   uint32_t wrote_slot_ = 0, wrote_cqn_ = 0;
   bool late_ = false;
+  bool idle_ = false;  // compute_idle(), refreshed by every change
 };
 
 }  // namespace vhca
