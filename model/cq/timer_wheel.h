@@ -43,7 +43,7 @@ class TimerWheel {
     o.now = now_;
     o.late = late_;
     o.idle = idle();
-    o.ins_ready = ins_ready();
+    o.ins_ready = idle_ || ins_ready();  // idle: the sweep is done and no walk is due
     o.exp_valid = exp_valid_;
     o.exp_cqn = exp_cqn_;
     o.exp_tick = exp_tick_;
