@@ -105,12 +105,12 @@ class Stream : public StreamBase {
     take(items_.front().value);
     drop_head(cycle, was_full);
   }
-  // The consumer takes the head, pushed on this cycle (`cycle` - 1), as if it popped it on `cycle`,
-  // the first it could: its slot stays occupied until then, as it would have been in the queue.
-  // For a consumer that acts ahead of its turn (the DMA engine issuing a write ahead).
-  // (It has used the head in place: the item is dropped.)
+  // The consumer takes the head, visible by `cycle`, as if it popped it on `cycle` (the next
+  // cycle's, whose turn is already decided): its slot stays occupied until then, as it would have
+  // been in the queue. For a consumer that acts ahead of its turn (the DMA engine issuing a write
+  // ahead). (It has used the head in place: the item is dropped.)
   void pop_ahead(uint64_t cycle) {
-    assert(!items_.empty() && items_.front().cycle + 1 == cycle && ahead_end_ <= cycle);
+    assert(!items_.empty() && items_.front().cycle < cycle && ahead_end_ <= cycle);
     const bool was_full = occupied(cycle - 1) >= depth_;
     items_.pop_front();
     ahead_end_ = cycle + 1;

@@ -17,6 +17,10 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
   write_tx_.set_extension(&write_tag_);
   s_write->on_data = [this](uint64_t c) {
     if (writes_ahead_on_ && issue_ahead(c)) return;
+    // A write queued behind others changes no turn: the channel is woken for the head's turn
+    // already (after each turn it wakes for the next head), or waits for the link's credits,
+    // whose return wakes it.
+    if (s_write->size() > 1) return;
     write_wakeup_.wake(c == ahead_cycle_ ? c + 1 : c);  // that turn is the write issued ahead's
   };
   // Writes pushed on one cycle leave in the order of their source (a CQE before its EQE before
@@ -34,7 +38,10 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
 }
 
 void DmaEngine::end_of_elaboration() {
-  if (credits.size()) credits->on_return([this] { write_wakeup_.wake(clock_.now()); });
+  if (credits.size())
+    credits->on_return([this] {
+      if (!(writes_ahead_on_ && issue_on_return())) write_wakeup_.wake(clock_.now());
+    });
 }
 
 // One posted write per cycle, in queue order, when the link has credits for it.
@@ -94,14 +101,41 @@ bool DmaEngine::issue_ahead(uint64_t turn) {
   DmaWrite& w = s_write->front();
   if (w.source != DmaSource::cqe || turn != clock_.now() + 1 || !clock_.on_edge()) return false;
   if (credits.size() && !credits->can_post(w.bytes())) return false;
+  send_head_ahead(turn, clock_.period());  // on an edge: the next edge is one period away
+  if (!issue_waiters_.empty()) write_wakeup_.wake(turn);  // released on that turn, as they would be
+  return true;
+}
+
+// The queue's head goes on the link now, entering it `delay` from now, at `turn`'s edge.
+void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
   count_ahead_issued(turn - 1);  // a write issued ahead for this cycle counts as issued before this one
   ahead_cycle_ = turn;
   ahead_seq_ = s_write->front_seq();
   ahead_pending_ = true;
   ++writes_ahead_;
-  send(w, clock_.period());  // on an edge: the next edge is one period away
+  send(s_write->front(), delay);
   s_write->pop_ahead(turn);
-  if (!issue_waiters_.empty()) write_wakeup_.wake(turn);  // released on that turn, as they would be
+}
+
+// Credits came back between two edges to a channel that waited for them (the link tells only a
+// refused sender): the turn of the next edge will issue the queue's head, and nothing can change
+// that before it. No block pushes between edges, so no write can go before the head unless it
+// was pushed on this cycle (a later push of this cycle with a lower rank would sort before it,
+// so only a CQE, the first rank, goes then); no other sender takes posted credits; the link
+// places the write at that edge, after TLPs entering earlier. It goes on the link now, as a lone
+// CQE goes from its push, and counts as issued, and frees its slot, from that turn.
+bool DmaEngine::issue_on_return() {
+  if (s_write->empty() || clock_.on_edge()) return false;
+  const uint64_t turn = clock_.now() + 1;
+  if (turn <= ahead_cycle_) return false;
+  DmaWrite& w = s_write->front();
+  if (s_write->head_ready_cycle() == turn && w.source != DmaSource::cqe) return false;
+  if (!credits->can_post(w.bytes())) return false;
+  send_head_ahead(turn, clock_.until(turn));
+  if (!issue_waiters_.empty())
+    write_wakeup_.wake(turn);  // released on that turn, as they would be; it wakes for the next head
+  else
+    wake_for_head(turn);
   return true;
 }
 

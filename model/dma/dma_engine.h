@@ -102,6 +102,10 @@ class DmaEngine : public sc_core::sc_module {
   void send(DmaWrite& w, const sc_core::sc_time& delay);
   // A CQE just pushed alone into the queue goes on the link now, entering it at `turn`'s edge.
   bool issue_ahead(uint64_t turn);
+  // The queue's head, held for credits that came back before the next edge, goes on the link
+  // now, entering it at that edge's turn.
+  bool issue_on_return();
+  [[gnu::always_inline]] inline void send_head_ahead(uint64_t turn, const sc_core::sc_time& delay);
   // The rule for the one order SystemC would decide: on a cycle where the write turn is due, the
   // turn comes first. A block asking what has been issued runs a due turn that has not run yet,
   // or counts the write issued ahead for this cycle.
