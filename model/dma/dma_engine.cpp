@@ -127,7 +127,7 @@ void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
 bool DmaEngine::issue_on_return() {
   if (s_write->empty() || clock_.on_edge()) return false;
   const uint64_t turn = clock_.now() + 1;
-  if (turn <= ahead_cycle_) return false;
+  if (turn <= ahead_cycle_ || s_write->head_ready_cycle() > turn) return false;
   DmaWrite& w = s_write->front();
   if (s_write->head_ready_cycle() == turn && w.source != DmaSource::cqe) return false;
   if (!credits->can_post(w.bytes())) return false;
