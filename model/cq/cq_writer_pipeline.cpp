@@ -246,7 +246,7 @@ void CqWriterPipeline::clock(uint64_t c) {
     in.ins_deadline = ins_skid_.front().deadline;
     if (wheel.ins_ready) ins_skid_.pop(c);
   }
-  wheel_.edge(in, wheel.idle);
+  wheel_.edge(in);
 }
 
 void CqWriterPipeline::note_bypass(bool hazard) {

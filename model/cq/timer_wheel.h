@@ -49,10 +49,8 @@ class TimerWheel {
     o.exp_tick = exp_tick_;
     return o;
   }
-  void edge(const Inputs& in) { edge(in, idle()); }
-  // The same, given idle() as outputs() read it this cycle (nothing changes it before the edge).
-  void edge(const Inputs& in, bool idle_now) {
-    if (idle_now && !in.ins_valid) idle_edge();
+  void edge(const Inputs& in) {
+    if (idle() && !in.ins_valid) idle_edge();
     else busy_edge(in);
   }
   // Nothing to do until the next tick begins: the sweep is done, no insert is in flight, every
