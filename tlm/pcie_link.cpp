@@ -332,23 +332,18 @@ bool PcieLink::lands_quietly(uint64_t addr, uint64_t len) {
   if (!up_lands_quietly || !on_upstream_landed.empty() || len == 0) return false;
   const uint64_t last = addr + len - 1;
   if (last < addr) return false;  // wraps past 2^64: an address error
-  const QuietPages& recent = quiet_pages_[quiet_recent_];
-  if (addr >= recent.first && last < recent.end) return true;
-  for (size_t i = 0; i < quiet_pages_.size(); ++i)
-    if (addr >= quiet_pages_[i].first && last < quiet_pages_[i].end) return quiet_recent_ = i, true;
+  if (quiet_pages_.find(addr, last)) return true;
   constexpr uint64_t kPage = 4096;
   const uint64_t first_page = addr & ~(kPage - 1), end = (last | (kPage - 1)) + 1;
   if (end > first_page && up_lands_quietly(first_page, end - first_page)) {
-    quiet_recent_ = quiet_next_++ % quiet_pages_.size();
-    quiet_pages_[quiet_recent_] = {first_page, end};
+    quiet_pages_.keep(first_page, end - 1, {});
     return true;
   }
   return up_lands_quietly(addr, len);
 }
 
 void PcieLink::no_longer_quiet(uint64_t addr, uint64_t len) {
-  for (QuietPages& pages : quiet_pages_)
-    if (pages.end > pages.first && ranges_overlap(addr, len, pages.first, pages.end - pages.first)) pages = {};
+  quiet_pages_.forget(addr, addr + len - 1);
   land_due();  // what arrived by now has landed before the change
   Direction& d = dir_[0];
   bool changed = false;
@@ -419,20 +414,17 @@ void PcieLink::land(Direction& d, int dir, const sc_time& now) {
 // or an unmapping since has made them loud or revoked the page), so a copy is all the landing does.
 bool PcieLink::land_by_dmi(const Posted& p) {
   if (p.len == 0 || p.len > p.small.size()) return false;
-  const DmiPage* page = granted_page(p.addr, p.addr + p.len - 1);
+  const auto* page = granted_page(p.addr, p.addr + p.len - 1);
   if (!page) return false;
-  std::memcpy(page->ptr + (p.addr - page->start), p.small.data(), p.len);
+  std::memcpy(page->value + (p.addr - page->first), p.small.data(), p.len);
   ++landed_by_dmi_;
   return true;
 }
 
 // The granted page holding [first, last]: one kept, else asked of host memory (and kept, in place
 // of the oldest); null if host memory grants none.
-const PcieLink::DmiPage* PcieLink::granted_page(uint64_t first, uint64_t last) {
-  const DmiPage& recent = up_dmi_[up_dmi_hit_];  // writes come in runs into one ring
-  if (first >= recent.start && last <= recent.end) return &recent;
-  for (size_t i = 0; i < up_dmi_.size(); ++i)
-    if (first >= up_dmi_[i].start && last <= up_dmi_[i].end) return &up_dmi_[up_dmi_hit_ = i];
+const RecentRanges<uint8_t*>::Range* PcieLink::granted_page(uint64_t first, uint64_t last) {
+  if (const auto* page = up_dmi_.find(first, last)) return page;
   tlm::tlm_generic_payload& tx = delivery_tx_;
   tx.set_command(tlm::TLM_WRITE_COMMAND);
   tx.set_address(first);
@@ -440,15 +432,9 @@ const PcieLink::DmiPage* PcieLink::granted_page(uint64_t first, uint64_t last) {
   if (!up_out->get_direct_mem_ptr(tx, dmi) || !dmi.is_write_allowed() || first < dmi.get_start_address() ||
       last > dmi.get_end_address())
     return nullptr;
-  up_dmi_hit_ = up_dmi_next_++ % up_dmi_.size();
-  DmiPage& page = up_dmi_[up_dmi_hit_];
-  page = {dmi.get_start_address(), dmi.get_end_address(), dmi.get_dmi_ptr()};
-  return &page;
+  return &up_dmi_.keep(dmi.get_start_address(), dmi.get_end_address(), dmi.get_dmi_ptr());
 }
 
-void PcieLink::invalidate_up_dmi(sc_dt::uint64 start, sc_dt::uint64 end) {
-  for (DmiPage& page : up_dmi_)
-    if (page.start <= end && start <= page.end) page = DmiPage{};
-}
+void PcieLink::invalidate_up_dmi(sc_dt::uint64 start, sc_dt::uint64 end) { up_dmi_.forget(start, end); }
 
 }  // namespace vhca

@@ -61,6 +61,7 @@
 #include "tlm/pcie_flow.h"
 #include "tlm/pending_writes.h"
 #include "tlm/posted_tag.h"
+#include "tlm/recent_ranges.h"
 #include "tlm/wire_time.h"
 
 namespace vhca {
@@ -343,8 +344,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   // DMI (the page's pointer is kept until host memory revokes it); false: land it by b_transport.
   bool land_by_dmi(const Posted& p);
   void invalidate_up_dmi(sc_dt::uint64 start, sc_dt::uint64 end);
-  struct DmiPage;
-  const DmiPage* granted_page(uint64_t first, uint64_t last);
+  // The granted page holding [first, last] (its value: the page's storage), or null.
+  const RecentRanges<uint8_t*>::Range* granted_page(uint64_t first, uint64_t last);
   void notify_next_on_time(Direction& d, const sc_core::sc_time& now);
   void deliver_up() { deliver_due(0); }
   void deliver_down() { deliver_due(1); }
@@ -367,23 +368,14 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   uint64_t down_stalls_ = 0;
   tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write
   // Host memory pages granted for quiet upstream writes (a CQ ring, an EQ ring: a few pages take
-  // nearly all of them); replaced round robin, dropped when host memory revokes them.
-  struct DmiPage {
-    uint64_t start = 1, end = 0;  // empty
-    uint8_t* ptr = nullptr;
-  };
-  std::array<DmiPage, 4> up_dmi_{};
-  size_t up_dmi_next_ = 0;
-  size_t up_dmi_hit_ = 0;  // the page granted_page() last found
+  // nearly all of them), dropped when host memory revokes them.
+  RecentRanges<uint8_t*> up_dmi_;
   uint64_t landed_by_dmi_ = 0;
   uint64_t passes_ = 0;
   size_t quiet_in_flight_ = 0;  // upstream
   bool lands_quietly(uint64_t addr, uint64_t len);
-  struct QuietPages {
-    uint64_t first = 1, end = 0;  // [first, end): pages up_lands_quietly found quiet whole; empty
-  };
-  std::array<QuietPages, 4> quiet_pages_{};
-  size_t quiet_recent_ = 0, quiet_next_ = 0;
+  struct None {};
+  RecentRanges<None> quiet_pages_;  // runs of pages up_lands_quietly found quiet whole
 };
 
 }  // namespace vhca
