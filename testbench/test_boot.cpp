@@ -129,6 +129,69 @@ TEST_CASE("event-driven: a lone input taken late by the idle writer is already o
   });
 }
 
+// A completion that reaches a busy writer which wakes within three cycles anyway is taken on its
+// cycle without a wake-up of its own (its act comes three cycles after the take at the earliest):
+// the writer runs the take when it wakes. Results and cycles are those of the watched writer,
+// which is clocked on every cycle something is inside it.
+TEST_CASE("event-driven: a completion reaching the busy writer is taken without a wake-up of its own, on the same cycles as watched") {
+  sys().run([] {
+    boot();
+    Cq* a = make_cq(16);  // disarmed: no event, no timer
+    Cq* b = make_cq(16);
+    wait_us(5);
+    auto run = [&](bool watched) {
+      std::vector<std::pair<uint64_t, uint32_t>> cqe_pushed;  // (cycle, id)
+      const size_t tap = sys().hca.dma.s_write->on_push.add([&](const DmaWrite& w, uint64_t c) {
+        if (w.source == DmaSource::cqe) cqe_pushed.emplace_back(c, w.id);
+      });
+      const size_t watch = watched ? sys().hca.cq.on_acted.add([](uint64_t) {}) : 0;
+      const uint64_t writer = sys().hca.cq.activations();
+      const uint64_t k = soon();
+      sys().hca.inject(recv_record(a->cqn, 1), k);      // alone: the writer wakes on k+5, where it leaves
+      sys().hca.inject(recv_record(b->cqn, 2), k + 3);  // ready on k+4: its act is on k+7 at the earliest
+      wait_us(5);
+      if (watched) sys().hca.cq.on_acted.remove(watch);
+      sys().hca.dma.s_write->on_push.remove(tap);
+      std::vector<uint64_t> cycles;
+      for (auto& [c, id] : cqe_pushed) cycles.push_back(c - k);
+      return std::make_pair(cycles, sys().hca.cq.activations() - writer);
+    };
+    const auto [lazy_cycles, lazy_activations] = run(false);
+    const auto [watched_cycles, watched_activations] = run(true);
+    CHECK(lazy_cycles == std::vector<uint64_t>{5, 8});  // A acts on k+4, B is taken on k+4 and acts on k+7
+    CHECK(watched_cycles == lazy_cycles);
+    CHECK(lazy_activations == 2);  // where the two CQEs leave; none for B's take on k+4
+    CHECK(watched_activations == 8);  // k+1 .. k+8
+    Wc wc[2];
+    REQUIRE(verbs::poll_cq(*b, 2, wc) == 2);
+    CHECK(wc[1].timestamp - wc[0].timestamp > 0);
+  });
+}
+
+// A producer looking at s_cpl while a busy writer owes takes from it finds them done (settle): the
+// stream's high-water mark is that of an eager writer.
+TEST_CASE("event-driven: takes a busy writer owes from s_cpl are settled before a producer looks") {
+  sys().run([] {
+    boot();
+    Cq* a = make_cq(16);
+    Cq* b = make_cq(16);
+    wait_us(5);
+    Stream<CompletionRecord>& cpl = sys().hca.cq.s_cpl.stream();
+    const size_t high0 = cpl.high_water();
+    REQUIRE(high0 <= 1);
+    const uint64_t k = soon();
+    const uint64_t writer = sys().hca.cq.activations();
+    sys().hca.inject(recv_record(a->cqn, 1), k);      // alone: taken on k+1; the writer wakes on k+5
+    sys().hca.inject(recv_record(b->cqn, 2), k + 2);  // taken on k+3 without a wake-up
+    sys().hca.inject(recv_record(b->cqn, 3), k + 4);  // pushed on k+4, the writer asleep
+    sys().wait_cycle(k + 4);
+    CHECK(sys().hca.cq.activations() == writer);
+    wait_us(5);
+    CHECK(cpl.high_water() == 1);  // two would mean the take owed on k+3 was still in the way
+    CHECK(sys().hca.cq.stats().cqes >= 3);
+  });
+}
+
 // Issue 14, item 2: a run ends with a clear message when its time limit comes before the body
 // finishes, also when the next event lies beyond the limit (this looped for ever).
 TEST_CASE("System::run stops at its time limit with a message, even when the next event lies beyond it") {

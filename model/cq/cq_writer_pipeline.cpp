@@ -99,7 +99,14 @@ size_t CqWriterPipeline::inputs_waiting() const {
 // between. Unwatched, it wakes then and takes the input in act()'s catch-up, with the same result;
 // a timer's tick or another input wakes it sooner (from then on, as usual).
 // A completion that acts unseen wakes it one cycle later still, where its outputs leave.
+// A completion reaching a busy writer that wakes by ready+3 anyway (where it could act first, had
+// it been taken on `ready`) is taken in that wake's catch-up: the take is all that happens before.
 uint64_t CqWriterPipeline::input_wake(uint64_t ready) {
+  if (wake_asked_ > ready && wake_asked_ <= ready + 3 && ready > last_cycle_ && !wake_every_busy_cycle && started_ &&
+      completion_takes_unseen() && !quiet()) {
+    settle_owed_ = true;  // a woken act() clears it
+    return wake_asked_;
+  }
   if (wake_every_busy_cycle || inputs_waiting() != 1 || !started_ || ready <= last_cycle_ || !quiet() ||
       ready < first_cycle_ + clearing_cycles())
     return ask_wake(ready);
@@ -137,6 +144,15 @@ bool CqWriterPipeline::completion_acts_unseen(uint32_t cqn) const {
   return cq.state != CqState::error && !looks_full(cq);
 }
 
+// Completions waiting in s_cpl may be taken on cycles the writer does not wake for (act() runs
+// them, and a producer looking at s_cpl settles them first), while the take is all that happens:
+// they are the only input waiting, the stream is not full (a take from a full stream wakes its
+// producers: on_space), and none is held (a consumer-index refresh or a resize).
+bool CqWriterPipeline::completion_takes_unseen() const {
+  return s_cpl.size() < s_cpl.depth() && inputs_waiting() == s_cpl.size() && !waiting_ci_ && resizing_ == 0 &&
+         cycles_since_reset(cycle_) >= clearing_cycles();
+}
+
 bool CqWriterPipeline::skids_empty() const {
   return dma_skid_.empty() && event_skid_.empty() && ci_skid_.empty() && ins_skid_.empty();
 }
@@ -171,14 +187,17 @@ uint64_t CqWriterPipeline::next_wake(uint64_t now) {
 // While anything it could take or hand on is waiting, or the wheel is busy, that is every cycle.
 uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
   // The likeliest first (a flood keeps completions waiting and the DMA skid buffer full). A
-  // completion waiting while the replay buffer is full is not taken on the next edge.
-  if ((!s_cpl.empty() && replay_.size() < kReplayDepth) || !dma_skid_.empty() || !event_skid_.empty() ||
-      !ci_skid_.empty() || !ins_skid_.empty() || !s_arm.empty() || !s_ctl.empty() || !s_ci.empty() ||
-      !s_access_error.empty() || !wheel_.idle() || cycles_since_reset(now + 1) < cfg_.num_cqs)
+  // completion waiting while the replay buffer is full is not taken on the next edge; one taken
+  // unseen (completion_takes_unseen) is taken in the catch-up of the wake for its act.
+  if (!dma_skid_.empty() || !event_skid_.empty() || !ci_skid_.empty() || !ins_skid_.empty() || !s_arm.empty() ||
+      !s_ctl.empty() || !s_ci.empty() || !s_access_error.empty() || !wheel_.idle() ||
+      cycles_since_reset(now + 1) < cfg_.num_cqs ||
+      (!s_cpl.empty() && replay_.size() < kReplayDepth && !completion_takes_unseen()))
     return now + 1;
   // The next act: stage 3's on the next edge, stage 2's on the one after, and a completion
   // selected on the next edge two after that (one held, by a consumer-index refresh or a resize,
-  // waits for an input, which wakes this). Nothing acts before it, so its CQ's context now is the
+  // waits for an input, which wakes this), or, with none inside, the first completion waiting,
+  // taken on the next edge. Nothing acts before it, so its CQ's context now is the
   // one it will act on: acting unseen, it is run in the catch-up of the edge after, where its
   // outputs leave.
   uint64_t act = UINT64_MAX;
@@ -188,11 +207,14 @@ uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
   else if (s2_.kind != Kind::none) act = now + 2, cqn = s2_.cqn, completion = s2_.kind == Kind::completion;
   else if (!waiting_ci_ && resizing_ == 0 && issued_ < replay_.size())
     act = now + 3, cqn = replay_.at(issued_).cqn, completion = true;
+  else if (!s_cpl.empty() && replay_.size() < kReplayDepth)  // taken unseen on the next edge
+    act = now + 4, cqn = s_cpl.front().cqn, completion = true;
   uint64_t next = act;
   if (completion && completion_acts_unseen(cqn)) {
     next = act + 1;
     settle_owed_ = true;  // a woken act() clears it
   }
+  if (!s_cpl.empty()) settle_owed_ = true;  // its takes are run when it next acts, or settled
   // Running timers: the wheel walks the next tick's slot from its first edge.
   if (listed_ != 0) next = std::min(next, tick_start(tick_of(now) + 1));
   return next;

@@ -30,7 +30,9 @@
 // the last call, on which items only moved along the stages. Two kinds of cycle are run there too:
 // - A lone input into an idle writer is taken in those cycles: it wakes first where the input
 //   acts on its CQ (input_wake; a completion acting unseen, below: the cycle after), and a producer
-//   that looks at the input stream meanwhile has the take done first (settle).
+//   that looks at the input stream meanwhile has the take done first (settle). So are completions
+//   reaching a busy writer while they are the only input waiting and s_cpl is not full
+//   (completion_takes_unseen): it wakes where the first of them acts, not for each take.
 // - A completion whose act only fills skid buffers (a CQE, an event, a timer insert: its CQ exists,
 //   is not in error and does not look full, and nobody logs the CQ writer) acts in the catch-up of
 //   the next cycle, where those outputs leave. Its CQE carries its own cycle as the timestamp, and
@@ -121,6 +123,7 @@ class CqWriterPipeline : public CqWriterCore {
   uint64_t next_wake(uint64_t now);
   uint64_t next_busy_cycle(uint64_t now);
   bool completion_acts_unseen(uint32_t cqn) const;
+  bool completion_takes_unseen() const;
   uint64_t ask_wake(uint64_t wake);
   uint64_t cycles_since_reset(uint64_t c) const { return c - first_cycle_; }
   uint32_t tick_of(uint64_t c) const { return uint32_t(cycles_since_reset(c) / cycles_per_us_); }
