@@ -2,7 +2,7 @@
 # A speed-only switch must not change results (ctest vhca_sim_early_injection, vhca_sim_writes_ahead).
 #   speed_only.sh VHCA_SIM early_injection   the completion arbiter passing injected records on
 #       ahead of its turn, taking one back when a transport record put before that turn could win
-#       the round robin (decisions.md 39)
+#       the round robin (decisions.md 39), and lone transport records at once (decisions.md 42)
 #   speed_only.sh VHCA_SIM writes_ahead      the DMA engine putting a lone CQE on the PCIe link at
 #       once, for the edge of its turn (decisions.md 41)
 # A scenario floods one CQ with injected CQEs (filling the CQ writer's input) while SEND, WRITE and

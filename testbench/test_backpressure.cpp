@@ -143,6 +143,45 @@ TEST_CASE("[S28] injections held by a full completion input wait without waking 
   });
 }
 
+// A transport record put on an edge with nothing waiting is passed on at once, without the
+// arbiter's turn (hca.early_injection); an injection given later for the same cycle takes it back,
+// so the round robin between them is the turn's: the transport first on the first cycle both
+// have a record, the injection on the next.
+TEST_CASE("[S28] the round robin holds: a transport record passed on at once is taken back for an injection due on its cycle") {
+  sys().run([] {
+    REQUIRE(sys().driver.boot().ok());
+    Cq* cq = nullptr;
+    REQUIRE(verbs::create_cq(sys().driver, 64, 0, &cq, {}, cmd::kCqFlagOverrunIgnore) == 0);
+    wait_us(5);
+    CompletionArbiter& arb = sys().hca.arbiter;
+    auto record = [&](uint64_t wr_id) {
+      CompletionRecord r = recv_record(cq->cqn, wr_id);
+      return r;
+    };
+    const uint64_t activations0 = arb.activations(), at_once0 = arb.passed_at_once();
+    // Alone: pushed at once, no activation of the arbiter.
+    sys().wait_cycle(sys().cycle() + 2);
+    REQUIRE(arb.try_put(record(1)));
+    wait_us(1);
+    CHECK(arb.passed_at_once() - at_once0 == 1);
+    CHECK(arb.activations() == activations0);
+    // Both on one cycle, twice: the transport's record first, then the injection's.
+    const uint64_t back0 = arb.taken_back_at_once();
+    for (uint64_t wr : {2, 4}) {
+      sys().wait_cycle(sys().cycle() + 2);
+      REQUIRE(arb.try_put(record(wr)));
+      arb.inject(record(wr + 1), sys().cycle());
+      sys().wait_cycle(sys().cycle() + 2);
+    }
+    CHECK(arb.taken_back_at_once() - back0 == 2);
+    const std::vector<Wc> wc = poll_n(*cq, 5);
+    REQUIRE(wc.size() == 5);
+    std::vector<uint64_t> order;
+    for (const Wc& w : wc) order.push_back(w.wr_id);
+    CHECK(order == std::vector<uint64_t>{1, 2, 3, 5, 4});
+  });
+}
+
 TEST_CASE("[S28] arm doorbells to a full arm FIFO are held in the PCIe link, none is dropped, each arm takes effect") {
   sys().run([] {
     REQUIRE(sys().driver.boot().ok());

@@ -77,6 +77,8 @@ class Stream : public StreamBase {
     if (occupied(cycle) < depth_) return true;
     return can_push_full(cycle);
   }
+  // can_push without its side effects: false also where a lazy consumer's owed pops would make room.
+  bool has_room(uint64_t cycle) const { return occupied(cycle) < depth_; }
   // Items pushed on one cycle are queued in a fixed order, not in the order SystemC happened to
   // run their producers: by same_cycle_rank(item) when the stream has one, then by the producer's
   // tiebreak, then in push order. No consumer sees an item before the cycle after its push, so

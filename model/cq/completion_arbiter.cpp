@@ -16,20 +16,61 @@ CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const 
 }
 
 bool CompletionArbiter::try_put(const CompletionRecord& r) {
-  if (early_cycle_ != UINT64_MAX && early_cycle_ >= clock_.now()) take_back_early();
-  if (transport_.size() >= cfg_.transport_depth) {
+  const uint64_t now = clock_.now();
+  if (early_cycle_ != UINT64_MAX && early_cycle_ >= now) take_back_early();
+  // Records pushed at once on this cycle count as waiting for its turn, as they would have been.
+  const size_t at_once = at_once_cycle_ == now ? at_once_ : 0;
+  if (transport_.size() + at_once >= cfg_.transport_depth) {
     ++transport_stalls_;
+    if (at_once > 0 && transport_.empty()) space_.notify(clock_.until(now + 1));  // the turn frees them now
     return false;
   }
-  transport_.push_back(r);
   ++transport_puts_;
-  transport_high_water_ = std::max(transport_high_water_, transport_.size());
-  wakeup_.wake(clock_.now());
+  if (passes_on_at_once(now)) {
+    pass_on_at_once(r, now);
+    return true;
+  }
+  transport_.push_back(r);
+  transport_high_water_ = std::max(transport_high_water_, transport_.size() + at_once);
+  wakeup_.wake(now);
   return true;
+}
+
+// A transport record put on an edge, with nothing queued before it and no injection scheduled, is
+// what this cycle's turn would pass on first, stamped this cycle: it is pushed at once instead of
+// waking the turn (one kernel activation a record fewer). Only an injection due on this cycle,
+// given later, could still go before it in the turn (the round robin): inject() takes those
+// pushed at once back, and the turn runs as usual.
+bool CompletionArbiter::passes_on_at_once(uint64_t now) const {
+  return cfg_.pass_on_early && transport_.empty() && injections_.empty() && !in_step_ && clock_.on_edge() &&
+         m_cpl->has_room(now);
+}
+
+void CompletionArbiter::pass_on_at_once(const CompletionRecord& r, uint64_t now) {
+  if (at_once_cycle_ != now) at_once_cycle_ = now, at_once_ = 0;
+  ++at_once_;
+  // The queue's mark is the turn's: the records of one cycle would have waited for it together.
+  transport_high_water_ = std::max(transport_high_water_, at_once_);
+  m_cpl->push(r, now);
+  ++passed_at_once_;
+}
+
+// Those pushed at once on this cycle go back into the transport's queue, in order.
+void CompletionArbiter::take_back_at_once() {
+  const uint64_t now = clock_.now();
+  for (; at_once_ > 0; --at_once_) {
+    transport_.push_front(m_cpl->back());
+    m_cpl->retract_back(now);
+    --passed_at_once_;
+    ++taken_back_at_once_;
+  }
+  at_once_cycle_ = UINT64_MAX;
+  wakeup_.wake(now);
 }
 
 void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
   const uint64_t at = std::max(cycle, clock_.now());
+  if (at == at_once_cycle_) take_back_at_once();
   Injection& slot = injections_.append();
   slot.first = at;
   slot.second = r;
@@ -40,6 +81,8 @@ void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
 void CompletionArbiter::reset() {
   transport_.clear();
   injections_.clear();
+  at_once_cycle_ = UINT64_MAX;
+  at_once_ = 0;
   injection_held_since_ = UINT64_MAX;
   early_cycle_ = UINT64_MAX;
 }
@@ -105,7 +148,8 @@ void CompletionArbiter::step() {
   wakeup_.count();
   if (early_cycle_ <= now) early_cycle_ = UINT64_MAX;  // the turn on the early record's cycle has run
   in_step_ = true;
-  const bool transport_was_full = transport_.size() >= cfg_.transport_depth;
+  // (Records pushed at once on this cycle were waiting for this turn: they count.)
+  const bool transport_was_full = transport_.size() + (at_once_cycle_ == now ? at_once_ : 0) >= cfg_.transport_depth;
   bool held = false;
   for (;;) {
     const bool from_transport = !transport_.empty(), from_injection = injection_due(now);

@@ -12,7 +12,8 @@
 //
 // Under a flood of injections it does not wake for each record: when the CQ writer takes a record
 // from the full s_cpl on cycle p and only injections wait, the one the arbiter's turn on p+1
-// would pass on is pushed at once, stamped p+1 (see on_cpl_space).
+// would pass on is pushed at once, stamped p+1 (see on_cpl_space). A lone transport record put on
+// an edge is pushed at once too (see passes_on_at_once).
 #pragma once
 #include <cstdint>
 #include <systemc>
@@ -61,6 +62,8 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   uint64_t injection_stalls() const { return injection_stalls_; }  // cycles an injection waited for room
   uint64_t passed_on_early() const { return passed_on_early_; }   // injections pushed ahead of their turn...
   uint64_t taken_back() const { return taken_back_; }             // ...and taken back for a transport record
+  uint64_t passed_at_once() const { return passed_at_once_; }      // transport records pushed without the turn...
+  uint64_t taken_back_at_once() const { return taken_back_at_once_; }  // ...and taken back for an injection
   uint64_t transport_stalls() const { return transport_stalls_; }  // puts refused: the transport held
   size_t transport_high_water() const { return transport_high_water_; }
   uint64_t activations() const { return wakeup_.activations(); }
@@ -74,6 +77,9 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   void step();
   void on_cpl_space(uint64_t cycle);
   void take_back_early();
+  bool passes_on_at_once(uint64_t now) const;
+  void pass_on_at_once(const CompletionRecord& r, uint64_t now);
+  void take_back_at_once();
   bool injection_due(uint64_t now) const { return !injections_.empty() && injections_.front().first <= now; }
 
   const SimClock& clock_;
@@ -94,6 +100,10 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   Injection early_;
   uint64_t early_cycle_ = UINT64_MAX, early_held_since_ = UINT64_MAX;
   uint64_t passed_on_early_ = 0, taken_back_ = 0;
+  // Transport records pushed at once on at_once_cycle_ (try_put), which an injection due on that
+  // cycle takes back (take_back_at_once).
+  uint64_t at_once_cycle_ = UINT64_MAX, passed_at_once_ = 0, taken_back_at_once_ = 0;
+  size_t at_once_ = 0;
   size_t transport_high_water_ = 0;
 };
 
