@@ -11,6 +11,9 @@
 //   message    64-byte RC SENDs through the loopback port: doorbell, WQE fetch, payload read,
 //              packet, receive WQE, responder write, ACK, both CQEs
 //   scale_K    the cqe phase with records spread round robin over K CQs (K = 1 .. 65,024)
+//   paced_K    the same at one record every two cycles, the rate a single CQ sustains (its CQEs
+//              go one every two cycles: the pipeline's hazard stall) and under the PCIe link's
+//              for every K: the cost per CQE against K at equal load
 //   cq_create  CREATE_CQ through the driver (command block, firmware, CQ writer)
 // and, before elaboration, the start-up: constructing a System whose HCA has 64 K CQs.
 //
@@ -105,9 +108,10 @@ PhaseResult phase(const std::string& name, Body body) {
   return r;
 }
 
-// Records for `cqs` CQs, round robin, one per cycle, in chunks, until every CQE is visible in
-// the ring at `ring` (in host memory).
-uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns, uint64_t n, uint64_t ring) {
+// Records for `cqs` CQs, round robin, one every `gap` cycles, in chunks, until every CQE is
+// visible in the ring at `ring` (in host memory).
+uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns, uint64_t n, uint64_t ring,
+                            uint64_t gap = 1) {
   vhca::CompletionRecord r;
   r.opcode = vhca::cqe::kRespSend;
   r.byte_cnt = 64;
@@ -117,9 +121,9 @@ uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns
     for (uint64_t i = 0; i < chunk && done + i < n; ++i) {
       r.wr_id = done + i;
       r.cqn = cqns[(done + i) % cqns.size()];
-      sys.hca.inject(r, base + i);
+      sys.hca.inject(r, base + i * gap);
     }
-    sys.wait_cycle(base + chunk);
+    sys.wait_cycle(base + chunk * gap);
   }
   // Until every record is written: the link (88 bytes a CQE on the wire) cannot take one every
   // cycle, so the writer is held by PCIe credits and the records queue behind it.
@@ -309,6 +313,7 @@ int run_phases(const Options& opt, Report& rep) {
         for (uint32_t k : sizes) {
           const std::vector<uint32_t> cqns = load_cqs(sys, k, ring, dbr, eqn);
           results.push_back(phase("scale_" + std::to_string(k), [&] { return inject_round_robin(sys, cqns, n, ring); }));
+          results.push_back(phase("paced_" + std::to_string(k), [&] { return inject_round_robin(sys, cqns, n, ring, 2); }));
           for (uint32_t cqn : cqns) {  // unload: the next size loads its own
             vhca::CqControl c;
             c.op = vhca::CqControl::Op::destroy;
@@ -407,6 +412,22 @@ std::map<std::string, PhaseDump> callgrind_dumps(const std::string& dir, const s
 const char* const kHostWork = "vhca::CpuCore::run()";
 const char* const kHostMmio = "vhca::PcieLink::down_transport(";  // reached through the socket: never inlined
 
+// The cost per CQE against the number of CQs: the largest of the phases named `prefix`K over the
+// smallest (instructions when counted, else wall time).
+void print_spread(const Report& rep, const std::string& prefix, const char* how, bool instructions) {
+  double lo = 0, hi = 0;
+  std::string lo_name, hi_name;
+  for (const auto& p : rep.phases) {
+    if (p.items == 0 || p.name.rfind(prefix, 0) != 0) continue;
+    const double v = (instructions ? p.instructions : p.wall_s) / double(p.items);
+    if (lo_name.empty() || v < lo) lo = v, lo_name = p.name;
+    if (hi_name.empty() || v > hi) hi = v, hi_name = p.name;
+  }
+  if (lo_name.empty() || lo <= 0) return;
+  std::printf("cost per CQE against the CQs in use, %s: %.2fx (%s over %s)\n", how, hi / lo, hi_name.c_str(),
+              lo_name.c_str());
+}
+
 void print_report(const Report& rep, bool instructions) {
   const PhaseResult* floor = nullptr;
   for (const auto& p : rep.phases)
@@ -434,6 +455,8 @@ void print_report(const Report& rep, bool instructions) {
     }
     std::printf("\n");
   }
+  print_spread(rep, "scale_", "at the writer's full rate", instructions);
+  print_spread(rep, "paced_", "at equal load", instructions);
   if (rep.host_interrupts == 0) return;
   const double per_irq = double(rep.host_activations) / double(rep.host_interrupts);
   std::printf("\nhost side of the interrupt phase: %.2f core activations per interrupt, no thread", per_irq);
