@@ -45,9 +45,10 @@ void print_queues(const TrafficResult& r) {
   std::printf("\nqueues between blocks (depth, high-water mark, items pushed, producers):\n%s",
               describe_queues(r.queues).c_str());
   std::printf("host0 completion arbiter: %llu injections passed on early, %llu taken back; %llu transport records "
-              "passed on at once, %llu taken back\n",
+              "and %llu injections passed on at once, %llu taken back\n",
               static_cast<unsigned long long>(r.injections_early), static_cast<unsigned long long>(r.injections_taken_back),
-              static_cast<unsigned long long>(r.records_at_once), static_cast<unsigned long long>(r.records_taken_back));
+              static_cast<unsigned long long>(r.records_at_once), static_cast<unsigned long long>(r.injections_at_once),
+              static_cast<unsigned long long>(r.records_taken_back));
   std::printf("host0 DMA write channel: %llu writes issued ahead; PCIe link: %llu TLPs placed before others\n",
               static_cast<unsigned long long>(r.writes_issued_ahead), static_cast<unsigned long long>(r.link_passes));
 }

@@ -178,6 +178,7 @@ class TrafficRun {
       r.injections_early = sys_.node(0).hca.arbiter.passed_on_early();
       r.injections_taken_back = sys_.node(0).hca.arbiter.taken_back();
       r.records_at_once = sys_.node(0).hca.arbiter.passed_at_once();
+      r.injections_at_once = sys_.node(0).hca.arbiter.injections_at_once();
       r.records_taken_back = sys_.node(0).hca.arbiter.taken_back_at_once();
       r.writes_issued_ahead = sys_.node(0).hca.dma.writes_issued_ahead();
       r.link_passes = sys_.node(0).link.placed_before_others();

@@ -204,9 +204,10 @@ struct TrafficResult {
   double wall_s = 0;  // not part of the deterministic results
   std::vector<QueueLink> queues;  // with TrafficOptions::queues: both HCAs' queues after the run
   // With it too: host 0's completion arbiter, injections passed on ahead of their turn and taken
-  // back for a transport record, and transport records passed on at once and taken back for an
-  // injection (hca.early_injection).
-  uint64_t injections_early = 0, injections_taken_back = 0, records_at_once = 0, records_taken_back = 0;
+  // back for a transport record, and transport records and injections passed on at once and taken
+  // back for a record of the other source (hca.early_injection).
+  uint64_t injections_early = 0, injections_taken_back = 0, records_at_once = 0, injections_at_once = 0,
+           records_taken_back = 0;
   uint64_t writes_issued_ahead = 0, link_passes = 0;  // host0's DMA writes issued ahead; TLPs placed before others
 };
 

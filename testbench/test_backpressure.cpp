@@ -143,11 +143,11 @@ TEST_CASE("[S28] injections held by a full completion input wait without waking 
   });
 }
 
-// A transport record put on an edge with nothing waiting is passed on at once, without the
-// arbiter's turn (hca.early_injection); an injection given later for the same cycle takes it back,
-// so the round robin between them is the turn's: the transport first on the first cycle both
-// have a record, the injection on the next.
-TEST_CASE("[S28] the round robin holds: a transport record passed on at once is taken back for an injection due on its cycle") {
+// A record put on an edge with nothing waiting is passed on at once, without the arbiter's turn
+// (hca.early_injection); a record of the other source given later for the same cycle takes it
+// back, so the round robin between them is the turn's: the transport first on the first cycle
+// both have a record, the injection on the next, the transport on the third.
+TEST_CASE("[S28] the round robin holds: a record passed on at once is taken back for one of the other source due on its cycle") {
   sys().run([] {
     REQUIRE(sys().driver.boot().ok());
     Cq* cq = nullptr;
@@ -173,12 +173,19 @@ TEST_CASE("[S28] the round robin holds: a transport record passed on at once is 
       arb.inject(record(wr + 1), sys().cycle());
       sys().wait_cycle(sys().cycle() + 2);
     }
-    CHECK(arb.taken_back_at_once() - back0 == 2);
-    const std::vector<Wc> wc = poll_n(*cq, 5);
-    REQUIRE(wc.size() == 5);
+    // The injection first, then the transport's record: the injection passed on at once goes back.
+    const uint64_t injections0 = arb.injections_at_once();
+    sys().wait_cycle(sys().cycle() + 2);
+    arb.inject(record(7), sys().cycle());
+    CHECK(arb.injections_at_once() - injections0 == 1);
+    REQUIRE(arb.try_put(record(6)));
+    CHECK(arb.injections_at_once() - injections0 == 0);
+    CHECK(arb.taken_back_at_once() - back0 == 3);
+    const std::vector<Wc> wc = poll_n(*cq, 7);
+    REQUIRE(wc.size() == 7);
     std::vector<uint64_t> order;
     for (const Wc& w : wc) order.push_back(w.wr_id);
-    CHECK(order == std::vector<uint64_t>{1, 2, 3, 5, 4});
+    CHECK(order == std::vector<uint64_t>{1, 2, 3, 5, 4, 6, 7});
   });
 }
 

@@ -16,18 +16,19 @@ CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const 
 }
 
 bool CompletionArbiter::try_put(const CompletionRecord& r) {
-  const uint64_t now = clock_.now();
+  const uint64_t now = clock_.now(), turn = next_turn();
   if (early_cycle_ != UINT64_MAX && early_cycle_ >= now) take_back_early();
-  // Records pushed at once on this cycle count as waiting for its turn, as they would have been.
-  const size_t at_once = at_once_cycle_ == now ? at_once_ : 0;
+  if (at_once_cycle_ == turn && !at_once_transport_) take_back_at_once();  // the turn's round robin decides
+  // Records pushed at once for this turn count as waiting for it, as they would have been.
+  const size_t at_once = at_once_cycle_ == turn && at_once_transport_ ? at_once_ : 0;
   if (transport_.size() + at_once >= cfg_.transport_depth) {
     ++transport_stalls_;
-    if (at_once > 0 && transport_.empty()) space_.notify(clock_.until(now + 1));  // the turn frees them now
+    if (at_once > 0 && transport_.empty()) space_.notify(clock_.until(turn + 1));  // the turn frees them
     return false;
   }
   ++transport_puts_;
-  if (passes_on_at_once(now)) {
-    pass_on_at_once(r, now);
+  if (passes_on_at_once(turn, true)) {
+    pass_on_at_once(r, turn, true);
     return true;
   }
   transport_.push_back(r);
@@ -36,41 +37,59 @@ bool CompletionArbiter::try_put(const CompletionRecord& r) {
   return true;
 }
 
-// A transport record put on an edge, with nothing queued before it and no injection scheduled, is
-// what this cycle's turn would pass on first, stamped this cycle: it is pushed at once instead of
-// waking the turn (one kernel activation a record fewer). Only an injection due on this cycle,
-// given later, could still go before it in the turn (the round robin): inject() takes those
-// pushed at once back, and the turn runs as usual.
-bool CompletionArbiter::passes_on_at_once(uint64_t now) const {
-  return cfg_.pass_on_early && transport_.empty() && injections_.empty() && !in_step_ && clock_.on_edge() &&
-         m_cpl->has_room(now);
+// A record put, transport's or an injection due by the next turn (this edge's, or the next edge's
+// between edges), with nothing waiting from either source and no record passed on early, is what
+// that turn would pass on first, stamped with its cycle: it is pushed at once instead of waking
+// the turn (one kernel activation a record fewer). Only a record of the other source given later
+// for that turn could still go before it (the round robin): try_put and inject take those pushed
+// at once back first, and the turn runs as usual.
+bool CompletionArbiter::passes_on_at_once(uint64_t turn, bool transport) const {
+  return cfg_.pass_on_early && transport_.empty() && injections_.empty() && !in_step_ &&
+         (at_once_cycle_ != turn || at_once_transport_ == transport) && early_cycle_ == UINT64_MAX &&
+         m_cpl->has_room(turn);
 }
 
-void CompletionArbiter::pass_on_at_once(const CompletionRecord& r, uint64_t now) {
-  if (at_once_cycle_ != now) at_once_cycle_ = now, at_once_ = 0;
+void CompletionArbiter::pass_on_at_once(const CompletionRecord& r, uint64_t turn, bool transport) {
+  if (at_once_cycle_ != turn) at_once_cycle_ = turn, at_once_ = 0, at_once_transport_ = transport;
   ++at_once_;
-  // The queue's mark is the turn's: the records of one cycle would have waited for it together.
-  transport_high_water_ = std::max(transport_high_water_, at_once_);
-  m_cpl->push(r, now);
-  ++passed_at_once_;
+  m_cpl->push(r, turn);
+  if (transport) {
+    // The queue's mark is the turn's: the records of one cycle would have waited for it together.
+    transport_high_water_ = std::max(transport_high_water_, at_once_);
+    ++passed_at_once_;
+  } else {
+    ++injected_;
+    ++injections_at_once_;
+  }
 }
 
-// Those pushed at once on this cycle go back into the transport's queue, in order.
+// Those pushed at once for their turn go back where they waited, in order, for it.
 void CompletionArbiter::take_back_at_once() {
-  const uint64_t now = clock_.now();
+  const uint64_t turn = at_once_cycle_;
   for (; at_once_ > 0; --at_once_) {
-    transport_.push_front(m_cpl->back());
-    m_cpl->retract_back(now);
-    --passed_at_once_;
+    if (at_once_transport_) {
+      transport_.push_front(m_cpl->back());
+      --passed_at_once_;
+    } else {
+      injections_.push_front(Injection{turn, m_cpl->back()});
+      --injected_;
+      --injections_at_once_;
+    }
+    m_cpl->retract_back(turn);
     ++taken_back_at_once_;
   }
   at_once_cycle_ = UINT64_MAX;
-  wakeup_.wake(now);
+  wakeup_.wake(turn);
 }
 
 void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
-  const uint64_t at = std::max(cycle, clock_.now());
-  if (at == at_once_cycle_) take_back_at_once();
+  const uint64_t now = clock_.now(), turn = next_turn();
+  const uint64_t at = std::max(cycle, now);
+  if (at <= turn && at_once_cycle_ == turn && at_once_transport_) take_back_at_once();  // the round robin decides
+  if (at <= turn && passes_on_at_once(turn, false)) {
+    pass_on_at_once(r, turn, false);
+    return;
+  }
   Injection& slot = injections_.append();
   slot.first = at;
   slot.second = r;
@@ -149,7 +168,8 @@ void CompletionArbiter::step() {
   if (early_cycle_ <= now) early_cycle_ = UINT64_MAX;  // the turn on the early record's cycle has run
   in_step_ = true;
   // (Records pushed at once on this cycle were waiting for this turn: they count.)
-  const bool transport_was_full = transport_.size() + (at_once_cycle_ == now ? at_once_ : 0) >= cfg_.transport_depth;
+  const bool transport_was_full =
+      transport_.size() + (at_once_cycle_ == now && at_once_transport_ ? at_once_ : 0) >= cfg_.transport_depth;
   bool held = false;
   for (;;) {
     const bool from_transport = !transport_.empty(), from_injection = injection_due(now);

@@ -62,8 +62,9 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   uint64_t injection_stalls() const { return injection_stalls_; }  // cycles an injection waited for room
   uint64_t passed_on_early() const { return passed_on_early_; }   // injections pushed ahead of their turn...
   uint64_t taken_back() const { return taken_back_; }             // ...and taken back for a transport record
-  uint64_t passed_at_once() const { return passed_at_once_; }      // transport records pushed without the turn...
-  uint64_t taken_back_at_once() const { return taken_back_at_once_; }  // ...and taken back for an injection
+  uint64_t passed_at_once() const { return passed_at_once_; }      // transport records pushed without the turn,
+  uint64_t injections_at_once() const { return injections_at_once_; }  // injections likewise...
+  uint64_t taken_back_at_once() const { return taken_back_at_once_; }  // ...and taken back for the other source
   uint64_t transport_stalls() const { return transport_stalls_; }  // puts refused: the transport held
   size_t transport_high_water() const { return transport_high_water_; }
   uint64_t activations() const { return wakeup_.activations(); }
@@ -77,10 +78,12 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   void step();
   void on_cpl_space(uint64_t cycle);
   void take_back_early();
-  bool passes_on_at_once(uint64_t now) const;
-  void pass_on_at_once(const CompletionRecord& r, uint64_t now);
+  bool passes_on_at_once(uint64_t now, bool transport) const;
+  void pass_on_at_once(const CompletionRecord& r, uint64_t now, bool transport);
   void take_back_at_once();
   bool injection_due(uint64_t now) const { return !injections_.empty() && injections_.front().first <= now; }
+  // The cycle of the next turn: this edge's, or between edges the next one's.
+  uint64_t next_turn() const { return clock_.on_edge() ? clock_.now() : clock_.now() + 1; }
 
   const SimClock& clock_;
   CompletionArbiterConfig cfg_;
@@ -100,10 +103,11 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   Injection early_;
   uint64_t early_cycle_ = UINT64_MAX, early_held_since_ = UINT64_MAX;
   uint64_t passed_on_early_ = 0, taken_back_ = 0;
-  // Transport records pushed at once on at_once_cycle_ (try_put), which an injection due on that
-  // cycle takes back (take_back_at_once).
-  uint64_t at_once_cycle_ = UINT64_MAX, passed_at_once_ = 0, taken_back_at_once_ = 0;
+  // Records pushed at once on at_once_cycle_, all from one source (try_put, or inject), which a
+  // record of the other source for that cycle takes back (take_back_at_once).
+  uint64_t at_once_cycle_ = UINT64_MAX, passed_at_once_ = 0, injections_at_once_ = 0, taken_back_at_once_ = 0;
   size_t at_once_ = 0;
+  bool at_once_transport_ = true;
   size_t transport_high_water_ = 0;
 };
 
