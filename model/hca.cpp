@@ -216,11 +216,11 @@ void Hca::bad_doorbell(uint8_t reason, uint32_t object) {
 
 void Hca::device_reset() {
   log::write(log::Cat::mmio, "device reset");
+  arbiter.reset();  // first: it takes back from the CQ writer's input what it pushed ahead of its turn
   cq.reset();
   eq.reset();
   cmd.reset();
   transport.reset();
-  arbiter.reset();
   bar0.regs.reset();
   bar0.regs.set(reg::core_clock_khz, uint64_t(cfg_.clock_mhz * 1000.0));
   bar0.regs.set(reg::port_lid, cfg_.transport.lid);

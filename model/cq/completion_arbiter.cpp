@@ -18,17 +18,18 @@ CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const 
 bool CompletionArbiter::try_put(const CompletionRecord& r) {
   const uint64_t now = clock_.now(), turn = next_turn();
   if (early_cycle_ != UINT64_MAX && early_cycle_ >= now) take_back_early();
-  if (at_once_cycle_ == turn && !at_once_transport_) take_back_at_once();  // the turn's round robin decides
+  const bool open = at_once_open(turn);
+  if (open && !at_once_transport_) take_back_at_once();  // the turn's round robin decides
   // Records pushed at once for this turn count as waiting for it, as they would have been.
-  const size_t at_once = at_once_cycle_ == turn && at_once_transport_ ? at_once_ : 0;
+  const size_t at_once = open && at_once_transport_ ? at_once_ : 0;
   if (transport_.size() + at_once >= cfg_.transport_depth) {
     ++transport_stalls_;
     if (at_once > 0 && transport_.empty()) space_.notify(clock_.until(turn + 1));  // the turn frees them
     return false;
   }
   ++transport_puts_;
-  if (passes_on_at_once(turn, true)) {
-    pass_on_at_once(r, turn, true);
+  if (passes_on_at_once(turn)) {
+    pass_on_at_once(r, turn, true, open && at_once_transport_);
     return true;
   }
   transport_.push_back(r);
@@ -40,17 +41,34 @@ bool CompletionArbiter::try_put(const CompletionRecord& r) {
 // A record put, transport's or an injection due by the next turn (this edge's, or the next edge's
 // between edges), with nothing waiting from either source and no record passed on early, is what
 // that turn would pass on first, stamped with its cycle: it is pushed at once instead of waking
-// the turn (one kernel activation a record fewer). Only a record of the other source given later
-// for that turn could still go before it (the round robin): try_put and inject take those pushed
-// at once back first, and the turn runs as usual.
-bool CompletionArbiter::passes_on_at_once(uint64_t turn, bool transport) const {
-  return cfg_.pass_on_early && transport_.empty() && injections_.empty() && !in_step_ &&
-         (at_once_cycle_ != turn || at_once_transport_ == transport) && early_cycle_ == UINT64_MAX &&
+// the turn (one kernel activation a record fewer). A record of the other source given for that
+// turn before it would have run could still go first (the round robin): try_put and inject take
+// those pushed at once back, and the turn runs as usual; so does the turn itself, should it run
+// meanwhile for a record queued behind one scheduled later.
+// (Its callers have taken back those pushed at once from the other source for this turn.)
+bool CompletionArbiter::passes_on_at_once(uint64_t turn) const {
+  return cfg_.pass_on_early && transport_.empty() && injections_.empty() && !in_step_ && early_cycle_ == UINT64_MAX &&
          m_cpl->has_room(turn);
 }
 
-void CompletionArbiter::pass_on_at_once(const CompletionRecord& r, uint64_t turn, bool transport) {
-  if (at_once_cycle_ != turn) at_once_cycle_ = turn, at_once_ = 0, at_once_transport_ = transport;
+// Whether records pushed at once for `turn` still wait for it, as they would have: until the turn
+// would have run, the delta cycle after the push on an edge (the turn's wake-up is a delta
+// notification), at that edge for a push between edges (a timed one). Records given later (in
+// the evaluation phase of that turn, whose order against it SystemC does not define, or after)
+// come after them, as after the turn.
+bool CompletionArbiter::at_once_open(uint64_t turn) const {
+  if (at_once_cycle_ != turn || at_once_ == 0) return false;
+  return at_once_between_edges_ ? !clock_.on_edge() : sc_core::sc_delta_count() == at_once_delta_;
+}
+
+void CompletionArbiter::pass_on_at_once(const CompletionRecord& r, uint64_t turn, bool transport, bool open) {
+  if (!open) {
+    at_once_cycle_ = turn;
+    at_once_ = 0;
+    at_once_transport_ = transport;
+    at_once_between_edges_ = !clock_.on_edge();
+    at_once_delta_ = sc_core::sc_delta_count();
+  }
   ++at_once_;
   m_cpl->push(r, turn);
   if (transport) {
@@ -63,8 +81,10 @@ void CompletionArbiter::pass_on_at_once(const CompletionRecord& r, uint64_t turn
   }
 }
 
-// Those pushed at once for their turn go back where they waited, in order, for it.
-void CompletionArbiter::take_back_at_once() {
+// Those pushed at once for their turn go back where they waited, in order, for it. (They are the
+// last items of s_cpl: while they wait, nothing else is pushed; on_cpl_space passes nothing on
+// early meanwhile.)
+void CompletionArbiter::take_back_at_once(bool wake) {
   const uint64_t turn = at_once_cycle_;
   for (; at_once_ > 0; --at_once_) {
     if (at_once_transport_) {
@@ -79,16 +99,19 @@ void CompletionArbiter::take_back_at_once() {
     ++taken_back_at_once_;
   }
   at_once_cycle_ = UINT64_MAX;
-  wakeup_.wake(turn);
+  if (wake) wakeup_.wake(turn);
 }
 
 void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
   const uint64_t now = clock_.now(), turn = next_turn();
   const uint64_t at = std::max(cycle, now);
-  if (at <= turn && at_once_cycle_ == turn && at_once_transport_) take_back_at_once();  // the round robin decides
-  if (at <= turn && passes_on_at_once(turn, false)) {
-    pass_on_at_once(r, turn, false);
-    return;
+  if (at <= turn) {
+    const bool open = at_once_open(turn);
+    if (open && at_once_transport_) take_back_at_once();  // the turn's round robin decides
+    if (passes_on_at_once(turn)) {
+      pass_on_at_once(r, turn, false, open && !at_once_transport_);
+      return;
+    }
   }
   Injection& slot = injections_.append();
   slot.first = at;
@@ -97,7 +120,10 @@ void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
   wakeup_.wake(injections_.front().first);
 }
 
+// Records pushed ahead of a turn that has not run are taken back first: they were never passed on.
 void CompletionArbiter::reset() {
+  if (early_cycle_ != UINT64_MAX && early_cycle_ >= clock_.now()) take_back_early();
+  if (at_once_open(next_turn())) take_back_at_once();
   transport_.clear();
   injections_.clear();
   at_once_cycle_ = UINT64_MAX;
@@ -121,7 +147,8 @@ void CompletionArbiter::on_cpl_space(uint64_t cycle) {
   const uint64_t now = clock_.now();
   const bool only_an_injection = transport_.empty() && injection_due(now);
   const bool slot_freed_now = cycle == now + 1 && m_cpl->depth() >= 2 && m_cpl->size() + 1 == m_cpl->depth();
-  if (!cfg_.pass_on_early || in_step_ || early_cycle_ == cycle || !only_an_injection || !slot_freed_now) {
+  if (!cfg_.pass_on_early || in_step_ || early_cycle_ == cycle || !only_an_injection || !slot_freed_now ||
+      (at_once_cycle_ != UINT64_MAX && at_once_cycle_ >= now && at_once_open(next_turn()))) {
     wakeup_.wake(cycle);
     return;
   }
@@ -166,10 +193,9 @@ void CompletionArbiter::step() {
   }
   wakeup_.count();
   if (early_cycle_ <= now) early_cycle_ = UINT64_MAX;  // the turn on the early record's cycle has run
+  if (at_once_open(now)) take_back_at_once(false);  // they waited for this turn: it passes them on
   in_step_ = true;
-  // (Records pushed at once on this cycle were waiting for this turn: they count.)
-  const bool transport_was_full =
-      transport_.size() + (at_once_cycle_ == now && at_once_transport_ ? at_once_ : 0) >= cfg_.transport_depth;
+  const bool transport_was_full = transport_.size() >= cfg_.transport_depth;
   bool held = false;
   for (;;) {
     const bool from_transport = !transport_.empty(), from_injection = injection_due(now);

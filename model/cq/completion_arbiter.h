@@ -78,9 +78,11 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   void step();
   void on_cpl_space(uint64_t cycle);
   void take_back_early();
-  bool passes_on_at_once(uint64_t now, bool transport) const;
-  void pass_on_at_once(const CompletionRecord& r, uint64_t now, bool transport);
-  void take_back_at_once();
+  bool passes_on_at_once(uint64_t turn) const;
+  // `open`: records pushed at once from this source still wait for `turn` (at_once_open).
+  void pass_on_at_once(const CompletionRecord& r, uint64_t turn, bool transport, bool open);
+  void take_back_at_once(bool wake = true);
+  bool at_once_open(uint64_t turn) const;
   bool injection_due(uint64_t now) const { return !injections_.empty() && injections_.front().first <= now; }
   // The cycle of the next turn: this edge's, or between edges the next one's.
   uint64_t next_turn() const { return clock_.on_edge() ? clock_.now() : clock_.now() + 1; }
@@ -107,7 +109,8 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   // record of the other source for that cycle takes back (take_back_at_once).
   uint64_t at_once_cycle_ = UINT64_MAX, passed_at_once_ = 0, injections_at_once_ = 0, taken_back_at_once_ = 0;
   size_t at_once_ = 0;
-  bool at_once_transport_ = true;
+  bool at_once_transport_ = true, at_once_between_edges_ = false;
+  uint64_t at_once_delta_ = 0;  // sc_delta_count() at the push (on an edge)
   size_t transport_high_water_ = 0;
 };
 

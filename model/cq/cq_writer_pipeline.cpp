@@ -196,8 +196,7 @@ uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
     return now + 1;
   // The next act: stage 3's on the next edge, stage 2's on the one after, and a completion
   // selected on the next edge two after that (one held, by a consumer-index refresh or a resize,
-  // waits for an input, which wakes this), or, with none inside, the first completion waiting,
-  // taken on the next edge. Nothing acts before it, so its CQ's context now is the
+  // waits for an input, which wakes this). Nothing acts before it, so its CQ's context now is the
   // one it will act on: acting unseen, it is run in the catch-up of the edge after, where its
   // outputs leave.
   uint64_t act = UINT64_MAX;
@@ -207,8 +206,6 @@ uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
   else if (s2_.kind != Kind::none) act = now + 2, cqn = s2_.cqn, completion = s2_.kind == Kind::completion;
   else if (!waiting_ci_ && resizing_ == 0 && issued_ < replay_.size())
     act = now + 3, cqn = replay_.at(issued_).cqn, completion = true;
-  else if (!s_cpl.empty() && replay_.size() < kReplayDepth)  // taken unseen on the next edge
-    act = now + 4, cqn = s_cpl.front().cqn, completion = true;
   uint64_t next = act;
   if (completion && completion_acts_unseen(cqn)) {
     next = act + 1;
