@@ -17,7 +17,7 @@ CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const 
 
 bool CompletionArbiter::try_put(const CompletionRecord& r) {
   const uint64_t now = clock_.now(), turn = next_turn();
-  if (early_cycle_ != UINT64_MAX && early_cycle_ >= now) take_back_early();
+  if (early_cycle_ != UINT64_MAX && early_cycle_ >= turn) take_back_early();  // its turn has not run
   const bool open = at_once_open(turn);
   if (open && !at_once_transport_) take_back_at_once();  // the turn's round robin decides
   // Records pushed at once for this turn count as waiting for it, as they would have been.
@@ -122,7 +122,7 @@ void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
 
 // Records pushed ahead of a turn that has not run are taken back first: they were never passed on.
 void CompletionArbiter::reset() {
-  if (early_cycle_ != UINT64_MAX && early_cycle_ >= clock_.now()) take_back_early();
+  if (early_cycle_ != UINT64_MAX && early_cycle_ >= next_turn()) take_back_early();
   if (at_once_open(next_turn())) take_back_at_once();
   transport_.clear();
   injections_.clear();
