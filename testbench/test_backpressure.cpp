@@ -155,10 +155,7 @@ TEST_CASE("[S28] the round robin holds: a record passed on at once is taken back
     REQUIRE(verbs::create_cq(sys().driver, 64, 0, &cq, {}, cmd::kCqFlagOverrunIgnore) == 0);
     wait_us(5);
     CompletionArbiter& arb = sys().hca.arbiter;
-    auto record = [&](uint64_t wr_id) {
-      CompletionRecord r = recv_record(cq->cqn, wr_id);
-      return r;
-    };
+    auto record = [&](uint64_t wr_id) { return recv_record(cq->cqn, wr_id); };
     const uint64_t activations0 = arb.activations(), at_once0 = arb.passed_at_once();
     // Alone: pushed at once, no activation of the arbiter.
     sys().wait_cycle(sys().cycle() + 2);

@@ -73,10 +73,7 @@ class Stream : public StreamBase {
   // A refused producer is always woken (on_space) for the cycle a slot is usable again: by the
   // next pop when the stream holds `depth` items, or for the next cycle when it was refused only
   // because a slot freed on this cycle is not reusable until then.
-  bool can_push(uint64_t cycle) const {
-    if (occupied(cycle) < depth_) return true;
-    return can_push_full(cycle);
-  }
+  bool can_push(uint64_t cycle) const { return has_room(cycle) || can_push_full(cycle); }
   // can_push without its side effects: false also where a lazy consumer's owed pops would make room.
   bool has_room(uint64_t cycle) const { return occupied(cycle) < depth_; }
   // Items pushed on one cycle are queued in a fixed order, not in the order SystemC happened to

@@ -20,8 +20,9 @@ bool CompletionArbiter::try_put(const CompletionRecord& r) {
   if (early_cycle_ != UINT64_MAX && early_cycle_ >= turn) take_back_early();  // its turn has not run
   const bool open = at_once_open(turn);
   if (open && !at_once_transport_) take_back_at_once();  // the turn's round robin decides
+  const bool own_waiting = open && at_once_transport_;
   // Records pushed at once for this turn count as waiting for it, as they would have been.
-  const size_t at_once = open && at_once_transport_ ? at_once_ : 0;
+  const size_t at_once = own_waiting ? at_once_ : 0;
   if (transport_.size() + at_once >= cfg_.transport_depth) {
     ++transport_stalls_;
     if (at_once > 0 && transport_.empty()) space_.notify(clock_.until(turn + 1));  // the turn frees them
@@ -29,7 +30,7 @@ bool CompletionArbiter::try_put(const CompletionRecord& r) {
   }
   ++transport_puts_;
   if (passes_on_at_once(turn)) {
-    pass_on_at_once(r, turn, true, open && at_once_transport_);
+    pass_on_at_once(r, turn, true, own_waiting);
     return true;
   }
   transport_.push_back(r);
