@@ -181,6 +181,9 @@ class TrafficRun {
       r.injections_at_once = sys_.node(0).hca.arbiter.injections_at_once();
       r.records_taken_back = sys_.node(0).hca.arbiter.taken_back_at_once();
       r.writes_issued_ahead = sys_.node(0).hca.dma.writes_issued_ahead();
+      r.events_issued_ahead = sys_.node(0).hca.dma.events_issued_ahead();
+      r.events_held = sys_.node(0).hca.dma.events_held_by_guards();
+      r.ahead_order_breaks = sys_.node(0).hca.dma.ahead_order_breaks();
       r.link_passes = sys_.node(0).link.placed_before_others();
     }
     if (InvariantChecker* inv = sys_.invariants()) {

@@ -208,7 +208,10 @@ struct TrafficResult {
   // back for a record of the other source (hca.early_injection).
   uint64_t injections_early = 0, injections_taken_back = 0, records_at_once = 0, injections_at_once = 0,
            records_taken_back = 0;
-  uint64_t writes_issued_ahead = 0, link_passes = 0;  // host0's DMA writes issued ahead; TLPs placed before others
+  // host0's DMA writes issued ahead, the EQEs and MSI-X messages among them, those a rank guard
+  // held for their turn, and pushes that broke a rank guard's promise (always 0); TLPs placed
+  // before others.
+  uint64_t writes_issued_ahead = 0, events_issued_ahead = 0, events_held = 0, ahead_order_breaks = 0, link_passes = 0;
 };
 
 // The signals a VCD can show, in declaration order (docs/scenarios.md lists them).

@@ -103,6 +103,10 @@ void Hca::bind_streams() {
   eq.m_dma(dma.s_write);
   eq.m_irq(msix.s_irq);
   msix.m_dma(dma.s_write);
+  // One block pushes each of the DMA write queue's first two ranks: while neither can still push on
+  // a cycle, an EQE or an MSI-X message pushed alone goes on the link at once (decisions.md 43).
+  dma.set_rank_guard(DmaSource::cqe, [this] { return !cq.may_act_now(); });
+  dma.set_rank_guard(DmaSource::eqe, [this] { return !eq.may_act_now(); });
   transport.m_event(eq.s_event);
   transport.requester.outbox().m_dma(dma.s_write);
   transport.responder.outbox().m_dma(dma.s_write);

@@ -4,7 +4,8 @@
 #       ahead of its turn, taking one back when a transport record put before that turn could win
 #       the round robin (decisions.md 39), and lone transport records at once (decisions.md 42)
 #   speed_only.sh VHCA_SIM writes_ahead      the DMA engine putting a lone CQE on the PCIe link at
-#       once, for the edge of its turn (decisions.md 41)
+#       once, for the edge of its turn (decisions.md 41), and a lone EQE or MSI-X message when the
+#       blocks of the ranks before it can push nothing more on its cycle (decisions.md 43)
 # A scenario floods one CQ with injected CQEs (filling the CQ writer's input) while SEND, WRITE and
 # READ traffic completes through the same arbiter and shares the DMA engine and the link. It runs
 # with the switch on and off, and again with the other switch off; the JSON must be identical in
@@ -64,7 +65,7 @@ if [ "$key" = early_injection ]; then
   unmet="no record was taken back: the transport never met the flood"
 else
   label="DMA write channel:"
-  counts='.*: \([0-9]*\) writes issued ahead; PCIe link: \([0-9]*\) TLPs.*'
+  counts='.*: \([0-9]*\) writes issued ahead (.*); PCIe link: \([0-9]*\) TLPs.*'
   none="DMA write channel: 0 writes issued ahead"
   unused="writes issued ahead: the flood did not reach the DMA engine alone"
   unmet="no TLP was placed before another: nothing met a write issued ahead"
@@ -73,6 +74,14 @@ line=$(grep "$label" "$work/on.txt") || fail "no '$label' line"
 used=$(echo "$line" | sed "s/$counts/\1/")
 met=$(echo "$line" | sed "s/$counts/\2/")
 [ "$used" -gt 1000 ] || fail "only $used $unused"
+if [ "$key" = writes_ahead ]; then  # EQEs and MSI-X messages go ahead on their rank guards' word
+  events=$(echo "$line" | sed 's/.*(\([0-9]*\) EQEs and MSI-X messages.*/\1/')
+  held=$(echo "$line" | sed 's/.*, \([0-9]*\) held by a rank guard.*/\1/')
+  breaks=$(echo "$line" | sed 's/.*; \([0-9]*\) rank-order breaks.*/\1/')
+  [ "$events" -gt 20 ] || fail "only $events EQEs and MSI-X messages issued ahead"
+  [ "$held" -gt 0 ] || fail "no rank guard held an EQE or MSI-X message: the case they exist for was not met"
+  [ "$breaks" -eq 0 ] || fail "$breaks writes pushed against the order of one issued ahead"
+fi
 [ "$met" -gt 0 ] || fail "$unmet"
 grep -q "$none" "$work/off.txt" || fail "hca.$key off still took the shortcut"
 echo "on: $line"

@@ -82,6 +82,62 @@ TEST_CASE("a stream's high-water mark and an item taken ahead do not depend on w
   CHECK(s.high_water() == 2);
 }
 
+// Items taken ahead on consecutive cycles: the first holds its slot through the cycle it counts
+// as popped on while the second already holds its own (a stream that kept only the last one's
+// fill let a producer in, and set its high-water mark, one short).
+TEST_CASE("two items taken ahead on consecutive cycles both hold their slots") {
+  Stream<Item> s("ahead2", 2);
+  std::vector<uint64_t> woken;
+  s.on_space.add([&](uint64_t c) { woken.push_back(c); });
+  s.push({0, 'x'}, 20);
+  s.pop_ahead(21);  // counts as popped on 21
+  s.push({0, 'y'}, 21);
+  s.pop_ahead(22);  // counts as popped on 22
+  woken.clear();
+  CHECK_FALSE(s.can_push(21));  // both slots are in use on 21, as with 'x' popped on 21 and 'y' queued
+  CHECK(woken == std::vector<uint64_t>{22});  // 'x' frees its slot from 22
+  CHECK(s.can_push(22));
+  s.push({0, 'z'}, 22);
+  CHECK(s.high_water() == 2);
+}
+
+// The DMA engine puts a lone EQE or MSI-X write on the link at once only when the blocks that push
+// the ranks before it say they push nothing more on its cycle; the check that they keep their word
+// reports a write of an earlier rank pushed for that cycle afterwards (decisions.md 43).
+TEST_CASE("rank guards: a lone MSI-X write goes ahead when no block of an earlier rank can still push, and one pushing after all is reported") {
+  sys().run([] {
+    boot();
+    wait_us(2);
+    DmaEngine& dma = sys().hca.dma;
+    const uint64_t buf = sys().memory.allocate(4096);
+    sys().wait_cycle(sys().cycle() + 1);
+    // An idle device: neither the CQ writer nor the EQ engine is due on this cycle.
+    REQUIRE_FALSE(sys().hca.cq.may_act_now());
+    REQUIRE_FALSE(sys().hca.eq.may_act_now());
+    const uint64_t ahead0 = dma.events_issued_ahead(), held0 = dma.events_held_by_guards();
+    uint64_t c = sys().cycle();
+    dma.s_write->push(write_to(buf, DmaSource::msix), c);
+    CHECK(dma.events_issued_ahead() == ahead0 + 1);
+    CHECK(dma.s_write->empty());  // on the link, for the next edge
+    // The fault the check is for: an EQE pushed for the same cycle after all (as from an EQ engine
+    // whose guard was wrong) would have gone first.
+    CHECK(dma.ahead_order_breaks() == 0);
+    dma.s_write->push(write_to(buf + 64, DmaSource::eqe), c);
+    CHECK(dma.ahead_order_breaks() == 1);
+    // A guard whose block may still push holds the next lone MSI-X write for its turn.
+    sys().wait_cycle(sys().cycle() + 2);
+    dma.set_rank_guard(DmaSource::eqe, [] { return false; });
+    c = sys().cycle();
+    dma.s_write->push(write_to(buf + 128, DmaSource::msix), c);
+    CHECK(dma.events_issued_ahead() == ahead0 + 1);
+    CHECK(dma.events_held_by_guards() == held0 + 1);
+    CHECK(dma.s_write->size() == 1);
+    dma.set_rank_guard(DmaSource::eqe, [] { return !sys().hca.eq.may_act_now(); });
+    wait_us(1);
+    CHECK(dma.writes_issued() == dma.writes_queued());
+  });
+}
+
 TEST_CASE("a DMA mark taken after a write names that write: a write ranked ahead of it on the same cycle does not release it early") {
   sys().run([] {
     boot();

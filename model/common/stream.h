@@ -112,6 +112,7 @@ class Stream : public StreamBase {
     assert(!items_.empty() && items_.front().cycle < cycle && ahead_end_ <= cycle);
     const bool was_full = occupied(cycle - 1) >= depth_;
     items_.pop_front();
+    prev_ahead_end_ = ahead_end_;  // the one taken ahead for the turn before may still hold its slot
     ahead_end_ = cycle + 1;
     slot_freed(cycle, was_full);
   }
@@ -129,7 +130,7 @@ class Stream : public StreamBase {
   void clear() {
     items_.clear();
     popped_ = 0;
-    ahead_end_ = 0;
+    ahead_end_ = prev_ahead_end_ = 0;
   }
 
   // The consumer's wake-up: one consumer per stream, set by the block that owns the stream.
@@ -196,23 +197,27 @@ class Stream : public StreamBase {
       settle(cycle);
       if (occupied(cycle) < depth_) return true;
     }
-    const bool held_ahead = cycle < ahead_end_;
-    if (items_.size() + held_ahead < depth_)
+    if (items_.size() + held_ahead(cycle) < depth_)
       on_space(cycle + 1);
     else if (items_.size() < depth_)
-      on_space(ahead_end_);  // the slot of an item taken ahead is free from then
+      on_space(cycle < prev_ahead_end_ ? prev_ahead_end_ : ahead_end_);  // an item taken ahead frees its slot then
     else
       refused_ = true;
     return false;
   }
   // Slots in use on `cycle`: the items, those popped on it (not reusable until the next), and
-  // one taken ahead for a later cycle (pop_ahead).
+  // those taken ahead for it or a later cycle (pop_ahead).
   size_t occupied(uint64_t cycle) const {
-    return items_.size() + (popped_cycle_ == cycle ? popped_ : 0) + (cycle < ahead_end_ ? 1 : 0);
+    return items_.size() + (popped_cycle_ == cycle ? popped_ : 0) + held_ahead(cycle);
   }
+  // Items are taken ahead at most one a cycle, each for the cycle after its push, so on any cycle
+  // at most two still hold their slots: the one taken for this cycle and the one for the next.
+  // (prev_ahead_end_ < ahead_end_ once both are set: one comparison where nothing is taken ahead.)
+  size_t held_ahead(uint64_t cycle) const { return cycle < ahead_end_ ? 1 + size_t(cycle < prev_ahead_end_) : 0; }
   uint64_t popped_cycle_ = UINT64_MAX;  // slots freed on this cycle are not reusable until the next
   size_t popped_ = 0;
   uint64_t ahead_end_ = 0;  // the cycle after the one the last item taken ahead counts as popped on
+  uint64_t prev_ahead_end_ = 0;  // the same for the one taken ahead before it
   mutable bool refused_ = false;  // a producer found it full: the next pop wakes it
   SlotRing<Slot> items_;
 };

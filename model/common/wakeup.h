@@ -47,6 +47,15 @@ class Wakeup {
     acted_ = now;
     return true;
   }
+  // Whether the block may still act on the current cycle: an activation for it is due on this
+  // edge (a timed one that fired here, or a delta one) and it has not acted yet. A block acts at
+  // most once a cycle and is woken for a cycle no later than that cycle's edge, except by a wake
+  // for now asked on the edge itself (wake(now)): false is a promise only where nothing asks that
+  // of the block after the question (the DMA engine's rank guards, decisions.md 43).
+  bool may_act_now() const {
+    const uint64_t now = clock_.now();
+    return acted_ != now && pending_cycle_ == now && clock_.on_edge();
+  }
   uint64_t activations() const { return activations_; }
   void count() { ++activations_; }
 

@@ -36,6 +36,10 @@ class CqeWriter : public sc_core::sc_module {
     return engine_->stats();
   }
   uint64_t activations() const { return wakeup_.activations(); }
+  // It may still act, and push, on this cycle (Wakeup::may_act_now): its pushes happen only in its
+  // own activation, and nothing wakes it for the cycle it is on (inputs and freed outputs wake it
+  // for the next). The DMA engine's rank guard for CQEs.
+  bool may_act_now() const { return wakeup_.may_act_now(); }
   // The engine starts counting cycles on the reset cycle: the pipelined writer's clearing sweep
   // runs from the reset, as the hardware's does, not from the first item that reaches it.
   void reset() {

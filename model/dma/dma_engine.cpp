@@ -16,6 +16,7 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
       writes_ahead_on_(cfg.writes_ahead) {
   write_tx_.set_extension(&write_tag_);
   s_write->on_data = [this](uint64_t c) {
+    if (c == ahead_cycle_) check_ahead_order(c);
     if (writes_ahead_on_ && issue_ahead(c)) return;
     // A write queued behind others changes no turn: the channel is woken for the head's turn
     // already (after each turn it wakes for the next head), or waits for the link's credits,
@@ -92,18 +93,46 @@ void DmaEngine::send(DmaWrite& w, const sc_core::sc_time& delay) {
 // The payload would free its extensions as it goes: the tag is a member.
 DmaEngine::~DmaEngine() { write_tx_.clear_extension(&write_tag_); }
 
-// Only a CQE, the first rank of the queue's same-cycle order, and only alone in the queue: no
-// write pushed later on this cycle can go before it, and none waits ahead of it. The turn of
+// Only a write alone in the queue, and only one that no write pushed later on this cycle can go
+// before: a CQE, the first rank of the queue's same-cycle order, or a later rank whose earlier
+// ranks' blocks have pushed all they will on this cycle (their rank guards say so). The turn of
 // `turn` would issue it, on that edge; so does the link, given the delay to that edge. It counts
 // as issued, and frees its queue slot, from `turn`, as it would have.
 bool DmaEngine::issue_ahead(uint64_t turn) {
   if (s_write->size() != 1 || turn <= ahead_cycle_) return false;
   DmaWrite& w = s_write->front();
-  if (w.source != DmaSource::cqe || turn != clock_.now() + 1 || !clock_.on_edge()) return false;
+  if (!ranks_before_done(w.source) || turn != clock_.now() + 1 || !clock_.on_edge()) return false;
   if (credits.size() && !credits->can_post(w.bytes())) return false;
   send_head_ahead(turn, clock_.period());  // on an edge: the next edge is one period away
   if (!issue_waiters_.empty()) write_wakeup_.wake(turn);  // released on that turn, as they would be
   return true;
+}
+
+void DmaEngine::set_rank_guard(DmaSource source, std::function<bool()> pushes_done_now) {
+  rank_guards_.at(size_t(source)) = std::move(pushes_done_now);
+}
+
+bool DmaEngine::ranks_before_done(DmaSource source) {
+  // From the nearest rank down: a rank without a guard (every one after the EQE's) ends it at once.
+  for (size_t r = size_t(source); r-- > size_t(DmaSource::cqe);) {
+    if (!rank_guards_[r]) return false;
+    if (!rank_guards_[r]()) {
+      ++events_held_;
+      return false;
+    }
+  }
+  return true;
+}
+
+// The queue sorts same-cycle writes by rank: a write pushed for the turn of one issued ahead with a
+// rank before it would have left first. Issuing ahead never lets that happen (the rank guards), so
+// this is the check that they keep their promise.
+void DmaEngine::check_ahead_order(uint64_t turn) {
+  if (s_write->empty() || s_write->head_ready_cycle() != turn || s_write->front().source >= ahead_source_) return;
+  ++ahead_order_breaks_;
+  log::error("DMA write of source {} pushed for cycle {} after a write of source {} was issued ahead for it: "
+             "a rank guard was wrong",
+             int(s_write->front().source), turn - 1, int(ahead_source_));
 }
 
 // The queue's head goes on the link now, entering it `delay` from now, at `turn`'s edge.
@@ -111,6 +140,8 @@ void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
   count_ahead_issued(turn - 1);  // a write issued ahead for this cycle counts as issued before this one
   ahead_cycle_ = turn;
   ahead_seq_ = s_write->front_seq();
+  ahead_source_ = s_write->front().source;
+  if (ahead_source_ != DmaSource::cqe) ++events_ahead_;
   ahead_pending_ = true;
   ++writes_ahead_;
   send(s_write->front(), delay);

@@ -5,6 +5,7 @@
 // held); and one read channel that serves consumer-index refreshes before firmware reads, one
 // read at a time.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -31,7 +32,9 @@ struct DmaEngineConfig {
   size_t ci_request_depth = 4;  // s_ci_req: consumer-index refresh reads from the CQ writer (assumption)
   // Simulation speed only (hca.writes_ahead): a CQE pushed into the empty write queue is put on
   // the link at once, entering it on the next cycle's edge, its turn, instead of waking the
-  // write channel for that turn. Results are the same either way (decisions.md 41).
+  // write channel for that turn; so is an EQE or an MSI-X message when the blocks that push the
+  // writes ranked before it say they push nothing more on that cycle (rank guards). Results are
+  // the same either way (decisions.md 41, 43).
   bool writes_ahead = true;
 };
 
@@ -83,6 +86,19 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t read_errors() const { return read_errors_; }
   uint64_t credit_stalls() const { return credit_stalls_; }  // activations that found no credits
   uint64_t writes_issued_ahead() const { return writes_ahead_; }
+  // Of them, the EQEs and MSI-X messages (the ranks that need rank guards to go ahead).
+  uint64_t events_issued_ahead() const { return events_ahead_; }
+  // Lone EQEs and MSI-X messages that waited for their turn because a block of a rank before them
+  // could still push on their cycle.
+  uint64_t events_held_by_guards() const { return events_held_; }
+  // A rank guard: `pushes_done_now()` is true when the one block that pushes writes of `source`
+  // will push none more on the current cycle (it has acted on it, or is not due to). A write of a
+  // later rank goes ahead only when every rank before it has a guard that says so; the CQE, the
+  // first rank, needs none. Set at elaboration by the system that knows who pushes what.
+  void set_rank_guard(DmaSource source, std::function<bool()> pushes_done_now);
+  // Writes pushed for the turn of a write issued ahead that the queue's order would have put
+  // before it: a rank guard broke its promise (always 0 unless one is wrong; logged as an error).
+  uint64_t ahead_order_breaks() const { return ahead_order_breaks_; }
 
  private:
   struct FirmwareRead {
@@ -100,8 +116,11 @@ class DmaEngine : public sc_core::sc_module {
   // false if it had to wait for credits.
   bool write_turn(uint64_t now);
   void send(DmaWrite& w, const sc_core::sc_time& delay);
-  // A CQE just pushed alone into the queue goes on the link now, entering it at `turn`'s edge.
+  // A write just pushed alone into the queue goes on the link now, entering it at `turn`'s edge,
+  // if no write pushed later on this cycle could go before it.
   bool issue_ahead(uint64_t turn);
+  bool ranks_before_done(DmaSource source);  // every rank before it has pushed all it will now
+  void check_ahead_order(uint64_t turn);           // a push for a write issued ahead's turn
   // The queue's head, held for credits that came back before the next edge, goes on the link
   // now, entering it at that edge's turn.
   bool issue_on_return();
@@ -152,8 +171,11 @@ class DmaEngine : public sc_core::sc_module {
   const bool writes_ahead_on_;
   // The write issued ahead for the turn of ahead_cycle_ (pending: not yet counted as issued).
   uint64_t ahead_cycle_ = 0, ahead_seq_ = 0;
+  DmaSource ahead_source_ = DmaSource::cqe;
   bool ahead_pending_ = false;
-  uint64_t writes_ahead_ = 0;
+  uint64_t writes_ahead_ = 0, events_ahead_ = 0, events_held_ = 0, ahead_order_breaks_ = 0;
+  static constexpr size_t kRanks = 8;                   // DmaSource values, 1..7
+  std::array<std::function<bool()>, kRanks> rank_guards_;
 };
 
 }  // namespace vhca

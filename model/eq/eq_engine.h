@@ -69,6 +69,9 @@ class EqEngine : public sc_core::sc_module {
   void report(const DeviceEvent& ev);
   uint64_t reports_lost() const { return reports_lost_; }
   uint64_t activations() const { return wakeup_.activations(); }
+  // It may still act, and push an EQE, on this cycle (Wakeup::may_act_now; events, doorbells and
+  // reports wake it for a later cycle). The DMA engine's rank guard for EQEs.
+  bool may_act_now() const { return wakeup_.may_act_now(); }
   Observers<> on_report_lost;
 
   // Firmware (command unit) access to the EQC table.
