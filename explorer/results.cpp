@@ -54,6 +54,8 @@ void print_queues(const TrafficResult& r) {
               static_cast<unsigned long long>(r.writes_issued_ahead), static_cast<unsigned long long>(r.events_issued_ahead),
               static_cast<unsigned long long>(r.events_held), static_cast<unsigned long long>(r.ahead_order_breaks),
               static_cast<unsigned long long>(r.link_passes));
+  std::printf("host0 PCIe link: %llu read completions told early, %llu of them passed and told again\n",
+              static_cast<unsigned long long>(r.completions_early), static_cast<unsigned long long>(r.completions_moved));
 }
 
 void print_summary(const TrafficOptions& o, const TrafficResult& r) {

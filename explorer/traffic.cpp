@@ -184,6 +184,8 @@ class TrafficRun {
       r.events_issued_ahead = sys_.node(0).hca.dma.events_issued_ahead();
       r.events_held = sys_.node(0).hca.dma.events_held_by_guards();
       r.ahead_order_breaks = sys_.node(0).hca.dma.ahead_order_breaks();
+      r.completions_early = sys_.node(0).link.completions_told_early();
+      r.completions_moved = sys_.node(0).link.early_completions_moved();
       r.link_passes = sys_.node(0).link.placed_before_others();
     }
     if (InvariantChecker* inv = sys_.invariants()) {
@@ -230,6 +232,7 @@ class TrafficRun {
     cfg.hca.cq.arm_event = o.arm_event;
     cfg.hca.arbiter.pass_on_early = o.early_injection;
     cfg.hca.dma.writes_ahead = o.writes_ahead;
+    cfg.hca.dma.early_completions = o.early_completions;
     cfg.ib.seed = o.seed;
     cfg.wall_limit_s = o.wall_limit_s;
     cfg.check_invariants = o.check;

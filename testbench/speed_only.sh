@@ -1,13 +1,18 @@
 #!/bin/sh
-# A speed-only switch must not change results (ctest vhca_sim_early_injection, vhca_sim_writes_ahead).
+# A speed-only switch must not change results (ctest vhca_sim_early_injection, vhca_sim_writes_ahead,
+# vhca_sim_early_completions).
 #   speed_only.sh VHCA_SIM early_injection   the completion arbiter passing injected records on
 #       ahead of its turn, taking one back when a transport record put before that turn could win
 #       the round robin (decisions.md 39), and lone transport records at once (decisions.md 42)
 #   speed_only.sh VHCA_SIM writes_ahead      the DMA engine putting a lone CQE on the PCIe link at
 #       once, for the edge of its turn (decisions.md 41), and a lone EQE or MSI-X message when the
 #       blocks of the ranks before it can push nothing more on its cycle (decisions.md 43)
+#   speed_only.sh VHCA_SIM early_completions the PCIe link telling the DMA engine a read's
+#       completion at the far-side stage, and again when a TLP entering before it passes it
+#       (decisions.md 44)
 # A scenario floods one CQ with injected CQEs (filling the CQ writer's input) while SEND, WRITE and
-# READ traffic completes through the same arbiter and shares the DMA engine and the link. It runs
+# READ traffic completes through the same arbiter and shares the DMA engine and the link (early
+# completions: traces/many-qp-mixed.yaml, below). It runs
 # with the switch on and off, and again with the other switch off; the JSON must be identical in
 # all four runs and the queue report in each on/off pair, and the run must have used the shortcut
 # (and met the case it must undo or yield to), else it proves nothing.
@@ -17,7 +22,8 @@ key=$2
 case "$key" in
   early_injection) other=writes_ahead ;;
   writes_ahead) other=early_injection ;;
-  *) echo "usage: speed_only.sh VHCA_SIM early_injection|writes_ahead"; exit 2 ;;
+  early_completions) other=writes_ahead ;;
+  *) echo "usage: speed_only.sh VHCA_SIM early_injection|writes_ahead|early_completions"; exit 2 ;;
 esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -44,14 +50,18 @@ workload:
       size: 512B
       arrival: {process: poisson, rate: 20M/s}
 YAML
+# Host doorbells meet read completions on the PCIe wire only with many QPs posting: early
+# completions run the shipped many-QP scenario (its reads: SEND and RDMA READ WQEs, payloads).
+scenario="$work/mixed.yaml"
+[ "$key" = early_completions ] && scenario="$(dirname "$0")/../traces/many-qp-mixed.yaml"
 run() {  # name, extra args
   name=$1
   shift
-  "$sim" run "$work/mixed.yaml" "$@" --queues --json "$work/$name.json" >"$work/$name.txt" 2>&1 ||
+  "$sim" run "$scenario" "$@" --queues --json "$work/$name.json" >"$work/$name.txt" 2>&1 ||
     fail "run ($name): $(tail -3 "$work/$name.txt")"
   grep -v '"wall\|per_wall' "$work/$name.json" >"$work/$name.cmp"
   # The queue report, without the lines that count the shortcuts themselves.
-  sed -n '/^queues between blocks/,$p' "$work/$name.txt" | grep -v 'issued ahead\|passed on early\|wall' >"$work/$name.queues"
+  sed -n '/^queues between blocks/,$p' "$work/$name.txt" | grep -v 'issued ahead\|passed on early\|told early\|wall' >"$work/$name.queues"
 }
 run on
 run off --set "hca.$key=off"
@@ -63,6 +73,12 @@ if [ "$key" = early_injection ]; then
   none="completion arbiter: 0 injections passed on early, 0 taken back"
   unused="records passed on early: the flood did not fill the CQ writer's input"
   unmet="no record was taken back: the transport never met the flood"
+elif [ "$key" = early_completions ]; then
+  label="PCIe link: [0-9]* read completions"
+  counts='.*: \([0-9]*\) read completions told early, \([0-9]*\) of them passed.*'
+  none="PCIe link: 0 read completions told early"
+  unused="read completions told early: the traffic read too little"
+  unmet="no completion told early was passed: no host write met one"
 else
   label="DMA write channel:"
   counts='.*: \([0-9]*\) writes issued ahead (.*); PCIe link: \([0-9]*\) TLPs.*'
@@ -73,7 +89,9 @@ fi
 line=$(grep "$label" "$work/on.txt") || fail "no '$label' line"
 used=$(echo "$line" | sed "s/$counts/\1/")
 met=$(echo "$line" | sed "s/$counts/\2/")
-[ "$used" -gt 1000 ] || fail "only $used $unused"
+least=1000
+[ "$key" = early_completions ] && least=200  # a read every few hundred nanoseconds of the traffic
+[ "$used" -gt "$least" ] || fail "only $used $unused"
 if [ "$key" = writes_ahead ]; then  # EQEs and MSI-X messages go ahead on their rank guards' word
   events=$(echo "$line" | sed 's/.*(\([0-9]*\) EQEs and MSI-X messages.*/\1/')
   held=$(echo "$line" | sed 's/.*, \([0-9]*\) held by a rank guard.*/\1/')

@@ -1,8 +1,10 @@
 #include "testbench/test_support.h"
+#include "model/common/action_queue.h"
 #include "model/common/earliest_timer.h"
 
 namespace vhca::test {
-void configure(SystemConfig&) {}
+ActionQueue* g_actions = nullptr;  // made during elaboration, for the ActionQueue case below
+void configure(SystemConfig&) { g_actions = new ActionQueue("ordered_actions"); }
 }
 using namespace vhca;
 using namespace vhca::test;
@@ -588,6 +590,23 @@ TEST_CASE("same-instant TLPs: a read request leaves behind a posted write of its
     CHECK(read_done[0] == 264);
     CHECK(read_done[1] == 264);
     CHECK(sys().link.placed_before_others() == passes_before + 1);
+  });
+}
+
+// A read's completion told early is scheduled at the far-side stage but stands for the moment the
+// completion entered the wire: at its instant it runs in that moment's place (tlm/early_completion.h).
+TEST_CASE("ActionQueue: an action scheduled ahead of the moment it stands for runs in that moment's order") {
+  sys().run([] {
+    using sc_core::SC_NS;
+    std::string ran;
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp(), due = t0 + sc_core::sc_time(100, SC_NS);
+    g_actions->at_ordered(due, [&] { ran += 'a'; }, t0 + sc_core::sc_time(50, SC_NS));
+    sc_core::wait(sc_core::sc_time(10, SC_NS));
+    g_actions->at(due, [&] { ran += 'b'; });  // scheduled before the moment 'a' stands for
+    sc_core::wait(sc_core::sc_time(50, SC_NS));
+    g_actions->at(due, [&] { ran += 'c'; });  // after it
+    sc_core::wait(sc_core::sc_time(1, sc_core::SC_US));
+    CHECK(ran == "bac");  // in the order they were scheduled: "abc"
   });
 }
 

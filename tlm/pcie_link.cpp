@@ -101,7 +101,14 @@ void PcieLink::passed(Direction& d, size_t write_index, const Placed& moved, con
     if (p.quiet) d.credits.move_return(was + cfg_.latency, p.arrival + cfg_.latency, p.tlps, Credits::data_credits(p.len), 0);
     return;
   }
-  assert(moved.kind == Placed::Kind::read && "a completion is never passed: completions go first, in order");
+  if (moved.kind == Placed::Kind::completion) {
+    // Only one told early can be passed (it was placed before it entered); its reader learns the
+    // new arrival.
+    assert(moved.early && "a completion placed as it enters is never passed: completions go first, in order");
+    ++early_moved_;
+    moved.early->moved(moved.end + cfg_.latency - sim_now());
+    return;
+  }
   Read* r = moved.read;
   const sc_time was = r->at_far_side;
   r->at_far_side += by;
@@ -266,19 +273,29 @@ void PcieLink::read_at_far_side(Read* r) {
   }
   sc_time zero = sc_core::SC_ZERO_TIME;
   out(r->dir)->b_transport(*r->tx, zero);
-  // The completion takes its place on the return wire only once its data is ready, so posted
-  // writes issued meanwhile are not queued behind it.
-  actions_.at(sim_now() + cfg_.read_access, [this, r] { send_completion(r); });
+  // The completion enters the return wire once its data is ready, so posted writes sent meanwhile
+  // go before it. A reader that takes its arrival early is told now: the completion is placed now,
+  // entering then (a TLP entering before that, placed later, passes it); else the link waits.
+  const sc_time enters = sim_now() + cfg_.read_access;
+  const uint64_t order = ++completions_made_;
+  EarlyCompletion* early = nullptr;
+  if (!r->waiter) r->tx->get_extension(early);
+  if (early && early->allowed) return send_completion(r, enters, order, early);
+  actions_.at(enters, [this, r, enters, order] { send_completion(r, enters, order, nullptr); });
 }
 
 // The completion goes on the return wire now that its data is ready; the reader learns when it
 // will have arrived (a thread is woken then; a non-blocking initiator gets BEGIN_RESP with that
 // time as its annotated delay, the TLM-2.0 way to say "from then on").
-void PcieLink::send_completion(Read* r) {
+void PcieLink::send_completion(Read* r, const sc_time& enters, uint64_t order, EarlyCompletion* early) {
   Direction& back = dir_[1 - r->dir];
   const sc_time now = sim_now();
   const sc_time length = tlp_time(back, r->tx->get_data_length(), cfg_.completion_size, cfg_.completion_overhead);
-  const sc_time back_at = place(back, now, Placed::Kind::completion, nullptr, length) + cfg_.latency;
+  const sc_time back_at = place(back, enters, Placed::Kind::completion, nullptr, length, order, early) + cfg_.latency;
+  if (early) {
+    early->enters = enters;
+    ++told_early_;
+  }
   const Read done = *r;
   free_reads_.push_back(r);
   if (done.waiter) {

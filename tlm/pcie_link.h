@@ -57,6 +57,7 @@
 #include "model/common/sim_now.h"
 #include "model/common/slot_ring.h"
 #include "tlm/credit_returns.h"
+#include "tlm/early_completion.h"
 #include "tlm/pcie_credits.h"
 #include "tlm/pcie_flow.h"
 #include "tlm/pending_writes.h"
@@ -159,6 +160,10 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   // instant by the rule (sent later by SystemC's process order, they go first), or entering
   // before a write issued ahead for a later edge.
   uint64_t placed_before_others() const { return passes_; }
+  // Read completions told to their reader at the far-side stage (tlm/early_completion.h), and
+  // those of them a TLP entering earlier then passed (their arrival told again).
+  uint64_t completions_told_early() const { return told_early_; }
+  uint64_t early_completions_moved() const { return early_moved_; }
 
  private:
   struct Posted {
@@ -243,6 +248,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     sc_core::sc_time length;  // its time on the wire
     sc_core::sc_time at;      // when it enters the link
     sc_core::sc_time end{};   // when its last TLP has left the serializer
+    uint64_t order = 0;       // a completion's: the link made it n-th (its read's far-side stage)
+    EarlyCompletion* early = nullptr;  // a completion told to its reader before it entered
     // The rule: earlier entry first; at one instant completions (in the order the link made
     // them), then posted writes, then read requests (PCIe: a read request never passes a posted
     // write; a posted write may pass a read), each kind by sender name, each sender's TLPs in
@@ -250,7 +257,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     bool goes_before(const Placed& o) const {
       if (at != o.at) return at < o.at;
       if (kind != o.kind) return kind < o.kind;
-      if (kind == Kind::completion || sender == o.sender) return false;
+      if (kind == Kind::completion) return order < o.order;
+      if (sender == o.sender) return false;
       return !o.sender || (sender && std::strcmp(sender->name(), o.sender->name()) < 0);
     }
   };
@@ -288,7 +296,9 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   void take_read_credits(int dir);
   void send_read_requests(Read* r);
   void read_at_far_side(Read* r);
-  void send_completion(Read* r);
+  // The completion of `r`, made `order`-th, enters the return wire at `enters` (now, or later when
+  // told early: `early`).
+  void send_completion(Read* r, const sc_core::sc_time& enters, uint64_t order, EarlyCompletion* early);
   // The time `len` bytes take on the wire as TLPs of at most `chunk` payload each (counted in the
   // direction's wire bytes).
   sc_core::sc_time tlp_time(Direction& d, uint64_t len, uint32_t chunk, uint32_t overhead) {
@@ -306,8 +316,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   // last byte has left (it arrives a latency later). A posted write is the caller's, appended to
   // in_flight (it may move there: it goes before writes placed earlier that it passes).
   sc_core::sc_time place(Direction& d, const sc_core::sc_time& at, Placed::Kind kind, Read* read,
-                         const sc_core::sc_time& length) {
-    Placed entry{kind, sender(), read, length, at};
+                         const sc_core::sc_time& length, uint64_t order = 0, EarlyCompletion* early = nullptr) {
+    Placed entry{kind, sender(), read, length, at, {}, order, early};
     if (!d.batch.empty()) {
       if (d.batch.back().at < sim_now()) {  // all entered before now: none can be passed
         d.batch.clear();
@@ -372,6 +382,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   RecentRanges<uint8_t*> up_dmi_;
   uint64_t landed_by_dmi_ = 0;
   uint64_t passes_ = 0;
+  uint64_t completions_made_ = 0;                     // orders the completions (Placed::order)
+  uint64_t told_early_ = 0, early_moved_ = 0;         // completions told early; of them, passed
   size_t quiet_in_flight_ = 0;  // upstream
   bool lands_quietly(uint64_t addr, uint64_t len);
   struct None {};

@@ -1,8 +1,8 @@
 // Timed actions of one block, run by one SC_METHOD: in time order and, at one instant, in the
-// order they were scheduled. A block whose work comes back later (a read completion, the next
-// stage of a transaction) schedules the continuation here instead of holding a thread in wait():
-// no thread suspension per step, and one pending SystemC notification (for the earliest action)
-// however many actions wait.
+// order they were scheduled (or stand scheduled: at_ordered). A block whose work comes back
+// later (a read completion, the next stage of a transaction) schedules the continuation here
+// instead of holding a thread in wait(): no thread suspension per step, and one pending SystemC
+// notification (for the earliest action) however many actions wait.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -28,7 +28,11 @@ class ActionQueue : public sc_core::sc_module {
   }
 
   // Runs `action` at absolute time `at` (now or later; an earlier time means now).
-  void at(const sc_core::sc_time& at, Action action) {
+  void at(const sc_core::sc_time& at, Action action) { at_ordered(at, std::move(action), sim_now()); }
+  // The same, placed among the actions of its instant as if it had been scheduled at `scheduled`
+  // (now or later): for an action scheduled ahead of the moment it stands for (a read's completion
+  // told early, tlm/early_completion.h), so that the order at its instant stays that moment's.
+  void at_ordered(const sc_core::sc_time& at, Action action, const sc_core::sc_time& scheduled) {
     const sc_core::sc_time when = std::max(at, sim_now());
     uint32_t slot;
     if (free_.empty()) {
@@ -39,7 +43,7 @@ class ActionQueue : public sc_core::sc_module {
       free_.pop_back();
       actions_[slot] = std::move(action);
     }
-    heap_.push_back(Entry{when.value(), next_seq_++, slot});
+    heap_.push_back(Entry{when.value(), scheduled.value(), next_seq_++, slot});
     std::push_heap(heap_.begin(), heap_.end(), later);
     timer_.arm(when);
   }
@@ -49,11 +53,15 @@ class ActionQueue : public sc_core::sc_module {
   // The heap orders small entries; the actions stay where they were stored (a std::function is
   // costly to move, and a heap moves its entries at every push and pop).
   struct Entry {
-    uint64_t at;  // sc_time value
+    uint64_t at;         // sc_time value
+    uint64_t scheduled;  // sc_time value: at one instant, earlier scheduled first, then in order
     uint64_t seq;
     uint32_t slot;  // in actions_
   };
-  static bool later(const Entry& a, const Entry& b) { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+  static bool later(const Entry& a, const Entry& b) {
+    if (a.at != b.at) return a.at > b.at;
+    return a.scheduled != b.scheduled ? a.scheduled > b.scheduled : a.seq > b.seq;
+  }
 
   void run_due() {
     timer_.fired();

@@ -13,7 +13,8 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
     : sc_module(name), s_write("s_write", cfg.write_queue_depth), s_ci_req("s_ci_req", cfg.ci_request_depth), clock_(clock),
       write_wakeup_(clock),
       channel_wakeup_(clock),
-      writes_ahead_on_(cfg.writes_ahead) {
+      writes_ahead_on_(cfg.writes_ahead),
+      early_completions_on_(cfg.early_completions) {
   write_tx_.set_extension(&write_tag_);
   s_write->on_data = [this](uint64_t c) {
     if (c == ahead_cycle_) check_ahead_order(c);
@@ -101,7 +102,8 @@ DmaEngine::~DmaEngine() { write_tx_.clear_extension(&write_tag_); }
 bool DmaEngine::issue_ahead(uint64_t turn) {
   if (s_write->size() != 1 || turn <= ahead_cycle_) return false;
   DmaWrite& w = s_write->front();
-  if (!ranks_before_done(w.source) || turn != clock_.now() + 1 || !clock_.on_edge()) return false;
+  if (w.source != DmaSource::cqe && !ranks_before_done(w.source)) return false;  // a CQE needs no guard
+  if (turn != clock_.now() + 1 || !clock_.on_edge()) return false;
   if (credits.size() && !credits->can_post(w.bytes())) return false;
   send_head_ahead(turn, clock_.period());  // on an edge: the next edge is one period away
   if (!issue_waiters_.empty()) write_wakeup_.wake(turn);  // released on that turn, as they would be
@@ -231,10 +233,13 @@ void DmaEngine::release_issue_waiters() {
   }
 }
 
-DmaEngine::ReadSlot* DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done) {
+DmaEngine::ReadSlot* DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done, bool early_ok) {
   std::unique_ptr<ReadSlot> slot;
   if (free_slots_.empty()) {
     slot = std::make_unique<ReadSlot>();
+    slot->early.moved = [this, s = slot.get()](const sc_core::sc_time& delay) {
+      finish_on(s, clock_.cycle_at_or_after(sim_now() + delay));
+    };
   } else {
     slot = std::move(free_slots_.back());
     free_slots_.pop_back();
@@ -247,6 +252,8 @@ DmaEngine::ReadSlot* DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len,
   tx.set_streaming_width(len);
   tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   tx.done = std::move(done);
+  tx.early.allowed = early_ok && early_completions_on_;
+  tx.usable = 0;
   ++reads_;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
@@ -269,7 +276,7 @@ tlm::tlm_sync_enum DmaEngine::read_response(tlm::tlm_generic_payload& tx, tlm::t
     release(slot);  // its done is the refusal path's (finish_read), not this one's
     firmware_done(ok, usable);
   } else {
-    completions_.at(clock_.at(usable), [this, slot] { finish_read(slot); });
+    finish_on(slot, usable);
   }
   phase = tlm::END_RESP;
   return tlm::TLM_COMPLETED;
@@ -291,6 +298,22 @@ DmaEngine::ReadDone DmaEngine::release(ReadSlot* slot) {
   slot->done = nullptr;
   free_slots_.emplace_back(slot);
   return done;
+}
+
+void DmaEngine::finish_on(ReadSlot* slot, uint64_t usable) {
+  if (usable == slot->usable) return;  // told again for the same edge: the action stands
+  slot->usable = usable;
+  const sc_core::sc_time at = clock_.at(usable);
+  if (slot->early.allowed)  // told early: placed among that edge's actions as when it entered
+    completions_.at_ordered(at, [this, slot] { finish_if_usable(slot); }, slot->early.enters);
+  else
+    completions_.at(at, [this, slot] { finish_if_usable(slot); });
+}
+
+// An action left behind by a completion told again for a later edge finds it not yet usable.
+void DmaEngine::finish_if_usable(ReadSlot* slot) {
+  if (clock_.now() < slot->usable) return;
+  finish_read(slot);
 }
 
 void DmaEngine::finish_read(ReadSlot* slot) {
@@ -329,8 +352,8 @@ void DmaEngine::serve_channel() {
     channel_busy_ = true;
     // Refused at once, it completes through finish_read (on this cycle); else read_response
     // tells it as the completion arrives.
-    ReadSlot* slot =
-        issue(serving_.addr, serving_.out, serving_.len, [this](bool ok) { firmware_done(ok, clock_.now()); });
+    ReadSlot* slot = issue(
+        serving_.addr, serving_.out, serving_.len, [this](bool ok) { firmware_done(ok, clock_.now()); }, false);
     if (slot->get_response_status() == tlm::TLM_INCOMPLETE_RESPONSE) firmware_slot_ = slot;
     return;
   }

@@ -22,6 +22,7 @@
 #include "model/common/stream.h"
 #include "model/common/wakeup.h"
 #include "model/cq/cq_types.h"
+#include "tlm/early_completion.h"
 #include "tlm/pcie_credits.h"
 #include "tlm/posted_tag.h"
 
@@ -36,6 +37,10 @@ struct DmaEngineConfig {
   // writes ranked before it say they push nothing more on that cycle (rank guards). Results are
   // the same either way (decisions.md 41, 43).
   bool writes_ahead = true;
+  // Simulation speed only (hca.early_completions): a data-path read's completion is told at the
+  // read's far-side stage, with its arrival, instead of when it enters the wire, and told again
+  // if a TLP entering before it passes it (tlm/early_completion.h). Same results (decisions.md 44).
+  bool early_completions = true;
 };
 
 class DmaEngine : public sc_core::sc_module {
@@ -110,6 +115,10 @@ class DmaEngine : public sc_core::sc_module {
   // A read on the link: its payload and what to do when it completes. Recycled.
   struct ReadSlot : tlm::tlm_generic_payload {
     ReadDone done;
+    EarlyCompletion early;  // on the payload for its life
+    uint64_t usable = 0;    // the cycle its data is usable, as last told (0: not told)
+    ReadSlot() { set_extension(&early); }
+    ~ReadSlot() override { clear_extension(&early); }  // a member: the payload must not free it
   };
   void write_step();
   // The write turn of cycle `now`: issues the head if it is due and the link has credits for it;
@@ -132,7 +141,12 @@ class DmaEngine : public sc_core::sc_module {
   void count_ahead_issued(uint64_t now);
   void wake_for_head(uint64_t now);  // for the next turn the queue's head may take
   void end_of_elaboration() override;
-  ReadSlot* issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done);
+  // `early_ok`: the link may tell its completion early (not the firmware's, told on at once).
+  ReadSlot* issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done, bool early_ok = true);
+  // Its data is usable from `usable`: the completion runs on that edge, in the order of the moment
+  // the link placed it. A later arrival told for it moves it (the action left behind does nothing).
+  void finish_on(ReadSlot* slot, uint64_t usable);
+  void finish_if_usable(ReadSlot* slot);
   bool read_ok(const ReadSlot& slot);  // counts and logs a failed read
   ReadDone release(ReadSlot* slot);     // back to the free slots; returns what it was to call
   tlm::tlm_sync_enum read_response(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay);
@@ -169,6 +183,7 @@ class DmaEngine : public sc_core::sc_module {
   std::vector<uint64_t> issued_ahead_;     // issued writes past the prefix (same-cycle reorders)
   uint64_t reads_ = 0, read_errors_ = 0, credit_stalls_ = 0;
   const bool writes_ahead_on_;
+  const bool early_completions_on_;
   // The write issued ahead for the turn of ahead_cycle_ (pending: not yet counted as issued).
   uint64_t ahead_cycle_ = 0, ahead_seq_ = 0;
   DmaSource ahead_source_ = DmaSource::cqe;
