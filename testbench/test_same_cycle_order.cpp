@@ -101,6 +101,25 @@ TEST_CASE("two items taken ahead on consecutive cycles both hold their slots") {
   CHECK(s.high_water() == 2);
 }
 
+// A rank guard's question: a block due on this edge that has not acted may still push, even when a
+// wake for a later cycle was asked of it meanwhile (an input arriving for the next cycle).
+TEST_CASE("Wakeup: a block due on this edge may still act after a later wake is asked of it") {
+  sys().run([] {
+    wait_us(1);
+    sys().wait_cycle(sys().cycle() + 1);
+    Wakeup w(sys().hca.clock);  // no process waits on it: only its bookkeeping is asked
+    const uint64_t c = sys().cycle();
+    CHECK_FALSE(w.may_act_now());
+    w.wake(c);  // due on this edge (a delta notification)
+    CHECK(w.may_act_now());
+    sc_core::wait(sc_core::SC_ZERO_TIME);  // that notification has fired: the activation is under way
+    w.wake(c + 1);  // an input for the next cycle replaces the pending notification
+    CHECK(w.may_act_now());  // answered false before: a guard would have let a lower rank pass it
+    CHECK(w.begin_cycle());  // the block acts ...
+    CHECK_FALSE(w.may_act_now());  // ... and can push nothing more on this cycle
+  });
+}
+
 // The DMA engine puts a lone EQE or MSI-X write on the link at once only when the blocks that push
 // the ranks before it say they push nothing more on its cycle; the check that they keep their word
 // reports a write of an earlier rank pushed for that cycle afterwards (decisions.md 43).

@@ -76,7 +76,8 @@ sc_time PcieLink::place_passing(Direction& d, Placed entry) {
     free = p.end;
   }
   d.free_at = free;
-  ++passes_;
+  // Counted apart when it passes a completion told early (only the moves matter there: passed()).
+  if (!(d.batch[pos + 1].kind == Placed::Kind::completion && d.batch[pos + 1].early)) ++passes_;
   return d.batch[pos].end;
 }
 
@@ -92,7 +93,8 @@ void PcieLink::trim(Direction& d) {
 }
 
 // A TLP placed earlier was passed and leaves `by` later: what its arrival timed moves too (an
-// on-time write's wake-up finds it not yet due and waits again; a read's far-side stage likewise).
+// on-time write's wake-up finds it not yet due and waits again; a read's far-side stage likewise;
+// a completion told early is told its new arrival).
 void PcieLink::passed(Direction& d, size_t write_index, const Placed& moved, const sc_time& by) {
   if (moved.kind == Placed::Kind::write) {
     Posted& p = d.in_flight.at(d.in_flight.size() - d.batch_writes + write_index);
@@ -105,6 +107,10 @@ void PcieLink::passed(Direction& d, size_t write_index, const Placed& moved, con
     // Only one told early can be passed (it was placed before it entered); its reader learns the
     // new arrival.
     assert(moved.early && "a completion placed as it enters is never passed: completions go first, in order");
+    if (!moved.early) {
+      log::error("{}: a completion placed as it entered was passed", name());
+      return;
+    }
     ++early_moved_;
     moved.early->moved(moved.end + cfg_.latency - sim_now());
     return;

@@ -10,9 +10,10 @@
 // its arrival time, in order. A non-posted read either blocks the calling SC_THREAD until its
 // completion has arrived (b_transport), or, upstream, follows the TLM-2.0 base protocol without a
 // thread (nb_transport_fw BEGIN_REQ, answered END_REQ at once; BEGIN_RESP on the backward path
-// once the completion is on the wire, its annotated delay giving the arrival): the device's data
-// path reads that way. Both run the same
-// stages, timed by the link's action queue. Before a read executes at the far side, every posted
+// once the completion is on the wire, its annotated delay giving the arrival; for a read marked
+// EarlyCompletion, at its far-side stage with the completion placed to enter later, and its new
+// arrival told through the mark if a TLP entering earlier passes it): the device's data path reads
+// that way. Both run the same stages, timed by the link's action queue. Before a read executes at the far side, every posted
 // write that arrived no later is applied (PCIe ordering: a read does not pass a posted write).
 //
 // Same-instant order: TLPs entering one direction at one instant take the wire by a fixed rule,
@@ -240,7 +241,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   };
 
   // A TLP (or a transaction's TLPs) placed on a direction's wire that may still be passed: it
-  // enters at `at`, now or later (a write issued ahead for the next edge).
+  // enters at `at`, now or later (a write issued ahead for the next edge, a completion told early).
   struct Placed {
     enum class Kind : uint8_t { completion, write, read } kind;
     const sc_core::sc_object* sender;  // the process that sent it (null: none, before the run)

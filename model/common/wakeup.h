@@ -48,13 +48,14 @@ class Wakeup {
     return true;
   }
   // Whether the block may still act on the current cycle: an activation for it is due on this
-  // edge (a timed one that fired here, or a delta one) and it has not acted yet. A block acts at
-  // most once a cycle and is woken for a cycle no later than that cycle's edge, except by a wake
-  // for now asked on the edge itself (wake(now)): false is a promise only where nothing asks that
-  // of the block after the question (the DMA engine's rank guards, decisions.md 43).
+  // edge (a timed one that fired here, or a delta one, even if a wake for a later cycle has been
+  // asked since) and it has not acted yet. A block acts at most once a cycle and is woken for a
+  // cycle no later than that cycle's edge, except by a wake for now asked on the edge itself
+  // (wake(now)): false is a promise only where nothing asks that of the block after the question
+  // (the DMA engine's rank guards, decisions.md 43).
   bool may_act_now() const {
     const uint64_t now = clock_.now();
-    return acted_ != now && pending_cycle_ == now && clock_.on_edge();
+    return acted_ != now && (pending_cycle_ == now || due_ == now) && clock_.on_edge();
   }
   uint64_t activations() const { return activations_; }
   void count() { ++activations_; }
@@ -62,6 +63,9 @@ class Wakeup {
  private:
   // The notification itself, out of line: wake() is asked far more often than it notifies.
   __attribute__((noinline)) void notify_for(uint64_t cycle, uint64_t now) {
+    // A notification for this cycle that has fired is an activation still to come (or come): a
+    // later one asked now does not undo it, so may_act_now keeps it.
+    if (pending_cycle_ == now) due_ = now;
     if (cycle == now && clock_.on_edge()) {
       event_.notify(sc_core::SC_ZERO_TIME);  // replaces a pending timed notification
       pending_cycle_ = now;
@@ -86,6 +90,7 @@ class Wakeup {
   uint64_t pending_cycle_ = UINT64_MAX;  // the cycle of the last notification made (it may have fired)
   bool pending_delta_ = false;
   sc_dt::uint64 delta_at_ = 0;  // the delta cycle a delta notification was made in
+  uint64_t due_ = UINT64_MAX;  // a cycle whose notification fired before a later one replaced it
   uint64_t acted_ = UINT64_MAX;
   uint64_t activations_ = 0;
 };

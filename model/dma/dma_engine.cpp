@@ -102,8 +102,8 @@ DmaEngine::~DmaEngine() { write_tx_.clear_extension(&write_tag_); }
 bool DmaEngine::issue_ahead(uint64_t turn) {
   if (s_write->size() != 1 || turn <= ahead_cycle_) return false;
   DmaWrite& w = s_write->front();
-  if (w.source != DmaSource::cqe && !ranks_before_done(w.source)) return false;  // a CQE needs no guard
   if (turn != clock_.now() + 1 || !clock_.on_edge()) return false;
+  if (w.source != DmaSource::cqe && !ranks_before_done(w.source)) return false;  // a CQE needs no guard
   if (credits.size() && !credits->can_post(w.bytes())) return false;
   send_head_ahead(turn, clock_.period());  // on an edge: the next edge is one period away
   if (!issue_waiters_.empty()) write_wakeup_.wake(turn);  // released on that turn, as they would be
@@ -142,8 +142,10 @@ void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
   count_ahead_issued(turn - 1);  // a write issued ahead for this cycle counts as issued before this one
   ahead_cycle_ = turn;
   ahead_seq_ = s_write->front_seq();
-  ahead_source_ = s_write->front().source;
-  if (ahead_source_ != DmaSource::cqe) ++events_ahead_;
+  // Pushed on an earlier cycle (credits back between edges), no push for its turn goes before it.
+  const DmaSource source = s_write->front().source;
+  ahead_source_ = s_write->head_ready_cycle() < turn ? DmaSource::cqe : source;
+  if (source == DmaSource::eqe || source == DmaSource::msix) ++events_ahead_;
   ahead_pending_ = true;
   ++writes_ahead_;
   send(s_write->front(), delay);
@@ -253,6 +255,7 @@ DmaEngine::ReadSlot* DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len,
   tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   tx.done = std::move(done);
   tx.early.allowed = early_ok && early_completions_on_;
+  tx.early.enters = sc_core::SC_ZERO_TIME;  // set by the link when it tells the completion early
   tx.usable = 0;
   ++reads_;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
@@ -265,7 +268,9 @@ DmaEngine::ReadSlot* DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len,
   return &tx;
 }
 
-// BEGIN_RESP: the completion has arrived; the data is usable from the next core-clock edge.
+// BEGIN_RESP: the completion arrives `delay` from now (told at the read's far-side stage when early,
+// tlm/early_completion.h, and perhaps told again later); the data is usable from the edge at or
+// after its arrival.
 tlm::tlm_sync_enum DmaEngine::read_response(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_core::sc_time& delay) {
   if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;
   ReadSlot* slot = static_cast<ReadSlot*>(&tx);
@@ -304,7 +309,7 @@ void DmaEngine::finish_on(ReadSlot* slot, uint64_t usable) {
   if (usable == slot->usable) return;  // told again for the same edge: the action stands
   slot->usable = usable;
   const sc_core::sc_time at = clock_.at(usable);
-  if (slot->early.allowed)  // told early: placed among that edge's actions as when it entered
+  if (slot->early.enters != sc_core::SC_ZERO_TIME)  // told early: among that edge's actions as when it entered
     completions_.at_ordered(at, [this, slot] { finish_if_usable(slot); }, slot->early.enters);
   else
     completions_.at(at, [this, slot] { finish_if_usable(slot); });
