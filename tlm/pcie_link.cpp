@@ -1,7 +1,6 @@
 #include "tlm/pcie_link.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 
 #include "model/common/bytes.h"
@@ -104,9 +103,8 @@ void PcieLink::passed(Direction& d, size_t write_index, const Placed& moved, con
     return;
   }
   if (moved.kind == Placed::Kind::completion) {
-    // Only one told early can be passed (it was placed before it entered); its reader learns the
-    // new arrival.
-    assert(moved.early && "a completion placed as it enters is never passed: completions go first, in order");
+    // Only one told early can be passed (it was placed before it entered; completions placed as
+    // they enter go first, in order); its reader learns the new arrival.
     if (!moved.early) {
       log::error("{}: a completion placed as it entered was passed", name());
       return;

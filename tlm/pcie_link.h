@@ -13,8 +13,9 @@
 // once the completion is on the wire, its annotated delay giving the arrival; for a read marked
 // EarlyCompletion, at its far-side stage with the completion placed to enter later, and its new
 // arrival told through the mark if a TLP entering earlier passes it): the device's data path reads
-// that way. Both run the same stages, timed by the link's action queue. Before a read executes at the far side, every posted
-// write that arrived no later is applied (PCIe ordering: a read does not pass a posted write).
+// that way. Both run the same stages, timed by the link's action queue. Before a read executes at
+// the far side, every posted write that arrived no later is applied (PCIe ordering: a read does
+// not pass a posted write).
 //
 // Same-instant order: TLPs entering one direction at one instant take the wire by a fixed rule,
 // not in the order SystemC ran their senders: completions first (in the order the link made

@@ -110,8 +110,9 @@ bool DmaEngine::issue_ahead(uint64_t turn) {
   return true;
 }
 
-void DmaEngine::set_rank_guard(DmaSource source, std::function<bool()> pushes_done_now) {
-  rank_guards_.at(size_t(source)) = std::move(pushes_done_now);
+std::function<bool()> DmaEngine::set_rank_guard(DmaSource source, std::function<bool()> pushes_done_now) {
+  std::swap(rank_guards_.at(size_t(source)), pushes_done_now);
+  return pushes_done_now;
 }
 
 bool DmaEngine::ranks_before_done(DmaSource source) {
@@ -308,11 +309,10 @@ DmaEngine::ReadDone DmaEngine::release(ReadSlot* slot) {
 void DmaEngine::finish_on(ReadSlot* slot, uint64_t usable) {
   if (usable == slot->usable) return;  // told again for the same edge: the action stands
   slot->usable = usable;
-  const sc_core::sc_time at = clock_.at(usable);
-  if (slot->early.enters != sc_core::SC_ZERO_TIME)  // told early: among that edge's actions as when it entered
-    completions_.at_ordered(at, [this, slot] { finish_if_usable(slot); }, slot->early.enters);
-  else
-    completions_.at(at, [this, slot] { finish_if_usable(slot); });
+  // Told early: among that edge's actions as when the completion entered the wire.
+  const bool early = slot->early.enters != sc_core::SC_ZERO_TIME;
+  completions_.at_ordered(clock_.at(usable), [this, slot] { finish_if_usable(slot); },
+                          early ? slot->early.enters : sim_now());
 }
 
 // An action left behind by a completion told again for a later edge finds it not yet usable.

@@ -99,8 +99,9 @@ class DmaEngine : public sc_core::sc_module {
   // A rank guard: `pushes_done_now()` is true when the one block that pushes writes of `source`
   // will push none more on the current cycle (it has acted on it, or is not due to). A write of a
   // later rank goes ahead only when every rank before it has a guard that says so; the CQE, the
-  // first rank, needs none. Set at elaboration by the system that knows who pushes what.
-  void set_rank_guard(DmaSource source, std::function<bool()> pushes_done_now);
+  // first rank, needs none. Set at elaboration by the system that knows who pushes what; returns
+  // the guard it replaces.
+  std::function<bool()> set_rank_guard(DmaSource source, std::function<bool()> pushes_done_now);
   // Writes pushed for the turn of a write issued ahead that the queue's order would have put
   // before it: a rank guard broke its promise (always 0 unless one is wrong; logged as an error).
   uint64_t ahead_order_breaks() const { return ahead_order_breaks_; }
