@@ -94,6 +94,9 @@ struct Report {
   // callgrind) the instructions of the work they ran less the PCIe link's part of its doorbells.
   uint64_t host_activations = 0, host_interrupts = 0;
   double host_work = 0;
+  // The floor's own notification (under callgrind): a floor is the kernel's share of an
+  // activation plus the notification that caused it, which the host's work counts already.
+  double floor_notify = 0;
 };
 
 // Runs `body` as one measured phase: instructions are zeroed before and dumped after (under
@@ -411,6 +414,8 @@ std::map<std::string, PhaseDump> callgrind_dumps(const std::string& dir, const s
 // The kernel work the host's cores ran, less the PCIe link's part of its doorbells.
 const char* const kHostWork = "vhca::CpuCore::run()";
 const char* const kHostMmio = "vhca::PcieLink::down_transport(";  // reached through the socket: never inlined
+// A timed notification: the floor's one per activation.
+const char* const kTimedNotify = "sc_core::sc_event::notify(sc_core::sc_time const&)";
 
 // The cost per CQE against the number of CQs: the largest of the phases named `prefix`K over the
 // smallest (instructions when counted, else wall time).
@@ -461,11 +466,14 @@ void print_report(const Report& rep, bool instructions) {
   const double per_irq = double(rep.host_activations) / double(rep.host_interrupts);
   std::printf("\nhost side of the interrupt phase: %.2f core activations per interrupt, no thread", per_irq);
   if (instructions && rep.host_work > 0) {
-    // Its work (under the cores' activations, less the link's part of the doorbells) and a floor
-    // for each activation, the kernel's share.
+    // Its work (under the cores' activations, less the link's part of the doorbells: the
+    // notifications that wake the cores included) and, for each activation, the kernel's share:
+    // a floor less the floor's own notification, which would else be counted twice.
     const double work = rep.host_work / double(rep.host_interrupts);
-    std::printf("; %.0f instructions of work: %.1f floors with one floor per activation", work,
-                work / floor_ir + per_irq);
+    const double kernel_share = floor_ir - rep.floor_notify;
+    std::printf("; %.0f instructions of work (the cores' wake-ups included) and the kernel's %.0f an "
+                "activation (a floor less its notification): %.1f floors",
+                work, kernel_share, (work + per_irq * kernel_share) / floor_ir);
   }
   std::printf("\n");
 }
@@ -517,7 +525,7 @@ int sc_main(int argc, char* argv[]) {
     std::fprintf(stderr, "vhca-bench: the callgrind run printed no phase (is valgrind installed?)\n");
     return 1;
   }
-  const auto dumps = callgrind_dumps(dir, {kHostWork, kHostMmio});
+  const auto dumps = callgrind_dumps(dir, {kHostWork, kHostMmio, kTimedNotify});
   bool counted = true;
   for (auto& p : rep.phases) {
     if (auto it = dumps.find(p.name); it != dumps.end()) p.instructions = it->second.total;
@@ -525,6 +533,14 @@ int sc_main(int argc, char* argv[]) {
       const auto& calls = dumps.at(p.name).calls_to;
       auto cost = [&](const char* n) { return calls.count(n) ? calls.at(n) : 0.0; };
       rep.host_work = cost(kHostWork) - cost(kHostMmio);
+    }
+    if (p.name == "floor" && dumps.count(p.name) && p.items > 0) {
+      const auto& calls = dumps.at(p.name).calls_to;
+      if (calls.count(kTimedNotify)) rep.floor_notify = calls.at(kTimedNotify) / double(p.items);
+      if (rep.floor_notify <= 0) {  // the host side would count its notifications twice
+        std::fprintf(stderr, "vhca-bench: no timed notification counted in the floor phase (%s)\n", kTimedNotify);
+        counted = false;
+      }
     }
     if (p.instructions <= 0) {
       std::fprintf(stderr, "vhca-bench: no instruction count for phase %s\n", p.name.c_str());
