@@ -144,8 +144,8 @@ class RtlPipelined final : public RtlEngine {
     V& t = *top_;
     // Ready only where an item is offered (valid is a register: known before this cycle's
     // evaluation): a full stream asked needlessly would wake its producers when it drains.
-    t.m_dma_ready = t.m_dma_valid && m_dma->can_push(c);
-    t.m_event_ready = t.m_event_valid && !delayed_event_pending_ && m_event->can_push(c);
+    t.m_dma_ready = t.m_dma_valid && m_dma->can_push(c, m_dma_producer);
+    t.m_event_ready = t.m_event_valid && !delayed_event_pending_ && m_event->can_push(c, m_event_producer);
     t.m_ci_req_ready = t.m_ci_req_valid && m_ci_req->can_push(c);
     t.i_timestamp = c;  // the device's cycle count (its timestamp unit)
     drive_input_pins(t, *this, c);
@@ -154,14 +154,14 @@ class RtlPipelined final : public RtlEngine {
   // The outputs leaving the skid buffers on this edge, and what stage 3 did this cycle.
   void collect_outputs(uint64_t c) {
     V& t = *top_;
-    if (delayed_event_pending_ && m_event->can_push(c)) {
-      m_event->push(delayed_event_, c);
+    if (delayed_event_pending_ && m_event->can_push(c, m_event_producer)) {
+      m_event->push(delayed_event_, c, 0, m_event_producer);
       delayed_event_pending_ = false;
     }
     if (t.m_dma_valid && t.m_dma_ready) {
       DmaWrite w = cqe_write_on_pins(t);
       if (++cqes_seen_ == faults_.flip_owner_at_cqe) w.data[63] ^= 1;
-      m_dma->push(w, c);
+      m_dma->push(w, c, 0, m_dma_producer);
     }
     if (t.m_event_valid && t.m_event_ready) {
       DeviceEvent ev{t.m_event_type, t.m_event_eqn, t.m_event_cqn, t.m_event_syndrome, t.m_event_data};
@@ -169,7 +169,7 @@ class RtlPipelined final : public RtlEngine {
         delayed_event_ = ev;
         delayed_event_pending_ = true;
       } else {
-        m_event->push(ev, c);
+        m_event->push(ev, c, 0, m_event_producer);
       }
     }
     if (t.m_ci_req_valid && t.m_ci_req_ready) m_ci_req->push(CiRequest{t.m_ci_req_cqn, t.m_ci_req_dbr}, c);

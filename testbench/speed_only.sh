@@ -28,31 +28,9 @@ esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-cat >"$work/mixed.yaml" <<'YAML'
-name: speed-only-mixed
-duration: 30us
-warmup: 5us
-seed: 5
-host: {vectors: 2}
-cqs: {count: 3, size: 16384, moderation: {count: 16, period: 4us, mode: eqe}}
-workload:
-  groups:
-    - name: flood
-      qps: 4
-      cqs: [0]
-      mix: {send: 1}
-      size: 64B
-      arrival: {process: poisson, kind: cqe, rate: 300M/s}
-    - name: traffic
-      qps: 8
-      cqs: [1, 2]
-      mix: {send: 1, write: 1, read: 1}
-      size: 512B
-      arrival: {process: poisson, rate: 20M/s}
-YAML
 # Host doorbells meet read completions on the PCIe wire only with many QPs posting: early
 # completions run the shipped many-QP scenario (its reads: SEND and RDMA READ WQEs, payloads).
-scenario="$work/mixed.yaml"
+scenario="$(dirname "$0")/speed_only_mixed.yaml"
 [ "$key" = early_completions ] && scenario="$(dirname "$0")/../traces/many-qp-mixed.yaml"
 run() {  # name, extra args
   name=$1

@@ -3,6 +3,8 @@
 // order SystemC happened to run the producers: results do not depend on the kernel's scheduling.
 // The DMA engine's issue marks (fences, ACK-after-data) name writes in push order, so a write
 // ranked ahead of one pushed before it on the same cycle does not release that one's mark early.
+#include <algorithm>
+
 #include "testbench/test_support.h"
 
 namespace vhca::test {
@@ -99,6 +101,32 @@ TEST_CASE("two items taken ahead on consecutive cycles both hold their slots") {
   CHECK(s.can_push(22));
   s.push({0, 'z'}, 22);
   CHECK(s.high_water() == 2);
+}
+
+// Two producers and one slot left: with a count shared by every producer, the first to ask on the
+// cycle took it, so which one waited depended on which SystemC ran first. Each producer's pushes
+// are admitted against its own items: both orders admit the same pushes, and a pop frees a slot
+// only for the producer whose item it was.
+TEST_CASE("a stream several producers feed admits each against its own items, whichever asks first") {
+  for (bool first_a : {true, false}) {
+    Stream<Item> s("shared", 2);
+    const uint32_t a = s.add_producer(), b = s.add_producer();
+    s.push({0, 'a'}, 10, 0, a);  // a holds one of its two slots
+    std::string pushed;
+    auto offer = [&](uint32_t p, char name) {
+      if (s.can_push(11, p)) s.push({0, name}, 11, 0, p), pushed += name;
+    };
+    if (first_a) offer(a, 'A'), offer(b, 'B');
+    else offer(b, 'B'), offer(a, 'A');
+    std::sort(pushed.begin(), pushed.end());
+    CHECK(pushed == "AB");  // the shared count had room for one: the first asked
+    CHECK_FALSE(s.can_push(12, a));  // a's two slots are in use ...
+    CHECK(s.can_push(12, b));        // ... b has one left
+    CHECK(s.high_water() == 3);      // the stream's fill, every producer's items
+    CHECK(s.pop(12).name == 'a');    // frees a slot of a's, from the next cycle
+    CHECK_FALSE(s.can_push(12, a));
+    CHECK(s.can_push(13, a));
+  }
 }
 
 // A rank guard's question: a block due on this edge that has not acted may still push, even when a

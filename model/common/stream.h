@@ -5,12 +5,20 @@
 // that finds the stream full holds its item; it is woken (on_space) when the stream stops being
 // full. The consumer is woken for the cycle an item becomes visible.
 //
+// A stream that several producers' ports feed (the DMA engine's write queue, the EQ engine's
+// event input) gives each producer `depth` slots of its own: a producer's push is admitted
+// against its own items (queued, popped on this cycle, taken ahead), never against another's,
+// so that which of two producers gets the last slot on a cycle cannot depend on which SystemC
+// ran first (a shared count would give it to the first). It then holds at most `depth` items a
+// producer; the consumer still takes them in one order (push cycle, same_cycle_rank, tiebreak).
+//
 // Inside a SystemC model a stream is a channel: the consumer owns it and shows it as a named
 // export (StreamIn), each producer reaches it through a named port (StreamOut) bound at
 // elaboration, so an unbound output fails at elaboration naming the port, and the object
 // hierarchy shows every connection (describe_streams() in model/common/topology.h lists them).
 // The same class also runs outside SystemC, in the lockstep co-simulation harness.
 #pragma once
+#include <array>
 #include <cassert>
 #include <cstdint>
 #include <functional>
@@ -54,7 +62,8 @@ class StreamBase : public virtual sc_core::sc_interface, public QueueInfo {
   size_t high_water() const { return high_water_; }
   uint64_t pushed() const { return pushed_; }  // items ever pushed
   virtual size_t size() const = 0;
-  size_t queue_depth() const override { return depth_; }
+  // Its bound: `depth`, or `depth` a producer where several ports feed it (Stream::add_producer).
+  size_t queue_depth() const override { return depth_ * (ports_ >= 2 ? ports_ : 1); }
   size_t queue_high_water() const override { return high_water_; }
   uint64_t queue_pushed() const override { return pushed_; }
 
@@ -63,6 +72,7 @@ class StreamBase : public virtual sc_core::sc_interface, public QueueInfo {
   size_t depth_;
   size_t high_water_ = 0;
   uint64_t pushed_ = 0;
+  uint32_t ports_ = 0;  // the producers' ports that feed it
 };
 
 template <typename T>
@@ -73,15 +83,34 @@ class Stream : public StreamBase {
   // A refused producer is always woken (on_space) for the cycle a slot is usable again: by the
   // next pop when the stream holds `depth` items, or for the next cycle when it was refused only
   // because a slot freed on this cycle is not reusable until then.
-  bool can_push(uint64_t cycle) const { return has_room(cycle) || can_push_full(cycle); }
+  // `producer`: the pushing port's index on a stream several ports feed (StreamOut passes it; 0 for
+  // a push made without a port).
+  // (Fewer slots in use than a producer's share leaves every producer room: asked first.)
+  bool can_push(uint64_t cycle, uint32_t producer = 0) const {
+    if (occupied(cycle) < depth_) return true;
+    return shared_ ? can_push_shared(cycle, producer) : can_push_full(cycle);
+  }
   // can_push without its side effects: false also where a lazy consumer's owed pops would make room.
-  bool has_room(uint64_t cycle) const { return occupied(cycle) < depth_; }
+  bool has_room(uint64_t cycle, uint32_t producer = 0) const {
+    return occupied(cycle) < depth_ || (shared_ && occupied_by(cycle, producer) < depth_);
+  }
+  // A producer's port registers itself: its index (from 1). Two or more make the slots per producer.
+  static constexpr uint32_t kMaxProducers = 7;
+  uint32_t add_producer() {
+    assert(ports_ < kMaxProducers && "a stream fed by more producers than Stream::kMaxProducers");
+    shared_ = ++ports_ >= 2;
+    return ports_;
+  }
   // Items pushed on one cycle are queued in a fixed order, not in the order SystemC happened to
   // run their producers: by same_cycle_rank(item) when the stream has one, then by the producer's
   // tiebreak, then in push order. No consumer sees an item before the cycle after its push, so
   // the order is settled before anyone looks.
-  void push(const T& value, uint64_t cycle, uint32_t tiebreak = 0) { put(value, cycle, tiebreak); }
-  void push(T&& value, uint64_t cycle, uint32_t tiebreak = 0) { put(std::move(value), cycle, tiebreak); }
+  void push(const T& value, uint64_t cycle, uint32_t tiebreak = 0, uint32_t producer = 0) {
+    put(value, cycle, tiebreak, producer);
+  }
+  void push(T&& value, uint64_t cycle, uint32_t tiebreak = 0, uint32_t producer = 0) {
+    put(std::move(value), cycle, tiebreak, producer);
+  }
   // The head's place in push order (1 for the first item ever pushed): same-cycle items may leave
   // in another order than they came (push), and a mark taken as pushed() names them all.
   uint64_t front_seq() const { return items_.front().seq; }
@@ -91,7 +120,7 @@ class Stream : public StreamBase {
   T& front() { return items_.front().value; }
   const T& back() const { return items_.back().value; }
   T pop(uint64_t cycle) {
-    const bool was_full = occupied(cycle) >= depth_;
+    const bool was_full = head_was_full(cycle);
     T v = std::move(items_.front().value);
     drop_head(cycle, was_full);
     return v;
@@ -100,7 +129,7 @@ class Stream : public StreamBase {
   // a producer woken by the freed slot may push into it at once.
   template <typename Take>
   void pop_to(uint64_t cycle, Take&& take) {
-    const bool was_full = occupied(cycle) >= depth_;
+    const bool was_full = head_was_full(cycle);
     take(items_.front().value);
     drop_head(cycle, was_full);
   }
@@ -110,7 +139,8 @@ class Stream : public StreamBase {
   // ahead). (It has used the head in place: the item is dropped.)
   void pop_ahead(uint64_t cycle) {
     assert(!items_.empty() && items_.front().cycle < cycle && ahead_end_ <= cycle);
-    const bool was_full = occupied(cycle - 1) >= depth_;
+    const bool was_full = head_was_full(cycle - 1);
+    if (shared_) share_taken_ahead();
     items_.pop_front();
     prev_ahead_end_ = ahead_end_;  // the one taken ahead for the turn before may still hold its slot
     ahead_end_ = cycle + 1;
@@ -122,6 +152,7 @@ class Stream : public StreamBase {
   void retract_back(uint64_t cycle) {
     assert(!items_.empty() && items_.back().cycle == cycle);
     on_retract(items_.back().value, cycle);
+    if (counting_) --shares_[items_.back().producer].items;
     items_.pop_back();
     --pushed_;
   }
@@ -131,6 +162,7 @@ class Stream : public StreamBase {
     items_.clear();
     popped_ = 0;
     ahead_end_ = prev_ahead_end_ = 0;
+    counting_ = false;
   }
 
   // The consumer's wake-up: one consumer per stream, set by the block that owns the stream.
@@ -152,25 +184,30 @@ class Stream : public StreamBase {
     uint64_t cycle = 0;
     uint64_t order = 0;  // same_cycle_rank, tiebreak
     uint64_t seq = 0;    // push order
+    uint32_t producer = 0;
     T value{};
   };
   // The item is copied or moved straight into its slot (a slot keeps its buffers from last time).
   template <typename U>
-  void put(U&& value, uint64_t cycle, uint32_t tiebreak) {
+  void put(U&& value, uint64_t cycle, uint32_t tiebreak, uint32_t producer) {
     // A new high-water mark is recorded from the exact fill (the consumer's owed pops done): the
     // slots in use on this cycle, a slot freed on it included (it is not reusable until the next),
     // so the mark does not depend on whether the consumer ran before this producer.
-    if (high_water_ < depth_ && occupied(cycle) >= high_water_ && settle_owed && *settle_owed) settle_owed_pops(cycle);
-    assert(can_push(cycle));
+    // (A shared stream's mark may pass `depth`: its bound is depth a producer.)
+    const bool marking = high_water_ < depth_ || shared_;
+    if (marking && occupied(cycle) >= high_water_ && settle_owed && *settle_owed) settle_owed_pops(cycle);
+    assert(can_push(cycle, producer));
     const uint64_t order = (same_cycle_rank ? uint64_t(same_cycle_rank(value)) << 32 : 0) | tiebreak;
     Slot& slot = items_.append();
     slot.cycle = cycle;
     slot.order = order;
     slot.seq = ++pushed_;
+    slot.producer = producer;
     slot.value = std::forward<U>(value);
+    if (counting_) ++shares_[producer].items;
     const size_t last = items_.size() - 1;
     const size_t i = last > 0 && goes_after(items_.at(last - 1), slot) ? sink_back() : last;
-    if (high_water_ < depth_)
+    if (marking)
       if (const size_t fill = occupied(cycle); fill > high_water_) high_water_ = fill;
     on_push(items_.at(i).value, cycle);
     if (on_data) on_data(cycle + 1);
@@ -180,10 +217,16 @@ class Stream : public StreamBase {
   __attribute__((noinline)) size_t sink_back() { return items_.sink_back(goes_after); }
   __attribute__((noinline)) void settle_owed_pops(uint64_t cycle) { settle(cycle); }
   void drop_head(uint64_t cycle, bool was_full) {
+    if (shared_) share_popped(cycle);
     items_.pop_front();
     if (popped_cycle_ != cycle) popped_cycle_ = cycle, popped_ = 0;
     ++popped_;
     slot_freed(cycle, was_full);
+  }
+  // Whether the head's producer had no slot left on `cycle` (the whole stream, with one producer).
+  bool head_was_full(uint64_t cycle) const {
+    if (occupied(cycle) < depth_) return false;
+    return !shared_ || occupied_by(cycle, items_.front().producer) >= depth_;
   }
   // A slot freed on `cycle` is usable from the next: a producer refused meanwhile is woken then.
   void slot_freed(uint64_t cycle, bool was_full) {
@@ -214,6 +257,83 @@ class Stream : public StreamBase {
   // at most two still hold their slots: the one taken for this cycle and the one for the next.
   // (prev_ahead_end_ < ahead_end_ once both are set: one comparison where nothing is taken ahead.)
   size_t held_ahead(uint64_t cycle) const { return cycle < ahead_end_ ? 1 + size_t(cycle < prev_ahead_end_) : 0; }
+  // A producer's slots on a stream several feed: its items, those of them popped on `cycle`, and
+  // those taken ahead that still hold their slots.
+  struct Share {
+    uint32_t items = 0, popped = 0;
+    uint64_t popped_cycle = UINT64_MAX;
+  };
+  // The head is about to be popped on `cycle`: whose slot it frees on that cycle is noted for a
+  // later count, and a kept count is updated (until the stream empties). Out of line: only shared
+  // streams pay for it.
+  __attribute__((noinline)) void share_popped(uint64_t cycle) {
+    const uint32_t producer = items_.front().producer;
+    const size_t index = popped_cycle_ == cycle ? popped_ : 0;
+    if (index < popped_by_.size()) popped_by_[index] = uint8_t(producer);
+    if (!counting_) return;
+    Share& s = shares_[producer];
+    --s.items;
+    if (s.popped_cycle != cycle) s.popped_cycle = cycle, s.popped = 0;
+    ++s.popped;
+    if (items_.size() == 1) counting_ = false;
+  }
+  __attribute__((noinline)) void share_taken_ahead() {
+    const uint32_t producer = items_.front().producer;
+    prev_ahead_producer_ = ahead_producer_;
+    ahead_producer_ = producer;
+    if (!counting_) return;
+    --shares_[producer].items;
+    if (items_.size() == 1) counting_ = false;
+  }
+  // The producers' counts, from the items and this cycle's pops, once the stream holds a share's
+  // worth (below that every producer has room, and no count is kept: a push costs no upkeep). Kept
+  // from then until the stream empties.
+  __attribute__((noinline)) void count_shares(uint64_t cycle) const {
+    shares_.fill(Share{});
+    for (size_t i = 0; i < items_.size(); ++i) ++shares_[items_.at(i).producer].items;
+    if (popped_cycle_ == cycle) {
+      assert(popped_ <= popped_by_.size() && "more pops on one cycle than a shared stream notes");
+      for (size_t i = 0; i < popped_ && i < popped_by_.size(); ++i) {
+        Share& s = shares_[popped_by_[i]];
+        s.popped_cycle = cycle;
+        ++s.popped;
+      }
+    }
+    counting_ = true;
+  }
+  size_t held_ahead_by(uint64_t cycle, uint32_t producer) const {
+    return size_t(cycle < ahead_end_ && ahead_producer_ == producer) +
+           size_t(cycle < prev_ahead_end_ && prev_ahead_producer_ == producer);
+  }
+  size_t occupied_by(uint64_t cycle, uint32_t producer) const {
+    if (!counting_) count_shares(cycle);
+    const Share& s = shares_[producer];
+    return s.items + (s.popped_cycle == cycle ? s.popped : 0) + held_ahead_by(cycle, producer);
+  }
+  // can_push for one producer of a shared stream holding a share's worth or more.
+  __attribute__((noinline)) bool can_push_shared(uint64_t cycle, uint32_t producer) const {
+    if (occupied_by(cycle, producer) < depth_) return true;
+    if (settle_owed && *settle_owed) {
+      settle(cycle);
+      if (occupied_by(cycle, producer) < depth_) return true;
+    }
+    const Share& s = shares_[producer];
+    if (s.items + held_ahead_by(cycle, producer) < depth_)
+      on_space(cycle + 1);
+    else if (s.items < depth_)
+      on_space(cycle < prev_ahead_end_ && prev_ahead_producer_ == producer ? prev_ahead_end_ : ahead_end_);
+    else
+      refused_ = true;
+    return false;
+  }
+  // By producer: 1 .. ports_, and 0 for pushes made without a port (a test's), which has a share of
+  // its own outside the reported bound. Where several ports feed the stream (shared_), exact while
+  // counting_ (count_shares).
+  mutable std::array<Share, kMaxProducers + 1> shares_{};
+  mutable bool counting_ = false;
+  bool shared_ = false;
+  std::array<uint8_t, 4> popped_by_{};  // the producers of the items popped on popped_cycle_
+  uint32_t ahead_producer_ = 0, prev_ahead_producer_ = 0;
   uint64_t popped_cycle_ = UINT64_MAX;  // slots freed on this cycle are not reusable until the next
   size_t popped_ = 0;
   uint64_t ahead_end_ = 0;  // the cycle after the one the last item taken ahead counts as popped on
@@ -239,21 +359,32 @@ class StreamOut : public sc_core::sc_port<Stream<T>> {
   // Whether the stream takes an item on `cycle`; a refusal marks this producer for a wake-up.
   bool can_push(uint64_t cycle) const {
     refused_ = true;  // before asking: the stream may call on_space from inside can_push
-    const bool ok = (*this)->can_push(cycle);
+    const bool ok = (*this)->can_push(cycle, producer());
     if (ok) refused_ = false;
     return ok;
+  }
+  // Pushes through the port, so that a stream several ports feed counts the item as this one's.
+  void push(T value, uint64_t cycle, uint32_t tiebreak = 0) {
+    (*this)->push(std::move(value), cycle, tiebreak, producer());
   }
   // Push on the current cycle, waiting while the stream is full (SC_THREAD only).
   void push_held(T value) {
     assert(clock_ && "push_held needs hold_threads()");
     while (!can_push(clock_->now())) sc_core::wait(space_);
-    (*this)->push(std::move(value), clock_->now());
+    push(std::move(value), clock_->now());
+  }
+  // This port's index among the stream's producers (registered on first use, at the latest at the
+  // end of elaboration): what a block that pushes through the stream itself passes along.
+  uint32_t producer() const {
+    if (producer_ == 0) producer_ = const_cast<Stream<T>*>((*this).operator->())->add_producer();
+    return producer_;
   }
   const char* kind() const override { return "vhca_stream_out"; }
 
  protected:
   void end_of_elaboration() override {
     sc_core::sc_port<Stream<T>>::end_of_elaboration();
+    producer();  // every producer counted before the first push
     if (wakes_.empty() && !clock_) return;
     (*this)->on_space.add([this](uint64_t c) {
       if (!refused_) return;  // another producer was refused
@@ -268,6 +399,7 @@ class StreamOut : public sc_core::sc_port<Stream<T>> {
   const SimClock* clock_ = nullptr;
   sc_core::sc_event space_;
   mutable bool refused_ = false;
+  mutable uint32_t producer_ = 0;  // 0: not registered yet
 };
 
 // A consumer's input as the hierarchy shows it: a named export of a stream. It either owns the

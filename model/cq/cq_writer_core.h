@@ -28,8 +28,8 @@ class CqWriterCore : public CqWriterEngine {
   // Hooks the pipelined writer (CqWriterPipeline) overrides: where outputs go, which completion
   // is the head one, the CQE timestamp and the moderation timer. Everything else - the rules of
   // every action on a CQ context - is this class's and serves both.
-  virtual void emit_dma(DmaWrite&& w, uint64_t now) { m_dma->push(std::move(w), now); }
-  virtual void emit_event(const DeviceEvent& e, uint64_t now) { m_event->push(e, now); }
+  virtual void emit_dma(DmaWrite&& w, uint64_t now) { m_dma->push(std::move(w), now, 0, m_dma_producer); }
+  virtual void emit_event(const DeviceEvent& e, uint64_t now) { m_event->push(e, now, 0, m_event_producer); }
   virtual void emit_ci_request(const CiRequest& r, uint64_t now) { m_ci_req->push(r, now); }
   virtual const CompletionRecord* head_completion() { return s_cpl.empty() ? nullptr : &s_cpl.front(); }
   virtual void retire_head(uint64_t now) { s_cpl.pop(now); }

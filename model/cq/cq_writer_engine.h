@@ -96,6 +96,9 @@ class CqWriterEngine {
   Stream<DmaWrite>* m_dma = nullptr;
   Stream<DeviceEvent>* m_event = nullptr;
   Stream<CiRequest>* m_ci_req = nullptr;
+  // Its index among the producers of m_dma and m_event, which other blocks feed too (the ports'
+  // StreamOut::producer(); 0 outside an HCA).
+  uint32_t m_dma_producer = 0, m_event_producer = 0;
 
   // Told about each ignored doorbell: reason (1 unknown CQ, 2 CQ in error, 3 index out of
   // range, 4 stale sequence number) and CQN.
@@ -107,7 +110,8 @@ class CqWriterEngine {
   // one holds its own outputs (skid buffers) and must be clocked whatever they say.
   virtual bool holds_outputs() const { return false; }
   bool outputs_ready(uint64_t now) const {
-    return m_dma->can_push(now) && m_event->can_push(now) && m_ci_req->can_push(now);
+    return m_dma->can_push(now, m_dma_producer) && m_event->can_push(now, m_event_producer) &&
+           m_ci_req->can_push(now);
   }
   // Perform this cycle's action, if any (outputs must be ready). Returns true if it acted.
   virtual bool act(uint64_t now) = 0;

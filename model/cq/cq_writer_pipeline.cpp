@@ -372,9 +372,10 @@ void CqWriterPipeline::start_timer(CqContext& cq, uint32_t cqn, uint64_t deadlin
 
 void CqWriterPipeline::drain_skids(uint64_t c) {
   // (A skid buffer's freed slot wakes no one: its item may go on before it is popped.)
-  if (dma_skid_.ready(c) && m_dma->can_push(c)) dma_skid_.pop_to(c, [&](DmaWrite& w) { m_dma->push(std::move(w), c); });
-  if (event_skid_.ready(c) && m_event->can_push(c))
-    event_skid_.pop_to(c, [&](DeviceEvent& e) { m_event->push(std::move(e), c); });
+  if (dma_skid_.ready(c) && m_dma->can_push(c, m_dma_producer))
+    dma_skid_.pop_to(c, [&](DmaWrite& w) { m_dma->push(std::move(w), c, 0, m_dma_producer); });
+  if (event_skid_.ready(c) && m_event->can_push(c, m_event_producer))
+    event_skid_.pop_to(c, [&](DeviceEvent& e) { m_event->push(std::move(e), c, 0, m_event_producer); });
   if (ci_skid_.ready(c) && m_ci_req->can_push(c)) ci_skid_.pop_to(c, [&](CiRequest& r) { m_ci_req->push(std::move(r), c); });
 }
 

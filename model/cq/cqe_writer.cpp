@@ -42,6 +42,8 @@ CqeWriter::CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock,
 void CqeWriter::end_of_elaboration() {
   engine_->m_dma = m_dma.operator->();
   engine_->m_event = m_event.operator->();
+  engine_->m_dma_producer = m_dma.producer();
+  engine_->m_event_producer = m_event.producer();
   engine_->m_ci_req = m_ci_req.operator->();
 }
 

@@ -143,7 +143,7 @@ void EqEngine::write_eqe(const DeviceEvent& ev, uint64_t now) {
   put_field(e, eqe::data, ev.data);
   put_field(e, eqe::timestamp, now);
   put_field(e, eqe::owner, (eq.pi >> eq.cfg.log_size) & 1);
-  m_dma->push(w, now);
+  m_dma.push(w, now);
   log::write(log::Cat::eq, "EQ {} EQE pi={:#x} type={:#x} cqn={}", eqn, eq.pi, ev.type, ev.cqn);
   eq.pi = (eq.pi + 1) & kIndexMask;
   ++eq.eqes;

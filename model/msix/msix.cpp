@@ -85,7 +85,7 @@ void Msix::send(uint32_t v, uint64_t now) {
   put_le32(w.data.data(), uint32_t(data_.value(v)));
   w.source = DmaSource::msix;
   w.id = v;
-  m_dma->push(w, now);
+  m_dma.push(w, now);
   ++messages_;
   log::write(log::Cat::irq, "MSI-X vector {} -> write {:#x} to {:#x}", v, data_.value(v), w.addr);
 }

@@ -90,7 +90,7 @@ void Outbox::drain() {
   while (!items_.empty()) {
     if (auto* w = std::get_if<DmaWrite>(&items_.front())) {
       if (!m_dma.can_push(now)) break;  // m_dma's on_space wakes us
-      m_dma->push(std::move(*w), now, write_order_);
+      m_dma.push(std::move(*w), now, write_order_);
       // Kept to the writes still in the DMA queue, whether or not an ACK ever asks (the
       // requester's outbox is never asked).
       forget_issued_marks(dma_.writes_known_issued());

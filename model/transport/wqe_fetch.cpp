@@ -108,7 +108,7 @@ void WqeFetch::run() {
     const uint64_t now = clock_.now();
     if (!events_.empty()) {
       if (!events_out_.can_push(now)) break;  // on_space wakes us
-      events_out_->push(events_.front(), now);
+      events_out_.push(events_.front(), now);
       events_.pop_front();
     } else if (!flush_queue_.empty()) {
       const uint32_t qpn = flush_queue_.front();
