@@ -4,8 +4,9 @@
 // deque allocates a block every few pushes as it walks through memory). A popped slot keeps its
 // last value until it is filled again, so an item's own buffers (a payload vector) are reused.
 // It grows, doubling, when pushed past its size: a stream asserts before that happens (a
-// producer that did not ask for room); a queue bounded by credits rather than by its own depth
-// (writes in flight on a link) grows to its high-water mark once.
+// producer that did not ask for room), except one several producers feed, whose bound is its
+// depth a producer (it grows to that, once); a queue bounded by credits rather than by its own
+// depth (writes in flight on a link) grows to its high-water mark once.
 #pragma once
 #include <cstddef>
 #include <utility>

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <systemc>
 #include <utility>
@@ -97,7 +98,8 @@ class Stream : public StreamBase {
   // A producer's port registers itself: its index (from 1). Two or more make the slots per producer.
   static constexpr uint32_t kMaxProducers = 7;
   uint32_t add_producer() {
-    assert(ports_ < kMaxProducers && "a stream fed by more producers than Stream::kMaxProducers");
+    if (ports_ >= kMaxProducers)
+      throw std::logic_error("stream " + name_ + ": more than " + std::to_string(kMaxProducers) + " producers");
     shared_ = ++ports_ >= 2;
     return ports_;
   }
@@ -292,8 +294,11 @@ class Stream : public StreamBase {
     shares_.fill(Share{});
     for (size_t i = 0; i < items_.size(); ++i) ++shares_[items_.at(i).producer].items;
     if (popped_cycle_ == cycle) {
-      assert(popped_ <= popped_by_.size() && "more pops on one cycle than a shared stream notes");
-      for (size_t i = 0; i < popped_ && i < popped_by_.size(); ++i) {
+      // Its consumers pop one item a cycle (the DMA write channel, the EQ engine); a count that
+      // could not say whose slots more pops freed would admit a producer early.
+      if (popped_ > popped_by_.size())
+        throw std::logic_error("stream " + name_ + ": more pops on one cycle than a shared stream notes");
+      for (size_t i = 0; i < popped_; ++i) {
         Share& s = shares_[popped_by_[i]];
         s.popped_cycle = cycle;
         ++s.popped;
