@@ -527,16 +527,18 @@ int sc_main(int argc, char* argv[]) {
   }
   const auto dumps = callgrind_dumps(dir, {kHostWork, kHostMmio, kTimedNotify});
   bool counted = true;
+  // The instructions of the calls to `callee` in a phase's dump (0 where none was made).
+  auto cost = [&](const std::string& phase, const char* callee) {
+    const auto it = dumps.find(phase);
+    if (it == dumps.end()) return 0.0;
+    const auto call = it->second.calls_to.find(callee);
+    return call == it->second.calls_to.end() ? 0.0 : call->second;
+  };
   for (auto& p : rep.phases) {
     if (auto it = dumps.find(p.name); it != dumps.end()) p.instructions = it->second.total;
-    if (p.name == "interrupt" && dumps.count(p.name)) {
-      const auto& calls = dumps.at(p.name).calls_to;
-      auto cost = [&](const char* n) { return calls.count(n) ? calls.at(n) : 0.0; };
-      rep.host_work = cost(kHostWork) - cost(kHostMmio);
-    }
+    if (p.name == "interrupt") rep.host_work = cost(p.name, kHostWork) - cost(p.name, kHostMmio);
     if (p.name == "floor" && dumps.count(p.name) && p.items > 0) {
-      const auto& calls = dumps.at(p.name).calls_to;
-      if (calls.count(kTimedNotify)) rep.floor_notify = calls.at(kTimedNotify) / double(p.items);
+      rep.floor_notify = cost(p.name, kTimedNotify) / double(p.items);
       if (rep.floor_notify <= 0) {  // the host side would count its notifications twice
         std::fprintf(stderr, "vhca-bench: no timed notification counted in the floor phase (%s)\n", kTimedNotify);
         counted = false;
