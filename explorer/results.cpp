@@ -56,6 +56,9 @@ void print_queues(const TrafficResult& r) {
               static_cast<unsigned long long>(r.link_passes));
   std::printf("host0 PCIe link: %llu read completions told early, %llu of them passed and told again\n",
               static_cast<unsigned long long>(r.completions_early), static_cast<unsigned long long>(r.completions_moved));
+  std::printf("host0 DMA write channel: %llu turns held for PCIe credits, %llu of them slept through (known before "
+              "their edge)\n",
+              static_cast<unsigned long long>(r.credit_stalls), static_cast<unsigned long long>(r.turns_slept_for_credits));
 }
 
 void print_summary(const TrafficOptions& o, const TrafficResult& r) {

@@ -187,6 +187,8 @@ class TrafficRun {
       r.completions_early = sys_.node(0).link.completions_told_early();
       r.completions_moved = sys_.node(0).link.early_completions_moved();
       r.link_passes = sys_.node(0).link.placed_before_others();
+      r.turns_slept_for_credits = sys_.node(0).hca.dma.turns_slept_for_credits();
+      r.credit_stalls = sys_.node(0).hca.dma.credit_stalls();
     }
     if (InvariantChecker* inv = sys_.invariants()) {
       inv->check_queues(sys_);
@@ -233,6 +235,7 @@ class TrafficRun {
     cfg.hca.arbiter.pass_on_early = o.early_injection;
     cfg.hca.dma.writes_ahead = o.writes_ahead;
     cfg.hca.dma.early_completions = o.early_completions;
+    cfg.hca.dma.wait_for_credits = o.wait_for_credits;
     cfg.ib.seed = o.seed;
     cfg.wall_limit_s = o.wall_limit_s;
     cfg.check_invariants = o.check;

@@ -111,6 +111,7 @@ struct TrafficOptions {
   bool early_injection = true;  // hca.early_injection: simulation speed only (CompletionArbiterConfig::pass_on_early)
   bool writes_ahead = true;     // hca.writes_ahead: simulation speed only (DmaEngineConfig::writes_ahead)
   bool early_completions = true;  // hca.early_completions: speed only (DmaEngineConfig::early_completions)
+  bool wait_for_credits = true;   // hca.wait_for_credits: speed only (DmaEngineConfig::wait_for_credits)
   bool blueflame = false;       // the drivers write a single inline WR's WQE through UAR_SQ_BF
   uint32_t max_inline = 0;      // SENDs and WRITEs up to this many bytes are posted inline (qps.inline)
   uint64_t seed = 1;
@@ -215,6 +216,7 @@ struct TrafficResult {
   uint64_t writes_issued_ahead = 0, events_issued_ahead = 0, events_held = 0, ahead_order_breaks = 0, link_passes = 0;
   // host0's PCIe link: read completions told early, and those of them passed (told again).
   uint64_t completions_early = 0, completions_moved = 0;
+  uint64_t turns_slept_for_credits = 0, credit_stalls = 0;  // host0's DMA write channel
 };
 
 // The signals a VCD can show, in declaration order (docs/scenarios.md lists them).

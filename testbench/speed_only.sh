@@ -1,6 +1,6 @@
 #!/bin/sh
 # A speed-only switch must not change results (ctest vhca_sim_early_injection, vhca_sim_writes_ahead,
-# vhca_sim_early_completions).
+# vhca_sim_early_completions, vhca_sim_wait_for_credits).
 #   speed_only.sh VHCA_SIM early_injection   the completion arbiter passing injected records on
 #       ahead of its turn, taking one back when a transport record put before that turn could win
 #       the round robin (decisions.md 39), and lone transport records at once (decisions.md 42)
@@ -10,6 +10,9 @@
 #   speed_only.sh VHCA_SIM early_completions the PCIe link telling the DMA engine a read's
 #       completion at the far-side stage, and again when a TLP entering before it passes it
 #       (decisions.md 44)
+#   speed_only.sh VHCA_SIM wait_for_credits  the DMA write channel sleeping through a turn the PCIe
+#       link's credits cannot serve by its edge (decisions.md 46); the flood with pcie.latency=20us,
+#       which outruns the credit loop
 # A scenario floods one CQ with injected CQEs (filling the CQ writer's input) while SEND, WRITE and
 # READ traffic completes through the same arbiter and shares the DMA engine and the link (early
 # completions: traces/many-qp-mixed.yaml, below). It runs
@@ -23,7 +26,8 @@ case "$key" in
   early_injection) other=writes_ahead ;;
   writes_ahead) other=early_injection ;;
   early_completions) other=writes_ahead ;;
-  *) echo "usage: speed_only.sh VHCA_SIM early_injection|writes_ahead|early_completions"; exit 2 ;;
+  wait_for_credits) other=writes_ahead ;;
+  *) echo "usage: speed_only.sh VHCA_SIM early_injection|writes_ahead|early_completions|wait_for_credits"; exit 2 ;;
 esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -32,14 +36,17 @@ fail() { echo "FAIL: $*"; exit 1; }
 # completions run the shipped many-QP scenario (its reads: SEND and RDMA READ WQEs, payloads).
 scenario="$(dirname "$0")/speed_only_mixed.yaml"
 [ "$key" = early_completions ] && scenario="$(dirname "$0")/../traces/many-qp-mixed.yaml"
+# The DMA write channel waits for credits only where the flood outruns the PCIe credit loop.
+slow=""
+[ "$key" = wait_for_credits ] && slow="--set pcie.latency=20us"
 run() {  # name, extra args
   name=$1
   shift
-  "$sim" run "$scenario" "$@" --queues --json "$work/$name.json" >"$work/$name.txt" 2>&1 ||
+  "$sim" run "$scenario" $slow "$@" --queues --json "$work/$name.json" >"$work/$name.txt" 2>&1 ||
     fail "run ($name): $(tail -3 "$work/$name.txt")"
   grep -v '"wall\|per_wall' "$work/$name.json" >"$work/$name.cmp"
   # The queue report, without the lines that count the shortcuts themselves.
-  sed -n '/^queues between blocks/,$p' "$work/$name.txt" | grep -v 'issued ahead\|passed on early\|told early\|wall' >"$work/$name.queues"
+  sed -n '/^queues between blocks/,$p' "$work/$name.txt" | grep -v 'issued ahead\|passed on early\|told early\|slept through\|wall' >"$work/$name.queues"
 }
 run on
 run off --set "hca.$key=off"
@@ -57,8 +64,16 @@ elif [ "$key" = early_completions ]; then
   none="PCIe link: 0 read completions told early"
   unused="read completions told early: the traffic read too little"
   unmet="no completion told early was passed: no host write met one"
+elif [ "$key" = wait_for_credits ]; then
+  # used: turns slept through; met: turns the channel woke for and found no credits (between two
+  # returns, or with a waiter on the turn): the cases it must not sleep through.
+  label="DMA write channel: [0-9]* turns held"
+  counts='.*: \([0-9]*\) turns held for PCIe credits, \([0-9]*\) of them slept.*'
+  none="turns held for PCIe credits, 0 of them slept through"
+  unused="turns slept through: the flood did not outrun the credits"
+  unmet="every turn held was slept through: no turn woke to find no credits"
 else
-  label="DMA write channel:"
+  label="DMA write channel: [0-9]* writes issued ahead"
   counts='.*: \([0-9]*\) writes issued ahead (.*); PCIe link: \([0-9]*\) TLPs.*'
   none="DMA write channel: 0 writes issued ahead"
   unused="writes issued ahead: the flood did not reach the DMA engine alone"
@@ -67,6 +82,7 @@ fi
 line=$(grep "$label" "$work/on.txt") || fail "no '$label' line"
 used=$(echo "$line" | sed "s/$counts/\1/")
 met=$(echo "$line" | sed "s/$counts/\2/")
+[ "$key" = wait_for_credits ] && { held=$used; used=$met; met=$((held - used)); }
 least=1000
 [ "$key" = early_completions ] && least=200  # a read every few hundred nanoseconds of the traffic
 [ "$used" -gt "$least" ] || fail "only $used $unused"

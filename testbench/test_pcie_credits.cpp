@@ -3,6 +3,7 @@
 // credit budgets, and the DMA write queue is 8 deep, so a burst fills every queue on the path:
 // link credits, the DMA write queue, the CQ writer's output, its input.
 #include "testbench/test_support.h"
+#include "tlm/credit_returns.h"
 
 namespace vhca::test {
 void configure(SystemConfig& cfg) {
@@ -31,12 +32,50 @@ TEST_CASE("[S28] a burst of CQEs onto a slow link: credits run out, the DMA queu
     REQUIRE(wcs.size() == size_t(kCqes));
     for (int i = 0; i < kCqes; ++i) CHECK(wcs[size_t(i)].wr_id == uint64_t(i));
     CHECK(sys().hca.dma.credit_stalls() > stalls);                      // the link held the DMA engine
+    CHECK(sys().hca.dma.turns_slept_for_credits() > 0);                 // through turns known to find none
     CHECK(sys().hca.dma.s_write->high_water() == 8);                    // which filled its queue
     CHECK(sys().hca.cq.stats().output_stalls > out_stalls);             // which held the CQ writer
     CHECK(sys().hca.cq.s_cpl->high_water() == sys().hca.cq.s_cpl->depth());  // which filled its input
     CHECK(sys().link.credit_overdrafts(true) == 0);
     CHECK(sys().link.posted_data_in_use_max(true) <= 16);
     CHECK(sys().hca.cq.stats().dropped == 0);
+  });
+}
+
+TEST_CASE("[S28] a sender that knows it will be refused at an instant is woken by the first credit return after it, unless another sender refused now wants an earlier one") {
+  sys().run([] {
+    using sc_core::SC_NS;
+    using sc_core::sc_time;
+    const sc_time t0 = sc_core::sc_time_stamp();
+    auto returns_at_10_20_30 = [&](CreditReturns<uint32_t>& r) {
+      r.give_back(t0 + sc_time(10, SC_NS), 1);
+      r.give_back(t0 + sc_time(20, SC_NS), 2);
+      r.give_back(t0 + sc_time(30, SC_NS), 4);
+    };
+    uint32_t applied = 0;
+    auto apply = [&](uint32_t a) { applied += a; };
+
+    CreditReturns<uint32_t> late;
+    returns_at_10_20_30(late);
+    uint32_t by_25 = 0, first_only = 0;
+    late.for_each_due_by(t0 + sc_time(25, SC_NS), [&](uint32_t a) { by_25 += a; return true; });
+    late.for_each_due_by(t0 + sc_time(25, SC_NS), [&](uint32_t a) { first_only += a; return false; });
+    CHECK(by_25 == 3);
+    CHECK(first_only == 1);
+    late.want_wake_after(t0 + sc_time(15, SC_NS));  // refused at 15: the return at 10 does not wake it
+    sc_core::wait(late.due_event());
+    CHECK(sc_core::sc_time_stamp() - t0 == sc_time(20, SC_NS));
+    late.process(apply);
+    CHECK(applied == 3);
+
+    CreditReturns<uint32_t> shared;
+    const sc_time t1 = sc_core::sc_time_stamp();
+    shared.give_back(t1 + sc_time(10, SC_NS), 1);
+    shared.give_back(t1 + sc_time(20, SC_NS), 2);
+    shared.want_wake_after(t1 + sc_time(15, SC_NS));
+    shared.want_wake();  // another sender, refused now, wants the next return
+    sc_core::wait(shared.due_event());
+    CHECK(sc_core::sc_time_stamp() - t1 == sc_time(10, SC_NS));
   });
 }
 

@@ -28,7 +28,7 @@ class CreditReturns {
     const bool earliest = returns_.empty() || at < returns_.front().at;
     returns_.push_back(Entry{at, amount});
     returns_.sink_back([](const Entry& a, const Entry& b) { return a.at > b.at; });
-    if (waiting_ && earliest) due_.notify(at - sim_now());
+    if (waiting_ && earliest) arm(at);
   }
 
   // A return given back for `from` comes back at `to` instead (the TLP it is for left later: one
@@ -57,17 +57,33 @@ class CreditReturns {
 
   // A sender was refused: the return event fires at the next return (or when one is given back).
   void want_wake() const {
-    if (waiting_) return;
     waiting_ = true;
-    if (!returns_.empty()) due_.notify(returns_.front().at - sim_now());
+    if (!returns_.empty()) arm(returns_.front().at);
+  }
+
+  // For a sender that knows now it will be refused at `at` (later): calls `apply(amount)` for each
+  // return due by then, in time order, until it returns false.
+  template <typename Apply>
+  void for_each_due_by(const sc_core::sc_time& at, Apply&& apply) const {
+    for (size_t i = 0; i < returns_.size() && returns_.at(i).at <= at; ++i)
+      if (!apply(returns_.at(i).amount)) return;
+  }
+  // That sender, refused at `at`: the return event fires at the first return after `at` (or when
+  // one is given back), as it would for a sender refused then, not at the returns before it
+  // (unless another sender, refused meanwhile, wants them).
+  void want_wake_after(const sc_core::sc_time& at) const {
+    waiting_ = true;
+    for (size_t i = 0; i < returns_.size(); ++i)
+      if (returns_.at(i).at > at) return arm(returns_.at(i).at);
   }
 
   // On the return event: applies what is due and, if anything came back, wakes the refused
   // senders (who ask again); else waits for the next return.
   template <typename Apply>
   void process(Apply&& apply) {
+    armed_ = false;  // the event has fired
     if (!apply_due(apply)) {
-      if (waiting_ && !returns_.empty()) due_.notify(returns_.front().at - sim_now());
+      if (waiting_ && !returns_.empty()) arm(returns_.front().at);
       return;
     }
     waiting_ = false;
@@ -79,8 +95,17 @@ class CreditReturns {
     sc_core::sc_time at;
     Amount amount;
   };
+  // The return event, for `at` unless it is already due by then (SystemC keeps the earliest).
+  void arm(const sc_core::sc_time& at) const {
+    if (armed_ && armed_at_ <= at) return;
+    armed_ = true;
+    armed_at_ = at;
+    due_.notify(at - sim_now());
+  }
   mutable SlotRing<Entry> returns_{16};  // grows to the most credits ever on their way
   mutable bool waiting_ = false;
+  mutable bool armed_ = false;  // the return event is pending, for armed_at_
+  mutable sc_core::sc_time armed_at_;
   mutable sc_core::sc_event due_;
   std::vector<std::function<void()>> wakes_;
 };

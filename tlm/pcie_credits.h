@@ -18,6 +18,10 @@ class PcieCreditIf : public virtual sc_core::sc_interface {
  public:
   // Are there credits for a posted write of `bytes` (split into TLPs of the link's payload size)?
   virtual bool can_post(uint64_t bytes) const = 0;
+  // Will there be credits for it at `at`, a later instant (the returns due by then counted), for
+  // the link's only posted sender in this direction, which takes none meanwhile? If not, that
+  // sender is treated as refused at `at`: on_return tells it of the first return after `at`.
+  virtual bool can_post_by(uint64_t bytes, const sc_core::sc_time& at) const = 0;
   // Notified whenever credits come back.
   virtual const sc_core::sc_event& returned_event() const = 0;
   // Registers a wake-up told of every credit return (for SC_METHOD writers).

@@ -129,6 +129,20 @@ bool PcieLink::Credits::fits(uint32_t headers, uint32_t data) const {
   return ok;
 }
 
+bool PcieLink::Credits::can_post_by(uint64_t bytes, const sc_time& at) const {
+  returns_.apply_due([this](const Amount& a) { release(a); });
+  const uint32_t need_h = headers(bytes), need_d = data_credits(bytes);
+  uint32_t ph = ph_used_, pd = pd_used_;
+  returns_.for_each_due_by(at, [&](const Amount& a) {
+    ph -= a.ph;
+    pd -= a.pd;
+    return ph + need_h > ph_ || pd + need_d > pd_;  // not yet enough: count the next
+  });
+  const bool ok = ph + need_h <= ph_ && pd + need_d <= pd_;
+  if (!ok) returns_.want_wake_after(at);
+  return ok;
+}
+
 bool PcieLink::Credits::can_read() const {
   returns_.apply_due([this](const Amount& a) { release(a); });
   const bool ok = nph_used_ < nph_;

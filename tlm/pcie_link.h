@@ -190,6 +190,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
       returns_.on_return([this] { returned_.notify(sc_core::SC_ZERO_TIME); });  // threads, before the methods
     }
     bool can_post(uint64_t bytes) const override;
+    bool can_post_by(uint64_t bytes, const sc_core::sc_time& at) const override;
     bool fits(uint32_t headers, uint32_t data) const;  // can_post, in credits
     const sc_core::sc_event& returned_event() const override { return returned_; }
     void on_return(std::function<void()> wake) override { returns_.on_return(std::move(wake)); }

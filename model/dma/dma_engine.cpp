@@ -14,7 +14,8 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
       write_wakeup_(clock),
       channel_wakeup_(clock),
       writes_ahead_on_(cfg.writes_ahead),
-      early_completions_on_(cfg.early_completions) {
+      early_completions_on_(cfg.early_completions),
+      wait_for_credits_on_(cfg.wait_for_credits) {
   write_tx_.set_extension(&write_tag_);
   s_write->on_data = [this](uint64_t c) {
     if (c == ahead_cycle_) check_ahead_order(c);
@@ -57,13 +58,35 @@ void DmaEngine::write_step() {
 }
 
 void DmaEngine::wake_for_head(uint64_t now) {
-  if (!s_write->empty()) write_wakeup_.wake(std::max(s_write->head_ready_cycle(), now + 1));
+  if (s_write->empty()) {
+    held_for_credits_ = false;
+    return;
+  }
+  const uint64_t turn = std::max(s_write->head_ready_cycle(), now + 1);
+  if (held_for_credits_ && turn_finds_no_credits(turn)) return;  // the credits' return wakes it
+  write_wakeup_.wake(turn);
+}
+
+// While the link's credits hold the queue (a turn has found none), the channel sleeps through a
+// turn that will find none: its head is settled (pushed before this cycle, so no push can sort
+// before it), nothing waits on that turn (issue waiters; a write issued ahead that it would count
+// as issued is counted by whoever asks, writes_issued()), and the credits due back by its edge are
+// too few. No other sender takes this direction's posted credits and returns are only ever moved
+// later, so the turn would stall; the link tells the channel of the first return after that edge,
+// as it would have after the stall.
+bool DmaEngine::turn_finds_no_credits(uint64_t turn) {
+  if (!wait_for_credits_on_ || !issue_waiters_.empty() || s_write->head_ready_cycle() > clock_.now()) return false;
+  if (credits->can_post_by(s_write->front().bytes(), clock_.at(turn))) return false;
+  ++credit_stalls_;
+  ++turns_slept_;
+  return true;
 }
 
 bool DmaEngine::write_turn(uint64_t now) {
   if (!s_write->ready(now)) return true;
   if (credits.size() && !credits->can_post(s_write->front().bytes())) {
     ++credit_stalls_;
+    held_for_credits_ = true;
     return false;
   }
   const uint64_t seq = s_write->front_seq();

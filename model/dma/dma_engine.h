@@ -41,6 +41,10 @@ struct DmaEngineConfig {
   // read's far-side stage, with its arrival, instead of when it enters the wire, and told again
   // if a TLP entering before it passes it (tlm/early_completion.h). Same results (decisions.md 44).
   bool early_completions = true;
+  // Simulation speed only (hca.wait_for_credits): the write channel is not woken for a turn whose
+  // head the link's credits cannot take by then (the returns due by that edge counted); the
+  // credits' return wakes it, as it would after that turn. Same results (decisions.md 46).
+  bool wait_for_credits = true;
 };
 
 class DmaEngine : public sc_core::sc_module {
@@ -89,7 +93,10 @@ class DmaEngine : public sc_core::sc_module {
   void when_issued(uint64_t mark, std::function<void()> then);
   uint64_t reads_issued() const { return reads_; }
   uint64_t read_errors() const { return read_errors_; }
-  uint64_t credit_stalls() const { return credit_stalls_; }  // activations that found no credits
+  // Turns the link's credits held: activations that found no credits, and turns known before
+  // their edge to find none (hca.wait_for_credits: the channel was not woken for them).
+  uint64_t credit_stalls() const { return credit_stalls_; }
+  uint64_t turns_slept_for_credits() const { return turns_slept_; }  // the second kind
   uint64_t writes_issued_ahead() const { return writes_ahead_; }
   // Of them, the EQEs and MSI-X messages (the ranks that need rank guards to go ahead).
   uint64_t events_issued_ahead() const { return events_ahead_; }
@@ -141,6 +148,7 @@ class DmaEngine : public sc_core::sc_module {
   void settle_turn();
   void count_ahead_issued(uint64_t now);
   void wake_for_head(uint64_t now);  // for the next turn the queue's head may take
+  bool turn_finds_no_credits(uint64_t turn);  // known now: that turn would stall
   void end_of_elaboration() override;
   // `early_ok`: the link may tell its completion early (not the firmware's, told on at once).
   ReadSlot* issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done, bool early_ok = true);
@@ -185,6 +193,9 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t reads_ = 0, read_errors_ = 0, credit_stalls_ = 0;
   const bool writes_ahead_on_;
   const bool early_completions_on_;
+  const bool wait_for_credits_on_;
+  bool held_for_credits_ = false;  // a turn has found no credits since the queue last emptied
+  uint64_t turns_slept_ = 0;
   // The write issued ahead for the turn of ahead_cycle_ (pending: not yet counted as issued).
   uint64_t ahead_cycle_ = 0, ahead_seq_ = 0;
   DmaSource ahead_source_ = DmaSource::cqe;
