@@ -11,25 +11,20 @@ set -u
 sim=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 scenario="$(dirname "$0")/speed_only_mixed.yaml"
-run() {  # name, extra args
-  name=$1
-  shift
-  "$sim" run "$scenario" --set pcie.latency=20us "$@" --queues --json "$work/$name.json" >"$work/$name.txt" 2>&1 ||
-    fail "run ($name): $(tail -3 "$work/$name.txt")"
-  grep -v '"wall\|per_wall' "$work/$name.json" >"$work/$name.cmp"
-}
-run default
-run writes_ahead_off --set hca.writes_ahead=off
-run early_injection_off --set hca.early_injection=off
-run early_completions_off --set hca.early_completions=off
+. "$(dirname "$0")/scenario_runs.sh"
+slow="--set pcie.latency=20us"
+run default $slow
+run writes_ahead_off $slow --set hca.writes_ahead=off
+run early_injection_off $slow --set hca.early_injection=off
+run early_completions_off $slow --set hca.early_completions=off
+run wait_for_credits_off $slow --set hca.wait_for_credits=off
 # The queue's line: its bound (64 slots for each of its six producers) and its high-water mark.
 bound_and_mark=$(grep '^host0.hca.dma.s_write ' "$work/default.txt" | awk '{print $2, $3}')
 set -- $bound_and_mark
 [ "$#" -eq 2 ] || fail "no host0.hca.dma.s_write line in the queue report"
 [ "$2" -gt $(($1 / 6)) ] || fail "the DMA write queue held at most $2 items: no producer filled its share"
-for other in writes_ahead_off early_injection_off early_completions_off; do
+for other in writes_ahead_off early_injection_off early_completions_off wait_for_credits_off; do
   cmp -s "$work/default.cmp" "$work/$other.cmp" ||
     { diff "$work/default.cmp" "$work/$other.cmp" | head -20; fail "results differ (default vs $other)"; }
 done

@@ -31,7 +31,6 @@ case "$key" in
 esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 # Host doorbells meet read completions on the PCIe wire only with many QPs posting: early
 # completions run the shipped many-QP scenario (its reads: SEND and RDMA READ WQEs, payloads).
 scenario="$(dirname "$0")/speed_only_mixed.yaml"
@@ -39,19 +38,11 @@ scenario="$(dirname "$0")/speed_only_mixed.yaml"
 # The DMA write channel waits for credits only where the flood outruns the PCIe credit loop.
 slow=""
 [ "$key" = wait_for_credits ] && slow="--set pcie.latency=20us"
-run() {  # name, extra args
-  name=$1
-  shift
-  "$sim" run "$scenario" $slow "$@" --queues --json "$work/$name.json" >"$work/$name.txt" 2>&1 ||
-    fail "run ($name): $(tail -3 "$work/$name.txt")"
-  grep -v '"wall\|per_wall' "$work/$name.json" >"$work/$name.cmp"
-  # The queue report, without the lines that count the shortcuts themselves.
-  sed -n '/^queues between blocks/,$p' "$work/$name.txt" | grep -v 'issued ahead\|passed on early\|told early\|slept through\|wall' >"$work/$name.queues"
-}
-run on
-run off --set "hca.$key=off"
-run on_other_off --set "hca.$other=off"
-run off_other_off --set "hca.$key=off" --set "hca.$other=off"
+. "$(dirname "$0")/scenario_runs.sh"
+run on $slow
+run off $slow --set "hca.$key=off"
+run on_other_off $slow --set "hca.$other=off"
+run off_other_off $slow --set "hca.$key=off" --set "hca.$other=off"
 if [ "$key" = early_injection ]; then
   label="completion arbiter:"
   counts='.*: \([0-9]*\) injections passed on early, \([0-9]*\) taken back.*'
