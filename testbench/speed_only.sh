@@ -86,6 +86,10 @@ if [ "$key" = writes_ahead ]; then  # EQEs and MSI-X messages go ahead on their 
   [ "$breaks" -eq 0 ] || fail "$breaks writes pushed against the order of one issued ahead"
 fi
 [ "$met" -gt 0 ] || fail "$unmet"
+if [ "$key" = wait_for_credits ]; then  # a turn slept through is one that would have been held
+  held_off=$(grep "$label" "$work/off.txt" | sed "s/$counts/\1/")
+  [ "$held_off" = "$held" ] || fail "$held turns held with the sleep, $held_off without"
+fi
 grep -q "$none" "$work/off.txt" || fail "hca.$key off still took the shortcut"
 echo "on: $line"
 for other_run in off on_other_off off_other_off; do

@@ -42,7 +42,7 @@ TEST_CASE("[S28] a burst of CQEs onto a slow link: credits run out, the DMA queu
   });
 }
 
-TEST_CASE("[S28] a sender that knows it will be refused at an instant is woken by the first credit return after it, unless another sender refused now wants an earlier one") {
+TEST_CASE("[S28] a sender that knows it will be refused at an instant is woken by the first credit return after it, or by one given back later, unless another sender refused now wants an earlier one") {
   sys().run([] {
     using sc_core::SC_NS;
     using sc_core::sc_time;
@@ -76,6 +76,16 @@ TEST_CASE("[S28] a sender that knows it will be refused at an instant is woken b
     shared.want_wake();  // another sender, refused now, wants the next return
     sc_core::wait(shared.due_event());
     CHECK(sc_core::sc_time_stamp() - t1 == sc_time(10, SC_NS));
+
+    // Nothing scheduled after the instant it slept past: a return given back later wakes it, though
+    // the unapplied one before that instant is still the first in line.
+    CreditReturns<uint32_t> given_later;
+    const sc_time t2 = sc_core::sc_time_stamp();
+    given_later.give_back(t2 + sc_time(10, SC_NS), 1);
+    given_later.want_wake_after(t2 + sc_time(15, SC_NS));
+    given_later.give_back(t2 + sc_time(40, SC_NS), 2);
+    sc_core::wait(sc_time(100, SC_NS), given_later.due_event());  // not forever, were the wake lost
+    CHECK(sc_core::sc_time_stamp() - t2 == sc_time(40, SC_NS));
   });
 }
 

@@ -24,11 +24,12 @@ class CreditReturns {
 
   // `amount` comes back at `at`. Kept in time order, equal times in the order given: returns
   // nearly always come in time order, so they are appended to a ring and seldom move.
+  // A sender waits: the event is armed for it if it is not armed sooner (a sender that slept
+  // past the returns at the front, want_wake_after, has left them unapplied and unarmed).
   void give_back(const sc_core::sc_time& at, const Amount& amount) {
-    const bool earliest = returns_.empty() || at < returns_.front().at;
     returns_.push_back(Entry{at, amount});
     returns_.sink_back([](const Entry& a, const Entry& b) { return a.at > b.at; });
-    if (waiting_ && earliest) arm(at);
+    if (waiting_) arm(at);
   }
 
   // A return given back for `from` comes back at `to` instead (the TLP it is for left later: one
@@ -68,9 +69,10 @@ class CreditReturns {
     for (size_t i = 0; i < returns_.size() && returns_.at(i).at <= at; ++i)
       if (!apply(returns_.at(i).amount)) return;
   }
-  // That sender, refused at `at`: the return event fires at the first return after `at` (or when
-  // one is given back), as it would for a sender refused then, not at the returns before it
-  // (unless another sender, refused meanwhile, wants them).
+  // That sender, refused at `at`: the return event fires at the first return now scheduled after
+  // `at`, as it would for a sender refused then, not at the returns before it (unless another
+  // sender, refused meanwhile, wants them), or sooner at a return given back meanwhile (a write
+  // landing after this question, on a short link, may give one back due even before `at`).
   void want_wake_after(const sc_core::sc_time& at) const {
     waiting_ = true;
     for (size_t i = 0; i < returns_.size(); ++i)

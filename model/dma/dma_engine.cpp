@@ -1,6 +1,7 @@
 #include "model/dma/dma_engine.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "model/common/bytes.h"
 #include "model/common/log.h"
@@ -76,16 +77,24 @@ void DmaEngine::wake_for_head(uint64_t now) {
 // as it would have after the stall.
 bool DmaEngine::turn_finds_no_credits(uint64_t turn) {
   if (!wait_for_credits_on_ || !issue_waiters_.empty() || s_write->head_ready_cycle() > clock_.now()) return false;
+  assert(credits.size());  // held_for_credits_ is set only by a refusal of the bound link's
   if (credits->can_post_by(s_write->front().bytes(), clock_.at(turn))) return false;
-  ++credit_stalls_;
-  ++turns_slept_;
+  if (turn != slept_turn_) {  // asked again for the same turn (another wake-up meanwhile): counted once
+    slept_turn_ = turn;
+    ++credit_stalls_;
+    ++turns_slept_;
+  }
   return true;
 }
 
 bool DmaEngine::write_turn(uint64_t now) {
   if (!s_write->ready(now)) return true;
   if (credits.size() && !credits->can_post(s_write->front().bytes())) {
-    ++credit_stalls_;
+    if (now == slept_turn_)
+      --turns_slept_;  // the turn it slept through ran after all (woken for it): held, counted once
+    else
+      ++credit_stalls_;
+    slept_turn_ = 0;
     held_for_credits_ = true;
     return false;
   }

@@ -196,6 +196,7 @@ class DmaEngine : public sc_core::sc_module {
   const bool wait_for_credits_on_;
   bool held_for_credits_ = false;  // a turn has found no credits since the queue last emptied
   uint64_t turns_slept_ = 0;
+  uint64_t slept_turn_ = 0;  // the last turn counted as slept through
   // The write issued ahead for the turn of ahead_cycle_ (pending: not yet counted as issued).
   uint64_t ahead_cycle_ = 0, ahead_seq_ = 0;
   DmaSource ahead_source_ = DmaSource::cqe;
