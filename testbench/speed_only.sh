@@ -35,9 +35,11 @@ trap 'rm -rf "$work"' EXIT
 # completions run the shipped many-QP scenario (its reads: SEND and RDMA READ WQEs, payloads).
 scenario="$(dirname "$0")/speed_only_mixed.yaml"
 [ "$key" = early_completions ] && scenario="$(dirname "$0")/../traces/many-qp-mixed.yaml"
-# The DMA write channel waits for credits only where the flood outruns the PCIe credit loop.
+# The DMA write channel waits for credits only where the flood outruns the PCIe credit loop; with
+# a trace, the link gives a write's credits back as it lands (not when it is sent), so returns
+# are also given back while the channel sleeps.
 slow=""
-[ "$key" = wait_for_credits ] && slow="--set pcie.latency=20us"
+[ "$key" = wait_for_credits ] && slow="--set pcie.latency=20us --trace $work/trace.json"
 . "$(dirname "$0")/scenario_runs.sh"
 run on $slow
 run off $slow --set "hca.$key=off"
