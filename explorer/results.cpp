@@ -49,9 +49,10 @@ void print_queues(const TrafficResult& r) {
               static_cast<unsigned long long>(r.injections_early), static_cast<unsigned long long>(r.injections_taken_back),
               static_cast<unsigned long long>(r.records_at_once), static_cast<unsigned long long>(r.injections_at_once),
               static_cast<unsigned long long>(r.records_taken_back));
-  std::printf("host0 DMA write channel: %llu writes issued ahead (%llu EQEs and MSI-X messages, %llu held by a rank "
-              "guard; %llu rank-order breaks); PCIe link: %llu TLPs placed before others\n",
+  std::printf("host0 DMA write channel: %llu writes issued ahead (%llu EQEs and MSI-X messages, %llu receive payloads, %llu "
+              "held by a rank guard; %llu rank-order breaks); PCIe link: %llu TLPs placed before others\n",
               static_cast<unsigned long long>(r.writes_issued_ahead), static_cast<unsigned long long>(r.events_issued_ahead),
+              static_cast<unsigned long long>(r.payloads_issued_ahead),
               static_cast<unsigned long long>(r.events_held), static_cast<unsigned long long>(r.ahead_order_breaks),
               static_cast<unsigned long long>(r.link_passes));
   std::printf("host0 PCIe link: %llu read completions told early, %llu of them passed and told again\n",

@@ -182,6 +182,7 @@ class TrafficRun {
       r.records_taken_back = sys_.node(0).hca.arbiter.taken_back_at_once();
       r.writes_issued_ahead = sys_.node(0).hca.dma.writes_issued_ahead();
       r.events_issued_ahead = sys_.node(0).hca.dma.events_issued_ahead();
+      r.payloads_issued_ahead = sys_.node(0).hca.dma.payloads_issued_ahead();
       r.events_held = sys_.node(0).hca.dma.events_held_by_guards();
       r.ahead_order_breaks = sys_.node(0).hca.dma.ahead_order_breaks();
       r.completions_early = sys_.node(0).link.completions_told_early();

@@ -214,6 +214,7 @@ struct TrafficResult {
   // held for their turn, and pushes that broke a rank guard's promise (always 0); TLPs placed
   // before others.
   uint64_t writes_issued_ahead = 0, events_issued_ahead = 0, events_held = 0, ahead_order_breaks = 0, link_passes = 0;
+  uint64_t payloads_issued_ahead = 0;
   // host0's PCIe link: read completions told early, and those of them passed (told again).
   uint64_t completions_early = 0, completions_moved = 0;
   uint64_t turns_slept_for_credits = 0, credit_stalls = 0;  // host0's DMA write channel

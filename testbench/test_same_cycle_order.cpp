@@ -26,6 +26,15 @@ std::string drain_names(Stream<Item>& s, uint64_t cycle) {
   return names;
 }
 
+// A booted device left idle, on a fresh cycle: host memory for writes pushed by hand.
+uint64_t booted_idle_device() {
+  boot();
+  wait_us(2);
+  const uint64_t buf = sys().memory.allocate(4096);
+  sys().wait_cycle(sys().cycle() + 1);
+  return buf;
+}
+
 DmaWrite write_to(uint64_t addr, DmaSource source) {
   DmaWrite w;
   w.addr = addr;
@@ -153,11 +162,8 @@ TEST_CASE("Wakeup: a block due on this edge may still act after a later wake is 
 // reports a write of an earlier rank pushed for that cycle afterwards (decisions.md 43).
 TEST_CASE("rank guards: a lone MSI-X write goes ahead when no block of an earlier rank can still push, and one pushing after all is reported") {
   sys().run([] {
-    boot();
-    wait_us(2);
     DmaEngine& dma = sys().hca.dma;
-    const uint64_t buf = sys().memory.allocate(4096);
-    sys().wait_cycle(sys().cycle() + 1);
+    const uint64_t buf = booted_idle_device();
     // An idle device: neither the CQ writer nor the EQ engine is due on this cycle.
     REQUIRE_FALSE(sys().hca.cq.may_act_now());
     REQUIRE_FALSE(sys().hca.eq.may_act_now());
@@ -180,6 +186,51 @@ TEST_CASE("rank guards: a lone MSI-X write goes ahead when no block of an earlie
     CHECK(dma.events_held_by_guards() == held0 + 1);
     CHECK(dma.s_write->size() == 1);
     dma.set_rank_guard(DmaSource::eqe, std::move(eq_guard));
+    wait_us(1);
+    CHECK(dma.writes_issued() == dma.writes_queued());
+  });
+}
+
+// A receive's payload write of at most 64 bytes goes ahead the same way, on the word of every rank
+// before it: the MSI-X block, the firmware, and the transport's outboxes, which say so only once the
+// receiver has handed on its packet for the cycle (decisions.md 47). A larger one waits its turn.
+TEST_CASE("rank guards: a small receive payload write goes ahead only on the word of every earlier rank, a large one never, and one pushing after all is reported") {
+  sys().run([] {
+    DmaEngine& dma = sys().hca.dma;
+    const uint64_t buf = booted_idle_device();
+    const uint64_t ahead0 = dma.payloads_issued_ahead(), breaks0 = dma.ahead_order_breaks();
+    // The receiver has handed on no packet on this cycle: it may still, so the outboxes' guard holds it.
+    uint64_t c = sys().cycle();
+    dma.s_write->push(write_to(buf, DmaSource::recv_data), c);
+    CHECK(dma.payloads_issued_ahead() == ahead0);
+    CHECK(dma.s_write->size() == 1);
+    wait_us(1);
+    // The outboxes say they are done (as after the receiver's packet): it goes ahead.
+    std::function<bool()> outboxes = dma.set_rank_guard(DmaSource::other, [] { return true; });
+    sys().wait_cycle(sys().cycle() + 1);
+    c = sys().cycle();
+    dma.s_write->push(write_to(buf + 64, DmaSource::recv_data), c);
+    CHECK(dma.payloads_issued_ahead() == ahead0 + 1);
+    CHECK(dma.s_write->empty());
+    // A write of an earlier rank pushed for that cycle after all (a guard that was wrong) is reported.
+    dma.s_write->push(write_to(buf + 128, DmaSource::other), c);
+    CHECK(dma.ahead_order_breaks() == breaks0 + 1);
+    wait_us(1);
+    // The firmware serving a command (its guard says it may push): held again.
+    std::function<bool()> firmware = dma.set_rank_guard(DmaSource::command, [] { return false; });
+    sys().wait_cycle(sys().cycle() + 1);
+    dma.s_write->push(write_to(buf + 192, DmaSource::recv_data), sys().cycle());
+    CHECK(dma.payloads_issued_ahead() == ahead0 + 1);
+    dma.set_rank_guard(DmaSource::command, std::move(firmware));
+    wait_us(1);
+    // Larger than 64 bytes: it waits for its turn whatever the guards say.
+    sys().wait_cycle(sys().cycle() + 1);
+    DmaWrite big = write_to(buf + 256, DmaSource::recv_data);
+    big.bulk.assign(512, 0xAB);
+    dma.s_write->push(std::move(big), sys().cycle());
+    CHECK(dma.payloads_issued_ahead() == ahead0 + 1);
+    CHECK(dma.s_write->size() == 1);
+    dma.set_rank_guard(DmaSource::other, std::move(outboxes));
     wait_us(1);
     CHECK(dma.writes_issued() == dma.writes_queued());
   });

@@ -42,6 +42,9 @@ class CommandUnit : public sc_core::sc_module {
   void ring();  // the CMD_DOORBELL register was written
   void reset();
   bool initialized() const { return initialized_; }
+  // Serving a command: only then does the firmware push writes (its reply, resize copies), and a
+  // command's first push comes cycles after its doorbell (the block's read).
+  bool busy() const { return busy_; }
   uint64_t executed() const { return executed_; }
   uint64_t refused() const { return refused_; }
   const QpTables& qp_tables() const { return qp_; }

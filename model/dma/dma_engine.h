@@ -100,6 +100,8 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t writes_issued_ahead() const { return writes_ahead_; }
   // Of them, the EQEs and MSI-X messages (the ranks that need rank guards to go ahead).
   uint64_t events_issued_ahead() const { return events_ahead_; }
+  // Of them, receive payload writes gone ahead on their rank guards' word (pushed on that cycle).
+  uint64_t payloads_issued_ahead() const { return payloads_ahead_; }
   // Lone EQEs and MSI-X messages that waited for their turn because a block of a rank before them
   // could still push on their cycle.
   uint64_t events_held_by_guards() const { return events_held_; }
@@ -137,6 +139,7 @@ class DmaEngine : public sc_core::sc_module {
   // if no write pushed later on this cycle could go before it.
   bool issue_ahead(uint64_t turn);
   bool ranks_before_done(DmaSource source);  // every rank before it has pushed all it will now
+  bool may_go_ahead(const DmaWrite& w);      // alone in the queue, pushed on this edge
   void check_ahead_order(uint64_t turn);           // a push for a write issued ahead's turn
   // The queue's head, held for credits that came back before the next edge, goes on the link
   // now, entering it at that edge's turn.
@@ -201,7 +204,7 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t ahead_cycle_ = 0, ahead_seq_ = 0;
   DmaSource ahead_source_ = DmaSource::cqe;
   bool ahead_pending_ = false;
-  uint64_t writes_ahead_ = 0, events_ahead_ = 0, events_held_ = 0, ahead_order_breaks_ = 0;
+  uint64_t writes_ahead_ = 0, events_ahead_ = 0, events_held_ = 0, ahead_order_breaks_ = 0, payloads_ahead_ = 0;
   static constexpr size_t kRanks = 8;                   // DmaSource values, 1..7
   std::array<std::function<bool()>, kRanks> rank_guards_;
 };

@@ -31,6 +31,8 @@ class Msix : public sc_core::sc_module {
   bool pending(uint32_t vector) const;
   uint64_t messages() const { return messages_; }
   uint64_t activations() const { return wakeup_.activations(); }
+  // Whether it may still act (and push an MSI-X write) on this cycle: its rank guard (decisions.md 43).
+  bool may_act_now() const { return wakeup_.may_act_now(); }
 
  private:
   void step();

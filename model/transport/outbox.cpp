@@ -84,6 +84,12 @@ void Outbox::add(std::variant<DmaWrite, CompletionRecord> item) {
   s_items.pushed(items_.size());
 }
 
+bool Outbox::holds_writes_before(DmaSource source) const {
+  for (size_t i = 0; i < items_.size(); ++i)
+    if (const auto* w = std::get_if<DmaWrite>(&items_.at(i)); w && w->source < source) return true;
+  return false;
+}
+
 // Hands on what it can, in order; stops at the first item that finds no room.
 void Outbox::drain() {
   const uint64_t now = clock_.now();

@@ -35,6 +35,9 @@ class Outbox : public sc_core::sc_module {
   void write(uint64_t addr, const uint8_t* data, uint32_t len, DmaSource source = DmaSource::other, uint32_t id = 0);
   void complete(const CompletionRecord& r);
   bool empty() const { return items_.empty(); }
+  // Whether it holds a payload write that the DMA write queue orders before `source`'s (a lower
+  // rank): one it will still push.
+  bool holds_writes_before(DmaSource source) const;
   bool has_room(size_t n = 1) const { return items_.size() + n <= depth_; }
   // Whether every payload write added so far has been issued to the link; if not, `then` runs
   // once they have (an ACK must not leave before the data it acknowledges is on its way to

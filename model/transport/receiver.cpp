@@ -72,6 +72,7 @@ void Receiver::step() {
 }
 
 void Receiver::handle() {
+  handled_cycle_ = clock_.now();
   IbPacket& p = current_;
   if (state_ == State::checking) {
     ++stats_.packets_received;

@@ -34,6 +34,10 @@ class Receiver : public sc_core::sc_module {
   Receiver(const sc_core::sc_module_name& name, const SimClock& clock, const TransportConfig& cfg,
            Requester& requester, Responder& responder, TransportStats& stats);
   void reset();
+  // Whether it has handed a packet to the requester or responder on `cycle` and will hand none
+  // other on it: packets are handled one at a time, the next checked rx_packet_cycles after it
+  // is taken (a packet waiting for a read resumes on a later cycle).
+  bool handled_all_on(uint64_t cycle) const { return handled_cycle_ == cycle && cfg_.rx_packet_cycles >= 1; }
 
  private:
   enum class State { idle, checking, waiting };
@@ -55,6 +59,7 @@ class Receiver : public sc_core::sc_module {
   IbPacket current_;
   State state_ = State::idle;
   uint64_t checked_at_ = 0;  // the cycle the current packet's check ends
+  uint64_t handled_cycle_ = UINT64_MAX;  // the last cycle a packet was handled on
 };
 
 }  // namespace vhca
