@@ -199,6 +199,11 @@ TEST_CASE("rank guards: a small receive payload write goes ahead only on the wor
     DmaEngine& dma = sys().hca.dma;
     const uint64_t buf = booted_idle_device();
     const uint64_t ahead0 = dma.payloads_issued_ahead(), breaks0 = dma.ahead_order_breaks();
+    // An idle device but for the receiver: no block of ranks 1 to 4 or 6 can still push.
+    REQUIRE_FALSE(sys().hca.cq.may_act_now());
+    REQUIRE_FALSE(sys().hca.eq.may_act_now());
+    REQUIRE_FALSE(sys().hca.msix.may_act_now());
+    REQUIRE_FALSE(sys().hca.cmd.busy());
     // The receiver has handed on no packet on this cycle: it may still, so the outboxes' guard holds it.
     uint64_t c = sys().cycle();
     dma.s_write->push(write_to(buf, DmaSource::recv_data), c);
