@@ -20,7 +20,8 @@ class PcieCreditIf : public virtual sc_core::sc_interface {
   virtual bool can_post(uint64_t bytes) const = 0;
   // Will there be credits for it at `at`, a later instant (the returns due by then counted), for
   // the link's only posted sender in this direction, which takes none meanwhile? If not, that
-  // sender is treated as refused at `at`: on_return tells it of the first return after `at`.
+  // sender is treated as refused at `at`: on_return tells it of the first return after `at`, or
+  // sooner of a return given back meanwhile.
   virtual bool can_post_by(uint64_t bytes, const sc_core::sc_time& at) const = 0;
   // Notified whenever credits come back.
   virtual const sc_core::sc_event& returned_event() const = 0;

@@ -124,7 +124,7 @@ bool PcieLink::Credits::can_post(uint64_t bytes) const { return fits(headers(byt
 
 bool PcieLink::Credits::fits(uint32_t headers, uint32_t data) const {
   returns_.apply_due([this](const Amount& a) { release(a); });
-  const bool ok = ph_used_ + headers <= ph_ && pd_used_ + data <= pd_;
+  const bool ok = room_for(ph_used_, pd_used_, headers, data);
   if (!ok) returns_.want_wake();
   return ok;
 }
@@ -136,9 +136,9 @@ bool PcieLink::Credits::can_post_by(uint64_t bytes, const sc_time& at) const {
   returns_.for_each_due_by(at, [&](const Amount& a) {
     ph -= a.ph;
     pd -= a.pd;
-    return ph + need_h > ph_ || pd + need_d > pd_;  // not yet enough: count the next
+    return !room_for(ph, pd, need_h, need_d);  // not yet enough: count the next
   });
-  const bool ok = ph + need_h <= ph_ && pd + need_d <= pd_;
+  const bool ok = room_for(ph, pd, need_h, need_d);
   if (!ok) returns_.want_wake_after(at);
   return ok;
 }

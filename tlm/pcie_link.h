@@ -192,6 +192,10 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     bool can_post(uint64_t bytes) const override;
     bool can_post_by(uint64_t bytes, const sc_core::sc_time& at) const override;
     bool fits(uint32_t headers, uint32_t data) const;  // can_post, in credits
+    // Whether a TLP needing `headers` and `data` posted credits fits beside those in use.
+    bool room_for(uint32_t ph_used, uint32_t pd_used, uint32_t headers, uint32_t data) const {
+      return ph_used + headers <= ph_ && pd_used + data <= pd_;
+    }
     const sc_core::sc_event& returned_event() const override { return returned_; }
     void on_return(std::function<void()> wake) override { returns_.on_return(std::move(wake)); }
     bool can_read() const;
