@@ -1,5 +1,6 @@
 #include "firmware-shim/host_cpu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -237,6 +238,34 @@ void HostCpu::charge(CpuContext ctx, const sc_core::sc_time& t) {
   sc_core::wait(t);
 }
 
+void HostCpu::charge_pieces(CpuContext ctx, const sc_core::sc_time& each, uint32_t n) {
+  if (n == 0 || each == sc_core::SC_ZERO_TIME) return;
+  if (CpuCore::stepping() || !cores_.empty()) {  // no wait to save, or a core's turns to keep
+    for (uint32_t i = 0; i < n; ++i) charge(ctx, each);
+    return;
+  }
+  const sc_core::sc_object* self = sc_core::sc_get_current_process_handle().get_process_object();
+  pieces_.push_back(Pieces{self, ctx, sim_now(), each, n});
+  // Settled when the wait ends, or when the thread is killed or reset in it (the pieces begun count).
+  struct Settle {
+    HostCpu& cpu;
+    const sc_core::sc_object* self;
+    ~Settle() {
+      auto it = std::find_if(cpu.pieces_.begin(), cpu.pieces_.end(), [&](const Pieces& p) { return p.thread == self; });
+      cpu.busy_[int(it->ctx)] += it->each * double(pieces_begun(*it, sim_now()));
+      cpu.pieces_.erase(it);
+    }
+  } settle{*this, self};
+  sc_core::wait(each * double(n));
+}
+
+// Of pieces in progress, those begun before `now`: a charge() at `start` + k `each` counts after
+// its own instant, so k of them by `start` + k `each`, as with a wait apiece; all n once they end.
+uint64_t HostCpu::pieces_begun(const Pieces& p, const sc_core::sc_time& now) {
+  const uint64_t elapsed = (now - p.start).value(), step = p.each.value();
+  return std::min<uint64_t>(p.n, (elapsed + step - 1) / step);
+}
+
 void HostCpu::begin_polling(CpuContext ctx, const sc_core::sc_time& interval) {
   polling_ = Polling{true, ctx, sim_now(), interval};
 }
@@ -258,6 +287,8 @@ sc_core::sc_time HostCpu::busy(CpuContext ctx) const {
   // A polling loop in progress has charged one interval at each poll before now.
   if (polling_.active && polling_.ctx == ctx)
     t += polling_.interval * std::ceil((now - polling_.start) / polling_.interval);
+  for (const Pieces& p : pieces_)
+    if (p.ctx == ctx) t += p.each * double(pieces_begun(p, now));
   return t;
 }
 

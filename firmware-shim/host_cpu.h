@@ -51,6 +51,26 @@ struct HostCpuConfig {
   uint32_t cores = 0;
 };
 
+class HostCpu;
+
+// CPU work charged a piece at a time by a thread that nothing outside it can see between the
+// pieces (a verb building WQEs before it rings their doorbell: the device reads a WQE only once
+// the doorbell says it is there): the pieces owed are charged together, in one wait, when the
+// thread is next about to do something others see (pay()). Where it does, that happens at the
+// instant it would with a charge() per piece; only the waits between are saved.
+class PieceCharges {
+ public:
+  PieceCharges(HostCpu& cpu, CpuContext ctx, const sc_core::sc_time& each) : cpu_(cpu), ctx_(ctx), each_(each) {}
+  void add() { ++owed_; }
+  inline void pay();  // before the thread reads or writes what others see, or reports anything
+
+ private:
+  HostCpu& cpu_;
+  CpuContext ctx_;
+  sc_core::sc_time each_;
+  uint32_t owed_ = 0;
+};
+
 class HostCpu : public sc_core::sc_module, public IrqIf {
  public:
   tlm_utils::simple_initiator_socket<HostCpu> mmio{"mmio"};  // to the PCIe link (downstream)
@@ -100,6 +120,10 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   // Spend `t` of CPU time in context `ctx`: in a step of kernel work, the step's time grows; in a
   // thread, the thread waits until the time has been served.
   void charge(CpuContext ctx, const sc_core::sc_time& t);
+  // `n` charges of `each`, one after another, by a thread that does nothing between them that
+  // others see (PieceCharges): the same as n calls of charge() but for the waits, one here where
+  // they would take n. busy() meanwhile grows a piece at a time, as it would with n waits.
+  void charge_pieces(CpuContext ctx, const sc_core::sc_time& each, uint32_t n);
   // Kernel work (see CpuWork): `w` becomes ready on `where` `after` from now, and its steps run
   // there at its context's level. In a step, then() names the task's next step, which runs once
   // the CPU time the step charged has been served.
@@ -188,6 +212,14 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
     CpuContext ctx = CpuContext::app;
     sc_core::sc_time start, interval;
   } polling_;
+  struct Pieces {  // a thread's charge_pieces() in progress (a host without cores)
+    const sc_core::sc_object* thread;
+    CpuContext ctx;
+    sc_core::sc_time start, each;
+    uint32_t n;
+  };
+  std::vector<Pieces> pieces_;
+  static uint64_t pieces_begun(const Pieces& p, const sc_core::sc_time& now);
   uint64_t interrupts_ = 0;
   std::map<uint32_t, uint64_t> vector_interrupts_;
   CpuCore::Counters counters_;  // every core's and lane's (lanes are never preempted)
@@ -196,5 +228,10 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   std::deque<IrqQueue> irq_queues_;    // one per core, or the lane's
   std::unordered_map<const sc_core::sc_object*, Binding> bindings_;  // thread -> its core
 };
+
+inline void PieceCharges::pay() {
+  if (owed_) cpu_.charge_pieces(ctx_, each_, owed_);
+  owed_ = 0;
+}
 
 }  // namespace vhca

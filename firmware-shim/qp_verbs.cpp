@@ -200,21 +200,28 @@ int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad) {
     rc = fail(dev, EINVAL, fmt::format("post_send: QP {:#x} is in {}: its send queue is not active", qp.qpn,
                                        qp_state_name(qp.state)));
   } else {
+    // Each WQE's cost is charged after it is built; the device sees none of them before the
+    // doorbell, so the charges wait once, before anything the program or the device sees.
+    PieceCharges building(dev.cpu(), CpuContext::app, dev.cpu().config().post_wr_cost);
     for (const SendWr& wr : wrs) {
       const std::string problem = queue_format::send_wr_problem(qp.type, wr);
       if (!problem.empty()) {
+        building.pay();
         rc = fail(dev, EINVAL, fmt::format("post_send: QP {:#x} WR {:#x}: {}", qp.qpn, wr.wr_id, problem));
         break;
       }
       if (uint16_t(qp.sq_pi - qp.sq_ci) >= qp.sq_depth) {
+        building.pay();
         rc = fail(dev, ENOMEM, fmt::format("post_send: QP {:#x} send queue full ({} WQEs)", qp.qpn, qp.sq_depth));
         break;
       }
+      if (wr.flags & kSendInline) building.pay();  // it reads its data from host memory
       write_send_wqe(qp, wr, qp.sq_pi, wqe);
       ++qp.sq_pi;
       ++posted;
-      dev.cpu().charge(CpuContext::app, dev.cpu().config().post_wr_cost);
+      building.add();
     }
+    building.pay();
   }
   const bool blueflame = dev.config().blueflame && posted == 1 && (wrs.front().flags & kSendInline);
   if (posted) ring_doorbell(qp, true, true, blueflame ? wqe : nullptr);
@@ -229,21 +236,25 @@ int post_recv(Qp& qp, const std::vector<RecvWr>& wrs, size_t* bad) {
   if (qp.state == QpState::reset) {
     rc = fail(dev, EINVAL, fmt::format("post_recv: QP {:#x} is in RESET", qp.qpn));
   } else {
+    PieceCharges building(dev.cpu(), CpuContext::app, dev.cpu().config().post_wr_cost);  // as post_send's
     for (const RecvWr& wr : wrs) {
       if (wr.sg_list.size() > rqwqe::kMaxSge) {
+        building.pay();
         rc = fail(dev, EINVAL, fmt::format("post_recv: QP {:#x} WR {:#x}: {} scatter entries exceed {}", qp.qpn,
                                            wr.wr_id, wr.sg_list.size(), rqwqe::kMaxSge));
         break;
       }
       if (uint16_t(qp.rq_pi - qp.rq_ci) >= qp.rq_depth) {
+        building.pay();
         rc = fail(dev, ENOMEM, fmt::format("post_recv: QP {:#x} receive queue full ({} WQEs)", qp.qpn, qp.rq_depth));
         break;
       }
       write_recv_wqe(qp, wr, qp.rq_pi);
       ++qp.rq_pi;
       ++posted;
-      dev.cpu().charge(CpuContext::app, dev.cpu().config().post_wr_cost);
+      building.add();
     }
+    building.pay();
   }
   // A QP in error learns of new receive WQEs only through the MMIO doorbell (to flush them).
   if (posted) ring_doorbell(qp, false, dev.config().rq_doorbell_mmio || qp.state == QpState::err);
@@ -307,13 +318,16 @@ int post_srq_recv(Srq& srq, const std::vector<RecvWr>& wrs, size_t* bad) {
   Driver& dev = *srq.pd->dev;
   size_t posted = 0;
   int rc = 0;
+  PieceCharges building(dev.cpu(), CpuContext::app, dev.cpu().config().post_wr_cost);  // as post_send's
   for (const RecvWr& wr : wrs) {
     if (wr.sg_list.size() > rqwqe::kMaxSge) {
+      building.pay();
       rc = fail(dev, EINVAL, fmt::format("post_srq_recv: SRQ {} WR {:#x}: {} scatter entries exceed {}", srq.srqn,
                                          wr.wr_id, wr.sg_list.size(), rqwqe::kMaxSge));
       break;
     }
     if (uint16_t(srq.pi - srq.ci) >= srq.depth) {
+      building.pay();
       rc = fail(dev, ENOMEM, fmt::format("post_srq_recv: SRQ {} full ({} WQEs)", srq.srqn, srq.depth));
       break;
     }
@@ -322,8 +336,9 @@ int post_srq_recv(Srq& srq, const std::vector<RecvWr>& wrs, size_t* bad) {
     dev.cpu().write(srq.base + uint64_t(srq.pi & (srq.depth - 1)) * rqwqe::kSize, w, rqwqe::kSize);
     ++srq.pi;
     ++posted;
-    dev.cpu().charge(CpuContext::app, dev.cpu().config().post_wr_cost);
+    building.add();
   }
+  building.pay();
   if (posted) {
     uint8_t rec[qpdbr::kSize] = {};
     put_field(rec, qpdbr::rq_pi, srq.pi);

@@ -748,3 +748,54 @@ TEST_CASE("host CPU: work charged at the instant of a busy() snapshot is not in 
     CHECK(sys().cpu.busy(CpuContext::app) - seen[1] == sc_core::sc_time(40, sc_core::SC_NS));
   });
 }
+
+// charge_pieces (a verb's WQEs charged in one wait) against the charges it stands for, one at a
+// time: the thread goes on at the same instant, and a snapshot of busy() every 10 ns, taken before
+// and after the charging thread at each instant, reads the same. Fails if the pieces counted all
+// at once, or none until the end, or from their own instant.
+TEST_CASE("host CPU: pieces charged in one wait end when the charges one at a time would, and busy() sees them one at a time") {
+  sys().run([] {
+    using sc_core::sc_time;
+    const sc_time each(40, sc_core::SC_NS), tick(10, sc_core::SC_NS);
+    constexpr uint32_t kPieces = 5;
+    struct Seen {
+      std::vector<sc_time> before, after;  // busy() at each tick, snapshots spawned before / after the charger
+      sc_time ended;
+    };
+    auto run = [&](bool in_one_wait) {
+      Seen s;
+      const sc_time t0 = sc_core::sc_time_stamp() + sc_time(1, sc_core::SC_US);
+      const sc_time base = sys().cpu.busy(CpuContext::app);
+      auto snapshots = [&, t0, base](std::vector<sc_time>* out) {
+        for (uint32_t k = 0; k <= kPieces * 4 + 2; ++k) {
+          sc_core::wait(t0 + tick * double(k) - sc_core::sc_time_stamp());
+          out->push_back(sys().cpu.busy(CpuContext::app) - base);
+        }
+      };
+      sc_core::sc_spawn([&] { snapshots(&s.before); });
+      sc_core::sc_spawn([&, t0] {
+        sc_core::wait(t0 - sc_core::sc_time_stamp());
+        if (in_one_wait) {
+          sys().cpu.charge_pieces(CpuContext::app, each, kPieces);
+        } else {
+          for (uint32_t i = 0; i < kPieces; ++i) sys().cpu.charge(CpuContext::app, each);
+        }
+        s.ended = sc_core::sc_time_stamp() - t0;
+      });
+      sc_core::sc_spawn([&] { snapshots(&s.after); });
+      sc_core::wait(t0 + sc_time(1, sc_core::SC_US) - sc_core::sc_time_stamp());
+      return s;
+    };
+    const Seen one_at_a_time = run(false), pieces = run(true);
+    CHECK(one_at_a_time.ended == each * double(kPieces));
+    CHECK(pieces.ended == one_at_a_time.ended);
+    CHECK(pieces.before == one_at_a_time.before);
+    CHECK(pieces.after == one_at_a_time.after);
+    REQUIRE(pieces.after.size() == kPieces * 4 + 3);
+    CHECK(pieces.after[0] == sc_time());        // a charge counts after its own instant
+    CHECK(pieces.after[1] == each);             // the first piece, 10 ns in
+    CHECK(pieces.after[4] == each);             // 40 ns: the second piece begins, not yet counted
+    CHECK(pieces.after[5] == each * 2.0);
+    CHECK(pieces.after.back() == each * double(kPieces));
+  });
+}
