@@ -57,7 +57,10 @@ class HostCpu;
 // pieces (a verb building WQEs before it rings their doorbell: the device reads a WQE only once
 // the doorbell says it is there): the pieces owed are charged together, in one wait, when the
 // thread is next about to do something others see (pay()). Where it does, that happens at the
-// instant it would with a charge() per piece; only the waits between are saved.
+// instant it would with a charge() per piece; only the waits between are saved. A value another
+// context may change meanwhile (a consumer index the pollers advance) is read after pay(). It
+// assumes one poster per queue at a time (a provider's queue lock), and an exception thrown while
+// building leaves what is owed uncharged (the verb fails with it).
 class PieceCharges {
  public:
   PieceCharges(HostCpu& cpu, CpuContext ctx, const sc_core::sc_time& each) : cpu_(cpu), ctx_(ctx), each_(each) {}

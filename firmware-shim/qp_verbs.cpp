@@ -189,6 +189,15 @@ void ring_doorbell(Qp& qp, bool sq, bool mmio, const uint8_t* blueflame = nullpt
   dev.cpu().mmio_write64(Driver::offset_of(sq ? reg::sq_db : reg::rq_db, dev.config().uar), v);
 }
 
+// A queue that looks full while WQE charges are owed: the consumer index the pollers advance
+// (note_completion) is read again once they are paid, at the instant a charge apiece would have
+// read it. (Looking not full needs no payment: the index only moves on, so it stays not full.)
+template <typename ConsumerIndex>
+bool full_when_paid(PieceCharges& building, ConsumerIndex ci, uint16_t pi, uint32_t depth) {
+  building.pay();
+  return uint16_t(pi - ci()) >= depth;
+}
+
 }  // namespace
 
 int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad) {
@@ -210,8 +219,7 @@ int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad) {
         rc = fail(dev, EINVAL, fmt::format("post_send: QP {:#x} WR {:#x}: {}", qp.qpn, wr.wr_id, problem));
         break;
       }
-      if (uint16_t(qp.sq_pi - qp.sq_ci) >= qp.sq_depth) {
-        building.pay();
+      if (uint16_t(qp.sq_pi - qp.sq_ci) >= qp.sq_depth && full_when_paid(building, [&] { return qp.sq_ci; }, qp.sq_pi, qp.sq_depth)) {
         rc = fail(dev, ENOMEM, fmt::format("post_send: QP {:#x} send queue full ({} WQEs)", qp.qpn, qp.sq_depth));
         break;
       }
@@ -244,8 +252,7 @@ int post_recv(Qp& qp, const std::vector<RecvWr>& wrs, size_t* bad) {
                                            wr.wr_id, wr.sg_list.size(), rqwqe::kMaxSge));
         break;
       }
-      if (uint16_t(qp.rq_pi - qp.rq_ci) >= qp.rq_depth) {
-        building.pay();
+      if (uint16_t(qp.rq_pi - qp.rq_ci) >= qp.rq_depth && full_when_paid(building, [&] { return qp.rq_ci; }, qp.rq_pi, qp.rq_depth)) {
         rc = fail(dev, ENOMEM, fmt::format("post_recv: QP {:#x} receive queue full ({} WQEs)", qp.qpn, qp.rq_depth));
         break;
       }
@@ -326,8 +333,7 @@ int post_srq_recv(Srq& srq, const std::vector<RecvWr>& wrs, size_t* bad) {
                                          wr.wr_id, wr.sg_list.size(), rqwqe::kMaxSge));
       break;
     }
-    if (uint16_t(srq.pi - srq.ci) >= srq.depth) {
-      building.pay();
+    if (uint16_t(srq.pi - srq.ci) >= srq.depth && full_when_paid(building, [&] { return srq.ci; }, srq.pi, srq.depth)) {
       rc = fail(dev, ENOMEM, fmt::format("post_srq_recv: SRQ {} full ({} WQEs)", srq.srqn, srq.depth));
       break;
     }

@@ -1,4 +1,5 @@
 #include "testbench/test_support.h"
+#include "sim/fabric.h"
 #include "model/common/action_queue.h"
 #include "model/common/earliest_timer.h"
 
@@ -797,5 +798,34 @@ TEST_CASE("host CPU: pieces charged in one wait end when the charges one at a ti
     CHECK(pieces.after[4] == each);             // 40 ns: the second piece begins, not yet counted
     CHECK(pieces.after[5] == each * 2.0);
     CHECK(pieces.after.back() == each * double(kPieces));
+  });
+}
+
+// A receive queue that looks full while a post_recv's WQE charges are owed: a slot the pollers free
+// meanwhile (here, 20 ns into the first WQE's 40) is seen where a wait apiece would have seen it,
+// so the second WQE is posted. Fails when the verb decides full on the index it read at the start.
+TEST_CASE("verbs: a post that finds its queue full looks again once the WQEs built so far are charged") {
+  sys().run([] {
+    boot();
+    namespace fb = fabric;
+    Pd* pd = fb::alloc_pd(sys().driver);
+    Cq* cq = fb::create_cq(sys().driver, 64);
+    Qp* qp = fb::create_qp(*pd, cq, cq, QpType::rc, 8);
+    QpAttr init;
+    init.cur_state = QpState::reset;
+    init.new_state = QpState::init;
+    REQUIRE(verbs::modify_qp(*qp, init) == 0);
+    fb::Buffer buf = fb::reg_buffer(*pd, 4096);
+    while (uint16_t(qp->rq_pi - qp->rq_ci) + 1 < qp->rq_depth) fb::post_recv(*qp, RecvWr{0, {buf.sge(0, 64)}});
+    const sc_core::sc_time each = sys().cpu.config().post_wr_cost;
+    sc_core::sc_spawn([qp, each] {
+      sc_core::wait(each / 2.0);
+      ++qp->rq_ci;  // as note_completion does for a receive CQE polled by another context
+    });
+    const std::vector<RecvWr> two(2, RecvWr{0, {buf.sge(0, 64)}});
+    size_t posted = 0;
+    CHECK(verbs::post_recv(*qp, two, &posted) == 0);
+    CHECK(posted == 2);
+    CHECK(uint16_t(qp->rq_pi - qp->rq_ci) == qp->rq_depth);
   });
 }
