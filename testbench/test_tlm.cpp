@@ -816,7 +816,7 @@ TEST_CASE("verbs: a post that finds its queue full looks again once the WQEs bui
     init.new_state = QpState::init;
     REQUIRE(verbs::modify_qp(*qp, init) == 0);
     fb::Buffer buf = fb::reg_buffer(*pd, 4096);
-    while (uint16_t(qp->rq_pi - qp->rq_ci) + 1 < qp->rq_depth) fb::post_recv(*qp, RecvWr{0, {buf.sge(0, 64)}});
+    while (uint32_t(uint16_t(qp->rq_pi - qp->rq_ci)) + 1 < qp->rq_depth) fb::post_recv(*qp, RecvWr{0, {buf.sge(0, 64)}});
     const sc_core::sc_time each = sys().cpu.config().post_wr_cost;
     sc_core::sc_spawn([qp, each] {
       sc_core::wait(each / 2.0);

@@ -149,7 +149,7 @@ void Requester::start_wqe(const QpContext& q, SendState& s, SendWqe& w) {
   }
 }
 
-bool Requester::build_next(std::unique_ptr<PendingTx>& out) {
+bool Requester::build_next(std::unique_ptr<PendingTx>& out, PendingTxPool& jobs) {
   for (size_t tries = tx_ring_.size(); tries > 0 && !tx_ring_.empty(); --tries) {
     const uint32_t qpn = tx_ring_.front();
     tx_ring_.pop_front();
@@ -167,7 +167,7 @@ bool Requester::build_next(std::unique_ptr<PendingTx>& out) {
       complete_ready(qpn);
       return true;
     }
-    out = std::make_unique<PendingTx>();
+    out = jobs.take();
     out->qpn = qpn;
     out->gen = s.gen;
     out->epoch = s.tx_epoch;

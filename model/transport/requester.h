@@ -45,7 +45,7 @@ class Requester : public sc_core::sc_module {
   // For the transmit arbiter: build the next request packet of the next QP in the round robin
   // that may send. Returns false if no QP had anything to do; `out` stays empty when the WQE
   // failed locally (it completes in error, nothing is sent).
-  bool build_next(std::unique_ptr<PendingTx>& out);
+  bool build_next(std::unique_ptr<PendingTx>& out, PendingTxPool& jobs);
   // A built request whose payload has been read: whether it still goes out (not rewound, the QP
   // not reset or broken, the payload read), then that it went.
   bool may_send(const PendingTx& job);

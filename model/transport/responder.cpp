@@ -177,7 +177,7 @@ bool Responder::next_ack(IbPacket& p) {
 }
 
 // Builds the next READ response packet or atomic ACK owed.
-bool Responder::next_response(std::unique_ptr<PendingTx>& out) {
+bool Responder::next_response(std::unique_ptr<PendingTx>& out, PendingTxPool& jobs) {
   while (!responses_.empty()) {
     ResponseJob& job = responses_.front();
     if (!tables_.qp_exists(job.qpn) || qps_[job.qpn].gen != job.gen) {
@@ -185,7 +185,7 @@ bool Responder::next_response(std::unique_ptr<PendingTx>& out) {
       continue;
     }
     const QpContext& q = tables_.qps[job.qpn];
-    out = std::make_unique<PendingTx>();
+    out = jobs.take();
     out->qpn = job.qpn;
     out->gen = job.gen;
     out->response = true;

@@ -59,7 +59,7 @@ class Responder : public sc_core::sc_module {
   bool next_ack(IbPacket& out);
   // The payload writes the last ACK or NAK next_ack() built must see issued before it leaves.
   uint64_t built_ack_writes() const { return built_ack_writes_; }
-  bool next_response(std::unique_ptr<PendingTx>& out);
+  bool next_response(std::unique_ptr<PendingTx>& out, PendingTxPool& jobs);
   bool may_send(const PendingTx& job);
 
   // QP lifecycle.

@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/regs/tables.h"
@@ -76,6 +77,30 @@ struct PendingTx {
   bool fence = false;
   bool ready = false, ok = true;
   uint32_t next_piece = 0;   // request: the SGE piece whose read is next
+};
+
+// Jobs the transmit arbiter is done with, kept for the next packets with their payload's storage
+// (a job and its payload were two allocations a packet, and two frees). take() gives a job as a
+// new one is, whatever it held before.
+class PendingTxPool {
+ public:
+  std::unique_ptr<PendingTx> take() {
+    if (spare_.empty()) return std::make_unique<PendingTx>();
+    std::unique_ptr<PendingTx> job = std::move(spare_.back());
+    spare_.pop_back();
+    std::vector<uint8_t> payload = std::move(job->packet.payload);
+    *job = PendingTx{};
+    payload.clear();
+    job->packet.payload = std::move(payload);
+    return job;
+  }
+  void give(std::unique_ptr<PendingTx> job) {
+    if (job && spare_.size() < kKept) spare_.push_back(std::move(job));
+  }
+
+ private:
+  static constexpr size_t kKept = 64;  // more than the arbiter holds at once (tx_read_tags and the one sending)
+  std::vector<std::unique_ptr<PendingTx>> spare_;
 };
 
 // A QP's state in one block, forgotten when the QP is reset or destroyed: everything goes back to

@@ -65,6 +65,7 @@ void TxArbiter::step() {
   if (ud_job_ && now >= ud_done_at_) {
     std::unique_ptr<PendingTx> job = std::move(ud_job_);
     requester_.left_port(*job);
+    jobs_.give(std::move(job));
   }
   if (sending_ || ud_job_) {  // a wake-up for other work replaced ours: ask again
     if (sending_ && !held) wakeup_.wake(send_at_);
@@ -87,15 +88,16 @@ void TxArbiter::run() {
       std::unique_ptr<PendingTx> job = std::move(pending_.front());
       pending_.pop_front();
       if (job->response ? responder_.may_send(*job) : requester_.may_send(*job)) {
-        IbPacket p = std::move(job->packet);  // what follows the send needs the job, not its packet
+        IbPacket& p = job->packet;  // named first: the job moves into the call
         start_send(std::move(p), std::move(job));
         return;
       }
+      jobs_.give(std::move(job));
       continue;
     }
     if (pending_.size() < cfg_.tx_read_tags) {
       std::unique_ptr<PendingTx> built;
-      if (responder_.next_response(built) || requester_.build_next(built)) {
+      if (responder_.next_response(built, jobs_) || requester_.build_next(built, jobs_)) {
         if (built) queue_built(std::move(built));
         continue;
       }
@@ -147,11 +149,13 @@ void TxArbiter::payload_read(PendingTx* job) {
 }
 
 // The packet's headers take tx_packet_cycles to build; it goes out on the first edge the wire is free.
-void TxArbiter::start_send(IbPacket p, std::unique_ptr<PendingTx> job) {
+// `p` may be the job's own packet: what follows the send needs the job, not its packet, which
+// takes the last packet sent in exchange (its payload's storage goes back to the pool with it).
+void TxArbiter::start_send(IbPacket&& p, std::unique_ptr<PendingTx> job) {
   const sc_core::sc_time built = clock_.at(clock_.now() + cfg_.tx_packet_cycles);
   send_at_ = clock_.cycle_at_or_after(std::max(built, wire_free_at_));
   sending_ = true;
-  out_.packet = std::move(p);
+  std::swap(out_.packet, p);
   job_ = std::move(job);
   wakeup_.wake(send_at_);
 }
@@ -173,6 +177,7 @@ void TxArbiter::send() {
     ud_done_at_ = clock_.cycle_at_or_after(wire_free_at_);
     ud_job_ = std::move(job);
   }
+  jobs_.give(std::move(job));  // null when kept (or an ACK's)
 }
 
 }  // namespace vhca

@@ -59,7 +59,7 @@ class TxArbiter : public sc_core::sc_module {
   void read_payload(PendingTx* job);
   void read_next_piece(PendingTx* job);
   void payload_read(PendingTx* job);
-  void start_send(IbPacket p, std::unique_ptr<PendingTx> job);
+  void start_send(IbPacket&& p, std::unique_ptr<PendingTx> job);
   void send();
 
   const SimClock& clock_;
@@ -70,6 +70,7 @@ class TxArbiter : public sc_core::sc_module {
   TransportStats& stats_;
   Wakeup wakeup_;
   SlotRing<std::unique_ptr<PendingTx>> pending_;  // built, in wire order
+  PendingTxPool jobs_;  // those done with, for the next
   bool placement_wait_ = false;  // a held ACK waits for the responder's writes to be issued
   // The packet being sent: it goes out on send_at_.
   bool sending_ = false;
