@@ -99,7 +99,9 @@ class PendingTxPool {
   }
 
  private:
-  static constexpr size_t kKept = 64;  // more than the arbiter holds at once (tx_read_tags and the one sending)
+  // At most tx_read_tags + 1 jobs are alive at once (those built, and the one sending), so with
+  // the default tags every one comes back; a larger setting only reuses fewer.
+  static constexpr size_t kKept = 64;
   std::vector<std::unique_ptr<PendingTx>> spare_;
 };
 
