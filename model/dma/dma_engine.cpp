@@ -146,8 +146,8 @@ bool DmaEngine::issue_ahead(uint64_t turn) {
 // go when every rank before theirs says it pushes nothing more on this cycle. (Writes of the
 // firmware and RDMA WRITE payloads, ranks `command` and `other`, and larger payload writes do not
 // go ahead: with RDMA WRITE payloads of 4 KiB going ahead, streaming's results moved, because the
-// transmit arbiter and a read completion on one edge run in an order SystemC picks, which the
-// write channel's own notifications sway; decisions.md 47.)
+// transmit arbiter and the blocks feeding it on one edge (a read completion, the receiver) run in
+// an order SystemC picks, which the write channel's own notifications sway; decisions.md 47.)
 bool DmaEngine::may_go_ahead(const DmaWrite& w) {
   switch (w.source) {
     case DmaSource::cqe: return true;
