@@ -189,11 +189,13 @@ void ring_doorbell(Qp& qp, bool sq, bool mmio, const uint8_t* blueflame = nullpt
   dev.cpu().mmio_write64(Driver::offset_of(sq ? reg::sq_db : reg::rq_db, dev.config().uar), v);
 }
 
-// A queue that looks full while WQE charges are owed: the consumer index the pollers advance
-// (note_completion) is read again once they are paid, at the instant a charge apiece would have
-// read it. (Looking not full needs no payment: the index only moves on, so it stays not full.)
+// Whether a work queue has no free slot for the next WQE. One that looks full while WQE charges
+// are owed is looked at again once they are paid: the consumer index the pollers advance
+// (note_completion) is then read at the instant a charge apiece would have read it. (Looking not
+// full needs no payment: the index only moves on, so it stays not full.)
 template <typename ConsumerIndex>
-bool full_when_paid(PieceCharges& building, ConsumerIndex ci, uint16_t pi, uint32_t depth) {
+bool queue_full(PieceCharges& building, ConsumerIndex ci, uint16_t pi, uint32_t depth) {
+  if (uint16_t(pi - ci()) < depth) return false;
   building.pay();
   return uint16_t(pi - ci()) >= depth;
 }
@@ -219,7 +221,7 @@ int post_send(Qp& qp, const std::vector<SendWr>& wrs, size_t* bad) {
         rc = fail(dev, EINVAL, fmt::format("post_send: QP {:#x} WR {:#x}: {}", qp.qpn, wr.wr_id, problem));
         break;
       }
-      if (uint16_t(qp.sq_pi - qp.sq_ci) >= qp.sq_depth && full_when_paid(building, [&] { return qp.sq_ci; }, qp.sq_pi, qp.sq_depth)) {
+      if (queue_full(building, [&] { return qp.sq_ci; }, qp.sq_pi, qp.sq_depth)) {
         rc = fail(dev, ENOMEM, fmt::format("post_send: QP {:#x} send queue full ({} WQEs)", qp.qpn, qp.sq_depth));
         break;
       }
@@ -252,7 +254,7 @@ int post_recv(Qp& qp, const std::vector<RecvWr>& wrs, size_t* bad) {
                                            wr.wr_id, wr.sg_list.size(), rqwqe::kMaxSge));
         break;
       }
-      if (uint16_t(qp.rq_pi - qp.rq_ci) >= qp.rq_depth && full_when_paid(building, [&] { return qp.rq_ci; }, qp.rq_pi, qp.rq_depth)) {
+      if (queue_full(building, [&] { return qp.rq_ci; }, qp.rq_pi, qp.rq_depth)) {
         rc = fail(dev, ENOMEM, fmt::format("post_recv: QP {:#x} receive queue full ({} WQEs)", qp.qpn, qp.rq_depth));
         break;
       }
@@ -333,7 +335,7 @@ int post_srq_recv(Srq& srq, const std::vector<RecvWr>& wrs, size_t* bad) {
                                          wr.wr_id, wr.sg_list.size(), rqwqe::kMaxSge));
       break;
     }
-    if (uint16_t(srq.pi - srq.ci) >= srq.depth && full_when_paid(building, [&] { return srq.ci; }, srq.pi, srq.depth)) {
+    if (queue_full(building, [&] { return srq.ci; }, srq.pi, srq.depth)) {
       rc = fail(dev, ENOMEM, fmt::format("post_srq_recv: SRQ {} full ({} WQEs)", srq.srqn, srq.depth));
       break;
     }
