@@ -49,7 +49,7 @@ void print_queues(const TrafficResult& r) {
               static_cast<unsigned long long>(r.injections_early), static_cast<unsigned long long>(r.injections_taken_back),
               static_cast<unsigned long long>(r.records_at_once), static_cast<unsigned long long>(r.injections_at_once),
               static_cast<unsigned long long>(r.records_taken_back));
-  std::printf("host0 DMA write channel: %llu writes issued ahead (%llu EQEs and MSI-X messages, %llu receive payloads, %llu "
+  std::printf("host0 DMA write channel: %llu writes issued ahead (%llu EQEs and MSI-X messages, %llu payloads, %llu "
               "held by a rank guard; %llu rank-order breaks); PCIe link: %llu TLPs placed before others\n",
               static_cast<unsigned long long>(r.writes_issued_ahead), static_cast<unsigned long long>(r.events_issued_ahead),
               static_cast<unsigned long long>(r.payloads_issued_ahead),
@@ -60,6 +60,10 @@ void print_queues(const TrafficResult& r) {
   std::printf("host0 DMA write channel: %llu turns held for PCIe credits, %llu of them slept through (known before "
               "their edge)\n",
               static_cast<unsigned long long>(r.credit_stalls), static_cast<unsigned long long>(r.turns_slept_for_credits));
+  std::printf("host0 transport, one order on an edge (timers, reads, receiver, transmit arbiter): %llu timers fired, "
+              "%llu reads answered and %llu packets handed on ahead of their block's own process\n",
+              static_cast<unsigned long long>(r.timers_fired_first), static_cast<unsigned long long>(r.reads_answered_first),
+              static_cast<unsigned long long>(r.packets_handed_first));
 }
 
 void print_summary(const TrafficOptions& o, const TrafficResult& r) {

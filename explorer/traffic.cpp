@@ -190,6 +190,10 @@ class TrafficRun {
       r.link_passes = sys_.node(0).link.placed_before_others();
       r.turns_slept_for_credits = sys_.node(0).hca.dma.turns_slept_for_credits();
       r.credit_stalls = sys_.node(0).hca.dma.credit_stalls();
+      const TransportStats& ts = sys_.node(0).hca.transport.stats();
+      r.timers_fired_first = ts.timers_fired_first;
+      r.reads_answered_first = ts.reads_answered_first;
+      r.packets_handed_first = ts.packets_handed_first;
     }
     if (InvariantChecker* inv = sys_.invariants()) {
       inv->check_queues(sys_);

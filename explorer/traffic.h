@@ -218,6 +218,9 @@ struct TrafficResult {
   // host0's PCIe link: read completions told early, and those of them passed (told again).
   uint64_t completions_early = 0, completions_moved = 0;
   uint64_t turns_slept_for_credits = 0, credit_stalls = 0;  // host0's DMA write channel
+  // host0's transport: work done on an edge ahead of its block's own process for a later block of
+  // that edge's order (timers fired, reads answered, packets handed on; decisions.md 48).
+  uint64_t timers_fired_first = 0, reads_answered_first = 0, packets_handed_first = 0;
 };
 
 // The signals a VCD can show, in declaration order (docs/scenarios.md lists them).

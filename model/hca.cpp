@@ -107,10 +107,10 @@ void Hca::bind_streams() {
   // a cycle, an EQE or an MSI-X message pushed alone goes on the link at once (decisions.md 43).
   dma.set_rank_guard(DmaSource::cqe, [this] { return !cq.may_act_now(); });
   dma.set_rank_guard(DmaSource::eqe, [this] { return !eq.may_act_now(); });
-  // The later ranks' guards, so that a receive's payload write (the last rank) goes ahead the
-  // same way (decisions.md 47): the MSI-X block as the EQ engine; the firmware, which pushes only
-  // while it serves a command; the transport's outboxes (rank `other`), which push only for the
-  // packet the receiver hands on, one a cycle, and for what they still hold.
+  // The later ranks' guards, so that payload writes (ranks `other` and `recv_data`) go ahead the
+  // same way (decisions.md 47, 48): the MSI-X block as the EQ engine; the firmware, which pushes
+  // only while it serves a command; the transport's outboxes (rank `other`), which push only for
+  // the packet the receiver hands on, one a cycle, and for what they still hold.
   dma.set_rank_guard(DmaSource::msix, [this] { return !msix.may_act_now(); });
   dma.set_rank_guard(DmaSource::command, [this] { return !cmd.busy(); });
   dma.set_rank_guard(DmaSource::cqe_copy, [this] { return !cmd.busy(); });

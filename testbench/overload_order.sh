@@ -9,23 +9,14 @@
 # queue must have filled, else the run proves nothing.
 set -u
 sim=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 scenario="$(dirname "$0")/speed_only_mixed.yaml"
 . "$(dirname "$0")/scenario_runs.sh"
 slow="--set pcie.latency=20us"
-run default $slow
-run writes_ahead_off $slow --set hca.writes_ahead=off
-run early_injection_off $slow --set hca.early_injection=off
-run early_completions_off $slow --set hca.early_completions=off
-run wait_for_credits_off $slow --set hca.wait_for_credits=off
+run_each_switch_off $slow
 # The queue's line: its bound (64 slots for each of its six producers) and its high-water mark.
 bound_and_mark=$(grep '^host0.hca.dma.s_write ' "$work/default.txt" | awk '{print $2, $3}')
 set -- $bound_and_mark
 [ "$#" -eq 2 ] || fail "no host0.hca.dma.s_write line in the queue report"
 [ "$2" -gt $(($1 / 6)) ] || fail "the DMA write queue held at most $2 items: no producer filled its share"
-for other in writes_ahead_off early_injection_off early_completions_off wait_for_credits_off; do
-  cmp -s "$work/default.cmp" "$work/$other.cmp" ||
-    { diff "$work/default.cmp" "$work/$other.cmp" | head -20; fail "results differ (default vs $other)"; }
-done
+same_results_each_switch_off
 echo "the DMA write queue held up to $2 items ($(($1 / 6)) a producer); identical results with each speed-only switch off"

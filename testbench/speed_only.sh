@@ -6,7 +6,8 @@
 #       the round robin (decisions.md 39), and lone transport records at once (decisions.md 42)
 #   speed_only.sh VHCA_SIM writes_ahead      the DMA engine putting a lone CQE on the PCIe link at
 #       once, for the edge of its turn (decisions.md 41), and a lone EQE or MSI-X message when the
-#       blocks of the ranks before it can push nothing more on its cycle (decisions.md 43)
+#       blocks of the ranks before it can push nothing more on its cycle (decisions.md 43), and a
+#       lone payload write the same way (decisions.md 47, 48)
 #   speed_only.sh VHCA_SIM early_completions the PCIe link telling the DMA engine a read's
 #       completion at the far-side stage, and again when a TLP entering before it passes it
 #       (decisions.md 44)
@@ -29,8 +30,7 @@ case "$key" in
   wait_for_credits) other=writes_ahead ;;
   *) echo "usage: speed_only.sh VHCA_SIM early_injection|writes_ahead|early_completions|wait_for_credits"; exit 2 ;;
 esac
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/scenario_runs.sh"
 # Host doorbells meet read completions on the PCIe wire only with many QPs posting: early
 # completions run the shipped many-QP scenario (its reads: SEND and RDMA READ WQEs, payloads).
 scenario="$(dirname "$0")/speed_only_mixed.yaml"
@@ -40,7 +40,6 @@ scenario="$(dirname "$0")/speed_only_mixed.yaml"
 # are also given back while the channel sleeps.
 slow=""
 [ "$key" = wait_for_credits ] && slow="--set pcie.latency=20us --trace $work/trace.json"
-. "$(dirname "$0")/scenario_runs.sh"
 run on $slow
 run off $slow --set "hca.$key=off"
 run on_other_off $slow --set "hca.$other=off"
@@ -86,19 +85,22 @@ if [ "$key" = writes_ahead ]; then  # EQEs and MSI-X messages go ahead on their 
   [ "$events" -gt 20 ] || fail "only $events EQEs and MSI-X messages issued ahead"
   [ "$held" -gt 0 ] || fail "no rank guard held an EQE or MSI-X message: the case they exist for was not met"
   [ "$breaks" -eq 0 ] || fail "$breaks writes pushed against the order of one issued ahead"
-  # Receive payload writes go ahead where the DMA queue is often empty (the flood keeps it busy):
-  # a shipped scenario with SENDs, switched on and off.
-  scenario="$(dirname "$0")/../traces/two-tenants.yaml"
-  run payloads_on
-  run payloads_off --set hca.writes_ahead=off
-  pline=$(grep "$label" "$work/payloads_on.txt") || fail "no '$label' line (two-tenants)"
-  payloads=$(echo "$pline" | sed 's/.*messages, \([0-9]*\) receive payloads.*/\1/')
-  breaks=$(echo "$pline" | sed 's/.*; \([0-9]*\) rank-order breaks.*/\1/')
-  [ "$payloads" -gt 100 ] || fail "only $payloads receive payload writes issued ahead (two-tenants)"
-  [ "$breaks" -eq 0 ] || fail "$breaks writes pushed against the order of one issued ahead (two-tenants)"
-  cmp -s "$work/payloads_on.cmp" "$work/payloads_off.cmp" ||
-    { diff "$work/payloads_on.cmp" "$work/payloads_off.cmp" | head -20; fail "results differ (two-tenants, on vs off)"; }
-  echo "two-tenants: $payloads receive payload writes issued ahead, identical results on and off"
+  # Payload writes go ahead where the DMA queue is often empty (the flood keeps it busy): shipped
+  # scenarios switched on and off, one with SENDs (receive payloads), one with RDMA READs (the
+  # responses' data placed by the requester, rank `other`, with the other outbox's guard).
+  for payload_scenario in two-tenants storage-4k-reads; do
+    scenario="$(dirname "$0")/../traces/$payload_scenario.yaml"
+    run payloads_on
+    run payloads_off --set hca.writes_ahead=off
+    pline=$(grep "$label" "$work/payloads_on.txt") || fail "no '$label' line ($payload_scenario)"
+    payloads=$(echo "$pline" | sed 's/.*messages, \([0-9]*\) payloads.*/\1/')
+    breaks=$(echo "$pline" | sed 's/.*; \([0-9]*\) rank-order breaks.*/\1/')
+    [ "$payloads" -gt 100 ] || fail "only $payloads payload writes issued ahead ($payload_scenario)"
+    [ "$breaks" -eq 0 ] || fail "$breaks writes pushed against the order of one issued ahead ($payload_scenario)"
+    cmp -s "$work/payloads_on.cmp" "$work/payloads_off.cmp" ||
+      { diff "$work/payloads_on.cmp" "$work/payloads_off.cmp" | head -20; fail "results differ ($payload_scenario, on vs off)"; }
+    echo "$payload_scenario: $payloads payload writes issued ahead, identical results on and off"
+  done
 fi
 [ "$met" -gt 0 ] || fail "$unmet"
 if [ "$key" = wait_for_credits ]; then  # a turn slept through is one that would have been held

@@ -191,10 +191,12 @@ TEST_CASE("rank guards: a lone MSI-X write goes ahead when no block of an earlie
   });
 }
 
-// A receive's payload write of at most 64 bytes goes ahead the same way, on the word of every rank
-// before it: the MSI-X block, the firmware, and the transport's outboxes, which say so only once the
-// receiver has handed on its packet for the cycle (decisions.md 47). A larger one waits its turn.
-TEST_CASE("rank guards: a small receive payload write goes ahead only on the word of every earlier rank, a large one never, and one pushing after all is reported") {
+// A receive's payload write goes ahead the same way, on the word of every rank before it: the MSI-X
+// block, the firmware, and the transport's outboxes, which say so only once the receiver has handed
+// on its packet for the cycle (decisions.md 47, 48), whatever its size. An RDMA WRITE's or READ
+// response's data (rank `other`, the outboxes') also needs the outboxes' own word: the other outbox
+// could still push one sorted before it.
+TEST_CASE("rank guards: a payload write goes ahead only on the word of every earlier rank (and rank other's on its own too), and one pushing after all is reported") {
   sys().run([] {
     DmaEngine& dma = sys().hca.dma;
     const uint64_t buf = booted_idle_device();
@@ -228,12 +230,25 @@ TEST_CASE("rank guards: a small receive payload write goes ahead only on the wor
     CHECK(dma.payloads_issued_ahead() == ahead0 + 1);
     dma.set_rank_guard(DmaSource::command, std::move(firmware));
     wait_us(1);
-    // Larger than 64 bytes: it waits for its turn whatever the guards say.
+    // Larger than 64 bytes: it goes ahead the same way.
     sys().wait_cycle(sys().cycle() + 1);
     DmaWrite big = write_to(buf + 256, DmaSource::recv_data);
     big.bulk.assign(512, 0xAB);
     dma.s_write->push(std::move(big), sys().cycle());
-    CHECK(dma.payloads_issued_ahead() == ahead0 + 1);
+    CHECK(dma.payloads_issued_ahead() == ahead0 + 2);
+    CHECK(dma.s_write->empty());
+    wait_us(1);
+    // Rank `other` on the outboxes' word: it goes ahead while they say done, and is held when the
+    // earlier ranks say done but the outboxes do not.
+    sys().wait_cycle(sys().cycle() + 1);
+    dma.s_write->push(write_to(buf + 1024, DmaSource::other), sys().cycle());
+    CHECK(dma.payloads_issued_ahead() == ahead0 + 3);
+    CHECK(dma.s_write->empty());
+    wait_us(1);
+    dma.set_rank_guard(DmaSource::other, [] { return false; });
+    sys().wait_cycle(sys().cycle() + 1);
+    dma.s_write->push(write_to(buf + 1088, DmaSource::other), sys().cycle());
+    CHECK(dma.payloads_issued_ahead() == ahead0 + 3);
     CHECK(dma.s_write->size() == 1);
     dma.set_rank_guard(DmaSource::other, std::move(outboxes));
     wait_us(1);

@@ -48,6 +48,27 @@ class ActionQueue : public sc_core::sc_module {
     timer_.arm(when);
   }
   size_t pending() const { return heap_.size(); }
+  // Runs now the actions due at this instant, for a block that must see them before it decides
+  // on this instant whichever process SystemC runs first (decisions.md 48). The notification
+  // pending for them stays and, when it comes, finds them done and arms for the next.
+  // Returns how many ran.
+  size_t run_due_now() { return due_now() ? run_due_at(sim_now().value()) : 0; }
+  bool due_now() const { return !heap_.empty() && heap_.front().at <= sim_now().value(); }
+
+ private:
+  size_t run_due_at(uint64_t now) {
+    size_t ran = 0;
+    while (!heap_.empty() && heap_.front().at <= now) {
+      const uint32_t slot = heap_.front().slot;
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      heap_.pop_back();
+      Action a = std::move(actions_[slot]);
+      free_.push_back(slot);
+      a();  // may schedule more, for now (run in this loop) or later
+      ++ran;
+    }
+    return ran;
+  }
 
  private:
   // The heap orders small entries; the actions stay where they were stored (a std::function is
@@ -65,15 +86,7 @@ class ActionQueue : public sc_core::sc_module {
 
   void run_due() {
     timer_.fired();
-    const uint64_t now = sim_now().value();
-    while (!heap_.empty() && heap_.front().at <= now) {
-      const uint32_t slot = heap_.front().slot;
-      std::pop_heap(heap_.begin(), heap_.end(), later);
-      heap_.pop_back();
-      Action a = std::move(actions_[slot]);
-      free_.push_back(slot);
-      a();  // may schedule more, for now (run in this loop) or later
-    }
+    run_due_at(sim_now().value());
     if (!heap_.empty()) timer_.arm(sc_core::sc_time::from_value(heap_.front().at));
   }
 

@@ -142,20 +142,22 @@ bool DmaEngine::issue_ahead(uint64_t turn) {
   return true;
 }
 
-// A CQE needs no guard; an EQE, an MSI-X message and a receive's payload write of at most 64 bytes
-// go when every rank before theirs says it pushes nothing more on this cycle. (Writes of the
-// firmware and RDMA WRITE payloads, ranks `command` and `other`, and larger payload writes do not
-// go ahead: with RDMA WRITE payloads of 4 KiB going ahead, streaming's results moved, because the
-// transmit arbiter and the blocks feeding it on one edge (a read completion, the receiver) run in
-// an order SystemC picks, which the write channel's own notifications sway; decisions.md 47.)
+// A CQE needs no guard; an EQE, an MSI-X message, a receive's payload write and an RDMA WRITE's or
+// READ response's data (rank `other`) go when every rank before theirs says it pushes nothing more
+// on this cycle. Rank `other` has two producers, the transport's outboxes, and one guard for both:
+// it must say done too, so that the other outbox's push on this cycle, sorted before by its
+// tiebreak, cannot come. (The firmware's writes, ranks `command` and `cqe_copy`, do not go ahead:
+// they are few. Until the transport's blocks acted on an edge in one order, decisions.md 48, RDMA
+// WRITE payloads and large receive payloads going ahead moved results, decisions.md 47.)
 bool DmaEngine::may_go_ahead(const DmaWrite& w) {
   switch (w.source) {
     case DmaSource::cqe: return true;
-    case DmaSource::eqe:
-    case DmaSource::msix: return ranks_before_done(w.source);
-    case DmaSource::recv_data: return w.bulk.empty() && ranks_before_done(w.source);
-    default: return false;
+    case DmaSource::command:
+    case DmaSource::cqe_copy: return false;
+    default: break;
   }
+  // Rank `other`: its own guard's word too (the ranks before the next one).
+  return ranks_before_done(w.source == DmaSource::other ? DmaSource::cqe_copy : w.source);
 }
 
 std::function<bool()> DmaEngine::set_rank_guard(DmaSource source, std::function<bool()> pushes_done_now) {
@@ -195,7 +197,8 @@ void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
   const DmaSource source = s_write->front().source;
   ahead_source_ = s_write->head_ready_cycle() < turn ? DmaSource::cqe : source;
   if (source == DmaSource::eqe || source == DmaSource::msix) ++events_ahead_;
-  if (source == DmaSource::recv_data && s_write->head_ready_cycle() == turn) ++payloads_ahead_;
+  const bool payload = source == DmaSource::recv_data || source == DmaSource::other;
+  if (payload && s_write->head_ready_cycle() == turn) ++payloads_ahead_;
   ahead_pending_ = true;
   ++writes_ahead_;
   send(s_write->front(), delay);

@@ -72,11 +72,18 @@ class DmaEngine : public sc_core::sc_module {
   using FirmwareDone = std::function<void(bool ok, uint64_t usable)>;
   void firmware_read(uint64_t addr, uint8_t* out, uint32_t len, FirmwareDone done);
   // Data-path read, with others in flight (PCIe allows many outstanding reads): `done(ok)` runs
-  // on the cycle its data is usable (from the engine's own process: it may start more reads, but
-  // not wait). `fence`: first wait for every write queued before it to be issued, so that the
-  // read observes them (RDMA READ after WRITE, atomics). `out` must stay valid until done.
+  // on the cycle its data is usable (from the engine's own process, or from that of a block that
+  // answers the usable reads first: it may start more reads, but not wait). `fence`: first wait
+  // for every write queued before it to be issued, so that the read observes them (RDMA READ
+  // after WRITE, atomics). `out` must stay valid until done.
   using ReadDone = std::function<void(bool ok)>;
   void read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done);
+  // Answers now the data-path reads whose data is usable on this edge (their dones run, in the
+  // order the engine's own process would run them): for a block that decides on an edge from what
+  // the reads it waits for bring, so that whether it saw them does not depend on which process
+  // SystemC runs first (the transport, decisions.md 48).
+  size_t answer_usable_reads() { return completions_.run_due_now(); }  // how many were answered
+  bool reads_usable() const { return completions_.due_now(); }
 
   // Writes queued so far, counted in push order from the first; writes_issued() is how many of
   // them, in that order, have all been issued to the link (same-cycle writes may leave in another
@@ -100,7 +107,8 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t writes_issued_ahead() const { return writes_ahead_; }
   // Of them, the EQEs and MSI-X messages (the ranks that need rank guards to go ahead).
   uint64_t events_issued_ahead() const { return events_ahead_; }
-  // Of them, receive payload writes gone ahead on their rank guards' word (pushed on that cycle).
+  // Of them, payload writes (a receive's; an RDMA WRITE's or a READ response's data, rank `other`)
+  // gone ahead on their rank guards' word (pushed on that cycle).
   uint64_t payloads_issued_ahead() const { return payloads_ahead_; }
   // Lone EQEs and MSI-X messages that waited for their turn because a block of a rank before them
   // could still push on their cycle.

@@ -85,7 +85,9 @@ void Outbox::add(std::variant<DmaWrite, CompletionRecord> item) {
 }
 
 bool Outbox::holds_writes_before(DmaSource source) const {
-  for (size_t i = 0; i < items_.size(); ++i)
+  // The write being pushed is in the DMA queue already as far as asking goes (the queue asks, as
+  // it is pushed, whether it may go ahead).
+  for (size_t i = pushing_front_ ? 1 : 0; i < items_.size(); ++i)
     if (const auto* w = std::get_if<DmaWrite>(&items_.at(i)); w && w->source < source) return true;
   return false;
 }
@@ -96,7 +98,9 @@ void Outbox::drain() {
   while (!items_.empty()) {
     if (auto* w = std::get_if<DmaWrite>(&items_.front())) {
       if (!m_dma.can_push(now)) break;  // m_dma's on_space wakes us
+      pushing_front_ = true;
       m_dma.push(std::move(*w), now, write_order_);
+      pushing_front_ = false;
       // Kept to the writes still in the DMA queue, whether or not an ACK ever asks (the
       // requester's outbox is never asked).
       forget_issued_marks(dma_.writes_known_issued());

@@ -83,7 +83,7 @@ class Outbox : public sc_core::sc_module {
   uint64_t after_writes_n_ = 0;
   size_t depth_;
   sc_core::sc_event wake_;
-  bool held_ = false, held_by_completions_ = false, in_method_ = false;
+  bool held_ = false, held_by_completions_ = false, in_method_ = false, pushing_front_ = false;
   uint64_t holds_ = 0, overflows_ = 0;
 };
 

@@ -72,7 +72,9 @@ void Receiver::step() {
 }
 
 void Receiver::handle() {
-  handled_cycle_ = clock_.now();
+  const uint64_t now = clock_.now();
+  if (state_ == State::checking && order_) order_->timers_and_reads(now);
+  handled_cycle_ = now;
   IbPacket& p = current_;
   if (state_ == State::checking) {
     ++stats_.packets_received;

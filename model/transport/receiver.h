@@ -16,6 +16,7 @@
 #include "model/common/sim_clock.h"
 #include "model/common/slot_ring.h"
 #include "model/common/wakeup.h"
+#include "model/transport/edge_order.h"
 #include "model/transport/requester.h"
 #include "model/transport/responder.h"
 #include "model/transport/transport_types.h"
@@ -40,6 +41,17 @@ class Receiver : public sc_core::sc_module {
   // begins: the outboxes' rank guard relies on one packet's writes being of one rank (a SEND's or
   // UD's payload `recv_data`, a WRITE's or atomic's `other`, the requester's READ data `other`).
   bool handled_all_on(uint64_t cycle) const { return handled_cycle_ == cycle && cfg_.rx_packet_cycles >= 1; }
+  // Hands on now the packet whose check ends on this edge, if it has not been yet: for the
+  // transmit arbiter, which decides on an edge after the receiver has (decisions.md 48). Only the
+  // hand-on: the next packet is taken by the receiver's own activation on this edge, which comes.
+  bool hand_on_due_packet(uint64_t now) {  // now: the cycle on whose edge it is asked
+    if (state_ != State::checking || checked_at_ != now) return false;
+    handle();
+    return true;
+  }
+  // Before a packet is handed on, the blocks before the receiver in the edge's order act
+  // (the timers due, the reads usable: edge_order.h).
+  void follow(const EdgeOrder* order) { order_ = order; }
 
  private:
   enum class State { idle, checking, waiting };
@@ -56,6 +68,7 @@ class Receiver : public sc_core::sc_module {
   Requester& requester_;
   Responder& responder_;
   TransportStats& stats_;
+  const EdgeOrder* order_ = nullptr;
   Wakeup wakeup_;
   SlotRing<IbPacket> fifo_;  // rx_fifo_depth slots; a packet's payload storage is reused
   IbPacket current_;

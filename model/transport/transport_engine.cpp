@@ -17,7 +17,11 @@ TransportEngine::TransportEngine(const sc_core::sc_module_name& name, const SimC
       fetch("fetch", clock, cfg, dma, tables, requester, responder, rq, m_event, stats_),
       doorbells("doorbells", clock, cfg, tables, fetch, rq, stats_),
       tx("tx", clock, cfg, requester, responder, dma, stats_),
-      rx("rx", clock, cfg, requester, responder, stats_) {
+      rx("rx", clock, cfg, requester, responder, stats_),
+      edge_order_{timers, dma, stats_} {
+  // One order for the blocks acting on an edge, whichever process SystemC runs first (edge_order.h).
+  rx.follow(&edge_order_);
+  tx.follow(&edge_order_, &rx);
   tx.port_out.bind(port_out);
   port_in.bind(rx.port_in);
   rq.on_srq_limit.add([this](uint32_t srqn) { fetch.post_event(DeviceEvent{eqe::kSrqLimit, 0, 0, 0, srqn}); });

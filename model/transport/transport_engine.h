@@ -59,6 +59,10 @@ class TransportEngine : public sc_core::sc_module {
   TxArbiter tx;
   Receiver rx;
 
+ private:
+  EdgeOrder edge_order_;  // the order on an edge that rx and tx follow (edge_order.h)
+
+ public:
   // The port on the IB link, and the doorbell input (the doorbell unit's).
   tlm::tlm_initiator_socket<> port_out{"port_out"};
   tlm::tlm_target_socket<> port_in{"port_in"};

@@ -28,7 +28,12 @@ void TransportTimers::reset() {
 
 void TransportTimers::fire() {
   timer_.fired();
-  const uint64_t now = clock_.now();
+  fire_due(clock_.now());
+  while (!deadlines_.empty() && stale(deadlines_.top())) deadlines_.pop();
+  if (!deadlines_.empty()) timer_.arm(clock_.at(std::max(deadlines_.top().at, clock_.now() + 1)));
+}
+
+size_t TransportTimers::fire_due(uint64_t now) {
   std::vector<Deadline> due;
   while (!deadlines_.empty() && deadlines_.top().at <= now) {
     if (!stale(deadlines_.top())) due.push_back(deadlines_.top());
@@ -38,13 +43,14 @@ void TransportTimers::fire() {
     const uint64_t sa = qps_[a.qpn].live_seq, sb = qps_[b.qpn].live_seq;
     return sa != sb ? sa < sb : a.kind < b.kind;
   });
+  size_t fired = 0;
   for (const Deadline& d : due) {
     if (stale(d)) continue;  // stopped by a timer handled before it
     stop(d.qpn, d.kind);
     on_expired(d.qpn, d.kind);
+    ++fired;
   }
-  while (!deadlines_.empty() && stale(deadlines_.top())) deadlines_.pop();
-  if (!deadlines_.empty()) timer_.arm(clock_.at(std::max(deadlines_.top().at, now + 1)));
+  return fired;
 }
 
 }  // namespace vhca

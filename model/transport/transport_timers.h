@@ -29,6 +29,11 @@ class TransportTimers : public sc_core::sc_module {
   void qp_live(uint32_t qpn);
   void reset_qp(uint32_t qpn) { qps_[qpn] = PerQp{}; }
   void reset();
+  // Fires now the timers due on this edge, for a block that must see them before it acts on the
+  // edge whichever process SystemC runs first (decisions.md 48); the pending notification then
+  // finds nothing due and arms for the next deadline.
+  size_t fire_due_now(uint64_t now) { return due_by(now) ? fire_due(now) : 0; }  // how many fired
+  bool due_by(uint64_t cycle) const { return !deadlines_.empty() && deadlines_.top().at <= cycle; }
 
   // A timer expired (it is stopped when this is called).
   Observers<uint32_t, TimerKind> on_expired;
@@ -48,6 +53,7 @@ class TransportTimers : public sc_core::sc_module {
   };
   bool stale(const Deadline& d) const { return qps_[d.qpn].at[size_t(d.kind)] != d.at; }
   void fire();
+  size_t fire_due(uint64_t now);
 
   const SimClock& clock_;
   std::vector<PerQp> qps_;

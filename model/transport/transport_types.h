@@ -55,7 +55,10 @@ struct TransportStats {
            bf_wqes = 0,           // WQEs taken from a BlueFlame doorbell, no fetch
            bf_fallbacks = 0,      // BlueFlame doorbells whose WQE was not taken (not the next one, cache full): fetched
            rd_atomic_refused = 0,  // READ/atomic requests beyond the responder's max_dest_rd_atomic: NAK invalid request
-           events_lost = 0;        // QP and port events the full event queue could not take (also in LOST_EVENTS)
+           events_lost = 0,        // QP and port events the full event queue could not take (also in LOST_EVENTS)
+           // Work a block did on an edge ahead of its own process, for a later block of that edge's
+           // order (decisions.md 48): timers fired, reads answered, packets handed on early.
+           timers_fired_first = 0, reads_answered_first = 0, packets_handed_first = 0;
 };
 
 // The transport's timers, per QP, in the order they fire when due on the same cycle.

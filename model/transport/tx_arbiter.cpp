@@ -59,6 +59,7 @@ void TxArbiter::step() {
     wakeup_.wake(now + 1);
     return;
   }
+  if (order_) let_feeders_act(now);
   // A packet due on the wire without a credit stays at the port; the credit's return wakes this.
   const bool held = sending_ && now >= send_at_ && (!acknowledged_data_issued() || !credit_available());
   if (sending_ && now >= send_at_ && !held) send();
@@ -73,6 +74,13 @@ void TxArbiter::step() {
     return;
   }
   run();
+}
+
+void TxArbiter::let_feeders_act(uint64_t now) {
+  feeders_acting_ = true;
+  order_->timers_and_reads(now);
+  stats_.packets_handed_first += rx_->hand_on_due_packet(now);
+  feeders_acting_ = false;
 }
 
 // Decides, on this edge, until the arbiter is sending or has nothing to do.

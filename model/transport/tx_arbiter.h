@@ -21,6 +21,8 @@
 #include "model/common/slot_ring.h"
 #include "model/common/wakeup.h"
 #include "model/dma/dma_engine.h"
+#include "model/transport/edge_order.h"
+#include "model/transport/receiver.h"
 #include "model/transport/requester.h"
 #include "model/transport/responder.h"
 #include "model/transport/transport_types.h"
@@ -40,11 +42,19 @@ class TxArbiter : public sc_core::sc_module {
             Requester& requester, Responder& responder, DmaEngine& dma, TransportStats& stats);
 
   Observers<const IbPacket&, uint64_t> on_packet_sent;  // (packet, cycle it left)
+  // On each edge before it decides, the blocks that feed it on that edge act first (the timers
+  // due, the reads usable, the receiver's packet: edge_order.h), so that what it decides does
+  // not depend on which process SystemC runs first (decisions.md 48).
+  void follow(const EdgeOrder* order, Receiver* rx) {
+    order_ = order;
+    rx_ = rx;
+  }
 
  private:
   // New work, a payload read, a credit: look again now. While a packet waits for its edge on the
   // wire, the wake-up for that edge is pending and looks after it (a look before finds nothing to do).
   void kick() {
+    if (feeders_acting_) return;  // it decides next, and sees their work
     if (sending_ && !ud_job_ && clock_.now() < send_at_) return;
     wakeup_.wake(clock_.now());
   }
@@ -53,6 +63,7 @@ class TxArbiter : public sc_core::sc_module {
   // An ACK (or atomic ACK) leaves only once the payload writes the responder handed on before it
   // have been issued to the link; false: held, and woken when they have.
   bool acknowledged_data_issued();
+  void let_feeders_act(uint64_t now);  // on the edge of cycle now
   void step();
   void run();
   void queue_built(std::unique_ptr<PendingTx> job);
@@ -68,9 +79,12 @@ class TxArbiter : public sc_core::sc_module {
   Responder& responder_;
   DmaEngine& dma_;
   TransportStats& stats_;
+  const EdgeOrder* order_ = nullptr;
+  Receiver* rx_ = nullptr;
   Wakeup wakeup_;
   SlotRing<std::unique_ptr<PendingTx>> pending_;  // built, in wire order
   PendingTxPool jobs_;  // those done with, for the next
+  bool feeders_acting_ = false;  // the blocks before it on this edge are acting
   bool placement_wait_ = false;  // a held ACK waits for the responder's writes to be issued
   // The packet being sent: it goes out on send_at_.
   bool sending_ = false;
