@@ -239,11 +239,18 @@ TEST_CASE("rank guards: a payload write goes ahead only on the word of every ear
     CHECK(dma.s_write->empty());
     wait_us(1);
     // Rank `other` on the outboxes' word: it goes ahead while they say done, and is held when the
-    // earlier ranks say done but the outboxes do not.
+    // earlier ranks say done but the outboxes do not. One of the responder's outbox (tiebreak 1)
+    // gone ahead, a push of the requester's (tiebreak 0) for its cycle after all is reported.
     sys().wait_cycle(sys().cycle() + 1);
-    dma.s_write->push(write_to(buf + 1024, DmaSource::other), sys().cycle());
+    c = sys().cycle();
+    dma.s_write->push(write_to(buf + 1024, DmaSource::other), c, 1);
     CHECK(dma.payloads_issued_ahead() == ahead0 + 3);
     CHECK(dma.s_write->empty());
+    const uint64_t breaks1 = dma.ahead_order_breaks();
+    dma.s_write->push(write_to(buf + 1536, DmaSource::other), c, 1);  // the same producer: no break
+    CHECK(dma.ahead_order_breaks() == breaks1);
+    dma.s_write->push(write_to(buf + 1600, DmaSource::other), c, 0);
+    CHECK(dma.ahead_order_breaks() == breaks1 + 1);
     wait_us(1);
     dma.set_rank_guard(DmaSource::other, [] { return false; });
     sys().wait_cycle(sys().cycle() + 1);

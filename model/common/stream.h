@@ -116,6 +116,8 @@ class Stream : public StreamBase {
   // The head's place in push order (1 for the first item ever pushed): same-cycle items may leave
   // in another order than they came (push), and a mark taken as pushed() names them all.
   uint64_t front_seq() const { return items_.front().seq; }
+  // The head's same-cycle order: its rank (high half) and its producer's tiebreak (low half).
+  uint64_t front_order() const { return items_.front().order; }
   // Cycle from which the head is visible, or UINT64_MAX when empty.
   uint64_t head_ready_cycle() const { return items_.empty() ? UINT64_MAX : items_.front().cycle + 1; }
   bool ready(uint64_t cycle) const { return !items_.empty() && items_.front().cycle < cycle; }

@@ -144,9 +144,9 @@ bool DmaEngine::issue_ahead(uint64_t turn) {
 
 // A CQE needs no guard; an EQE, an MSI-X message, a receive's payload write and an RDMA WRITE's or
 // READ response's data (rank `other`) go when every rank before theirs says it pushes nothing more
-// on this cycle. Rank `other` has two producers, the transport's outboxes, and one guard for both:
-// it must say done too, so that the other outbox's push on this cycle, sorted before by its
-// tiebreak, cannot come. (The firmware's writes, ranks `command` and `cqe_copy`, do not go ahead:
+// on this cycle. Rank `other` has two producers, the transport's outboxes (the requester's sorted
+// before the responder's), and one guard for both: it must say done too, so that a push of the
+// requester's on this cycle cannot sort before a write of the responder's gone ahead. (The firmware's writes, ranks `command` and `cqe_copy`, do not go ahead:
 // they are few. Until the transport's blocks acted on an edge in one order, decisions.md 48, RDMA
 // WRITE payloads and large receive payloads going ahead moved results, decisions.md 47.)
 bool DmaEngine::may_go_ahead(const DmaWrite& w) {
@@ -177,11 +177,12 @@ bool DmaEngine::ranks_before_done(DmaSource source) {
   return true;
 }
 
-// The queue sorts same-cycle writes by rank: a write pushed for the turn of one issued ahead with a
-// rank before it would have left first. Issuing ahead never lets that happen (the rank guards), so
-// this is the check that they keep their promise.
+// The queue sorts same-cycle writes by rank, then by producer: a write pushed for the turn of one
+// issued ahead with a rank before it, or of its rank from a producer ordered before it (the
+// requester's outbox before the responder's), would have left first. Issuing ahead never lets that
+// happen (the rank guards), so this is the check that they keep their promise.
 void DmaEngine::check_ahead_order(uint64_t turn) {
-  if (s_write->empty() || s_write->head_ready_cycle() != turn || s_write->front().source >= ahead_source_) return;
+  if (s_write->empty() || s_write->head_ready_cycle() != turn || s_write->front_order() >= ahead_order_) return;
   ++ahead_order_breaks_;
   log::error("DMA write of source {} pushed for cycle {} after a write of source {} was issued ahead for it: "
              "a rank guard was wrong",
@@ -195,7 +196,9 @@ void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
   ahead_seq_ = s_write->front_seq();
   // Pushed on an earlier cycle (credits back between edges), no push for its turn goes before it.
   const DmaSource source = s_write->front().source;
-  ahead_source_ = s_write->head_ready_cycle() < turn ? DmaSource::cqe : source;
+  const bool pushed_before = s_write->head_ready_cycle() < turn;
+  ahead_source_ = pushed_before ? DmaSource::cqe : source;
+  ahead_order_ = pushed_before ? 0 : s_write->front_order();
   if (source == DmaSource::eqe || source == DmaSource::msix) ++events_ahead_;
   const bool payload = source == DmaSource::recv_data || source == DmaSource::other;
   if (payload && s_write->head_ready_cycle() == turn) ++payloads_ahead_;

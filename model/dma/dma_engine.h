@@ -33,9 +33,10 @@ struct DmaEngineConfig {
   size_t ci_request_depth = 4;  // s_ci_req: consumer-index refresh reads from the CQ writer (assumption)
   // Simulation speed only (hca.writes_ahead): a CQE pushed into the empty write queue is put on
   // the link at once, entering it on the next cycle's edge, its turn, instead of waking the
-  // write channel for that turn; so is an EQE or an MSI-X message when the blocks that push the
-  // writes ranked before it say they push nothing more on that cycle (rank guards). Results are
-  // the same either way (decisions.md 41, 43).
+  // write channel for that turn; so is an EQE, an MSI-X message or a payload write (a receive's,
+  // an RDMA WRITE's, a READ response's) when the blocks that push the writes ranked before it say
+  // they push nothing more on that cycle (rank guards). Results are the same either way
+  // (decisions.md 41, 43, 47, 48).
   bool writes_ahead = true;
   // Simulation speed only (hca.early_completions): a data-path read's completion is told at the
   // read's far-side stage, with its arrival, instead of when it enters the wire, and told again
@@ -78,10 +79,11 @@ class DmaEngine : public sc_core::sc_module {
   // after WRITE, atomics). `out` must stay valid until done.
   using ReadDone = std::function<void(bool ok)>;
   void read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, ReadDone done);
-  // Answers now the data-path reads whose data is usable on this edge (their dones run, in the
-  // order the engine's own process would run them): for a block that decides on an edge from what
-  // the reads it waits for bring, so that whether it saw them does not depend on which process
-  // SystemC runs first (the transport, decisions.md 48).
+  // Answers now the reads whose completion is due on this edge (the engine's completion queue, in
+  // the order its own process would run it: data-path reads' dones, and the read channel's
+  // consumer-index refreshes and refused firmware reads): for a block that decides on an edge from
+  // what the reads it waits for bring, so that whether it saw them does not depend on which
+  // process SystemC runs first (the transport, decisions.md 48).
   size_t answer_usable_reads() { return completions_.run_due_now(); }  // how many were answered
   bool reads_usable() const { return completions_.due_now(); }
 
@@ -105,7 +107,7 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t credit_stalls() const { return credit_stalls_; }
   uint64_t turns_slept_for_credits() const { return turns_slept_; }  // the second kind
   uint64_t writes_issued_ahead() const { return writes_ahead_; }
-  // Of them, the EQEs and MSI-X messages (the ranks that need rank guards to go ahead).
+  // Of them, the EQEs and MSI-X messages.
   uint64_t events_issued_ahead() const { return events_ahead_; }
   // Of them, payload writes (a receive's; an RDMA WRITE's or a READ response's data, rank `other`)
   // gone ahead on their rank guards' word (pushed on that cycle).
@@ -211,6 +213,7 @@ class DmaEngine : public sc_core::sc_module {
   // The write issued ahead for the turn of ahead_cycle_ (pending: not yet counted as issued).
   uint64_t ahead_cycle_ = 0, ahead_seq_ = 0;
   DmaSource ahead_source_ = DmaSource::cqe;
+  uint64_t ahead_order_ = 0;  // its same-cycle order (0: pushed before its turn's cycle, nothing sorts before)
   bool ahead_pending_ = false;
   uint64_t writes_ahead_ = 0, events_ahead_ = 0, events_held_ = 0, ahead_order_breaks_ = 0, payloads_ahead_ = 0;
   static constexpr size_t kRanks = 8;                   // DmaSource values, 1..7

@@ -38,7 +38,7 @@ class Receiver : public sc_core::sc_module {
   // Whether it has handed a packet to the requester or responder on `cycle` and will hand none
   // other on it: packets are handled one at a time, the next checked rx_packet_cycles after it
   // is taken (a packet waiting for a read resumes on a later cycle). Set as the packet's handling
-  // begins: the outboxes' rank guard relies on one packet's writes being of one rank (a SEND's or
+  // begins, once the timers and reads of the edge have acted (a write they push is held): the outboxes' rank guard relies on one packet's writes being of one rank (a SEND's or
   // UD's payload `recv_data`, a WRITE's or atomic's `other`, the requester's READ data `other`).
   bool handled_all_on(uint64_t cycle) const { return handled_cycle_ == cycle && cfg_.rx_packet_cycles >= 1; }
   // Hands on now the packet whose check ends on this edge, if it has not been yet: for the

@@ -54,7 +54,7 @@ class TxArbiter : public sc_core::sc_module {
   // New work, a payload read, a credit: look again now. While a packet waits for its edge on the
   // wire, the wake-up for that edge is pending and looks after it (a look before finds nothing to do).
   void kick() {
-    if (feeders_acting_) return;  // it decides next, and sees their work
+    if (feeders_acting_) return;  // this step goes on to decide (or to a wake-up already asked), and sees their work
     if (sending_ && !ud_job_ && clock_.now() < send_at_) return;
     wakeup_.wake(clock_.now());
   }
