@@ -27,6 +27,9 @@ class Observers {
     return true;
   }
   explicit operator bool() const { return !empty(); }
+  // Whether any observer was ever registered (one removed leaves its slot): a check for hot paths
+  // that would otherwise build the arguments of a call with no one to tell.
+  bool registered() const { return !fns_.empty(); }
 
  private:
   std::vector<Fn> fns_;

@@ -213,7 +213,7 @@ class Stream : public StreamBase {
     const size_t i = last > 0 && goes_after(items_.at(last - 1), slot) ? sink_back() : last;
     if (marking)
       if (const size_t fill = occupied(cycle); fill > high_water_) high_water_ = fill;
-    on_push(items_.at(i).value, cycle);
+    if (on_push.registered()) on_push(items_.at(i).value, cycle);
     if (on_data) on_data(cycle + 1);
   }
   // The rarer halves of put(), out of line so that a push stays small.
