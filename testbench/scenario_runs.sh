@@ -25,10 +25,11 @@ run_each_switch_off() {
   run default "$@"
   for key in $speed_only_switches; do run "${key}_off" "$@" --set "hca.$key=off"; done
 }
+# same_results NAME OTHER [WHAT]: fails unless the two runs gave the same JSON (WHAT names them).
+same_results() {
+  cmp -s "$work/$1.cmp" "$work/$2.cmp" || { diff "$work/$1.cmp" "$work/$2.cmp" | head -20; fail "results differ (${3:-$1 vs $2})"; }
+}
 # Fails unless every run of run_each_switch_off gave the default run's JSON.
 same_results_each_switch_off() {
-  for key in $speed_only_switches; do
-    cmp -s "$work/default.cmp" "$work/${key}_off.cmp" ||
-      { diff "$work/default.cmp" "$work/${key}_off.cmp" | head -20; fail "results differ (default vs ${key}_off)"; }
-  done
+  for key in $speed_only_switches; do same_results default "${key}_off"; done
 }

@@ -97,8 +97,7 @@ if [ "$key" = writes_ahead ]; then  # EQEs and MSI-X messages go ahead on their 
     breaks=$(echo "$pline" | sed 's/.*; \([0-9]*\) rank-order breaks.*/\1/')
     [ "$payloads" -gt 100 ] || fail "only $payloads payload writes issued ahead ($payload_scenario)"
     [ "$breaks" -eq 0 ] || fail "$breaks writes pushed against the order of one issued ahead ($payload_scenario)"
-    cmp -s "$work/payloads_on.cmp" "$work/payloads_off.cmp" ||
-      { diff "$work/payloads_on.cmp" "$work/payloads_off.cmp" | head -20; fail "results differ ($payload_scenario, on vs off)"; }
+    same_results payloads_on payloads_off "$payload_scenario, on vs off"
     echo "$payload_scenario: $payloads payload writes issued ahead, identical results on and off"
   done
 fi
@@ -109,10 +108,7 @@ if [ "$key" = wait_for_credits ]; then  # a turn slept through is one that would
 fi
 grep -q "$none" "$work/off.txt" || fail "hca.$key off still took the shortcut"
 echo "on: $line"
-for other_run in off on_other_off off_other_off; do
-  cmp -s "$work/on.cmp" "$work/$other_run.cmp" ||
-    { diff "$work/on.cmp" "$work/$other_run.cmp" | head -20; fail "results differ (on vs $other_run)"; }
-done
+for other_run in off on_other_off off_other_off; do same_results on "$other_run"; done
 for pair in "on off" "on_other_off off_other_off"; do
   set -- $pair
   cmp -s "$work/$1.queues" "$work/$2.queues" || { diff "$work/$1.queues" "$work/$2.queues" | head -20; fail "queue report differs ($1 vs $2)"; }
