@@ -64,6 +64,10 @@ void print_queues(const TrafficResult& r) {
               "%llu reads answered and %llu packets handed on ahead of their block's own process\n",
               static_cast<unsigned long long>(r.timers_fired_first), static_cast<unsigned long long>(r.reads_answered_first),
               static_cast<unsigned long long>(r.packets_handed_first));
+  std::printf("host0 port: %llu packets taken from the link as the receiver looked (%llu sent while it was busy), "
+              "%llu wake-ups asked for an arrival\n",
+              static_cast<unsigned long long>(r.arrivals_taken), static_cast<unsigned long long>(r.arrivals_sent_busy),
+              static_cast<unsigned long long>(r.arrival_wakes));
 }
 
 void print_summary(const TrafficOptions& o, const TrafficResult& r) {

@@ -453,7 +453,7 @@ void read_pcie(const Reader& r, const YAML::Node& n, PcieLinkConfig& pcie) {
 void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
   r.check_map(n, "hca", {"profile", "clock", "command_latency", "cq_writer", "arm_event", "doorbell_fifo", "prefetch", "fetch_burst",
                          "rq_prefetch", "ack_coalesce", "ack_delay", "max_inflight", "early_injection",
-                         "writes_ahead", "early_completions", "wait_for_credits"});
+                         "writes_ahead", "early_completions", "wait_for_credits", "rx_takes_arrivals"});
   if (n["cq_writer"]) {
     const std::string v = r.scalar(n["cq_writer"], "hca.cq_writer");
     // model: the HCA's writer, the pipelined one (pipelined, its former name, is still read); rtl:
@@ -484,6 +484,7 @@ void read_hca(const Reader& r, const YAML::Node& n, TrafficOptions& o) {
   on_off("writes_ahead", o.writes_ahead);
   on_off("early_completions", o.early_completions);
   on_off("wait_for_credits", o.wait_for_credits);
+  on_off("rx_takes_arrivals", o.transport.rx_takes_arrivals);
   if (n["clock"])
     o.hca_clock_mhz = r.value(n, "hca", "clock", [](const std::string& v) {
       const double mhz = with_unit(v, {{"MHz", 1.0}, {"GHz", 1e3}}, "frequency: MHz, GHz");

@@ -194,6 +194,9 @@ class TrafficRun {
       r.timers_fired_first = ts.timers_fired_first;
       r.reads_answered_first = ts.reads_answered_first;
       r.packets_handed_first = ts.packets_handed_first;
+      r.arrivals_taken = ts.arrivals_taken;
+      r.arrivals_sent_busy = ts.arrivals_sent_busy;
+      r.arrival_wakes = ts.arrival_wakes;
     }
     if (InvariantChecker* inv = sys_.invariants()) {
       inv->check_queues(sys_);

@@ -221,6 +221,9 @@ struct TrafficResult {
   // host0's transport: work done on an edge ahead of its block's own process for a later block of
   // that edge's order (timers fired, reads answered, packets handed on; decisions.md 48).
   uint64_t timers_fired_first = 0, reads_answered_first = 0, packets_handed_first = 0;
+  // host0's receiver: packets taken from the link as it looked, those sent while it was busy, and
+  // wake-ups asked for an arrival.
+  uint64_t arrivals_taken = 0, arrivals_sent_busy = 0, arrival_wakes = 0;
 };
 
 // The signals a VCD can show, in declaration order (docs/scenarios.md lists them).

@@ -15,12 +15,12 @@ run() {
     fail "run ($name): $(tail -3 "$work/$name.txt")"
   grep -v '"wall\|per_wall' "$work/$name.json" >"$work/$name.cmp"
   sed -n '/^queues between blocks/,$p' "$work/$name.txt" |
-    grep -v 'issued ahead\|passed on early\|told early\|slept through\|one order on an edge\|wall' >"$work/$name.queues"
+    grep -v 'issued ahead\|passed on early\|told early\|slept through\|one order on an edge\|taken from the link\|wall' >"$work/$name.queues"
 }
 # run_each_switch_off [ARGS...]: the scenario with ARGS (run "default"), then with each speed-only
 # switch off in turn (runs "KEY_off"). Each switch changes which processes run when, and so the
 # order SystemC runs two of them in on one edge.
-speed_only_switches="writes_ahead early_injection early_completions wait_for_credits"
+speed_only_switches="writes_ahead early_injection early_completions wait_for_credits rx_takes_arrivals"
 run_each_switch_off() {
   run default "$@"
   for key in $speed_only_switches; do run "${key}_off" "$@" --set "hca.$key=off"; done

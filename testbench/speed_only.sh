@@ -1,6 +1,6 @@
 #!/bin/sh
 # A speed-only switch must not change results (ctest vhca_sim_early_injection, vhca_sim_writes_ahead,
-# vhca_sim_early_completions, vhca_sim_wait_for_credits).
+# vhca_sim_early_completions, vhca_sim_wait_for_credits, vhca_sim_rx_takes_arrivals).
 #   speed_only.sh VHCA_SIM early_injection   the completion arbiter passing injected records on
 #       ahead of its turn, taking one back when a transport record put before that turn could win
 #       the round robin (decisions.md 39), and lone transport records at once (decisions.md 42)
@@ -14,6 +14,10 @@
 #   speed_only.sh VHCA_SIM wait_for_credits  the DMA write channel sleeping through a turn the PCIe
 #       link's credits cannot serve by its edge (decisions.md 46); the flood with pcie.latency=20us,
 #       which outruns the credit loop
+#   speed_only.sh VHCA_SIM rx_takes_arrivals the receiver taking the packets arrived from the IB
+#       link when it looks (before each take; idle, it wakes for the first arrival), the link not
+#       waking on each arrival (decisions.md 49); many-qp-mixed, whose packets meet both a busy
+#       and an idle receiver
 # A scenario floods one CQ with injected CQEs (filling the CQ writer's input) while SEND, WRITE and
 # READ traffic completes through the same arbiter and shares the DMA engine and the link (early
 # completions: traces/many-qp-mixed.yaml, below). It runs
@@ -28,13 +32,15 @@ case "$key" in
   writes_ahead) other=early_injection ;;
   early_completions) other=writes_ahead ;;
   wait_for_credits) other=writes_ahead ;;
-  *) echo "usage: speed_only.sh VHCA_SIM early_injection|writes_ahead|early_completions|wait_for_credits"; exit 2 ;;
+  rx_takes_arrivals) other=writes_ahead ;;
+  *) echo "usage: speed_only.sh VHCA_SIM early_injection|writes_ahead|early_completions|wait_for_credits|rx_takes_arrivals"; exit 2 ;;
 esac
 . "$(dirname "$0")/scenario_runs.sh"
 # Host doorbells meet read completions on the PCIe wire only with many QPs posting: early
 # completions run the shipped many-QP scenario (its reads: SEND and RDMA READ WQEs, payloads).
 scenario="$(dirname "$0")/speed_only_mixed.yaml"
 [ "$key" = early_completions ] && scenario="$(dirname "$0")/../traces/many-qp-mixed.yaml"
+[ "$key" = rx_takes_arrivals ] && scenario="$(dirname "$0")/../traces/many-qp-mixed.yaml"
 # The DMA write channel waits for credits only where the flood outruns the PCIe credit loop; with
 # a trace, the link gives a write's credits back as it lands (not when it is sent), so returns
 # are also given back while the channel sleeps.
@@ -64,6 +70,14 @@ elif [ "$key" = wait_for_credits ]; then
   none="turns held for PCIe credits, 0 of them slept through"
   unused="turns slept through: the flood did not outrun the credits"
   unmet="every turn held was slept through: no turn woke to find no credits"
+elif [ "$key" = rx_takes_arrivals ]; then
+  label="port: [0-9]* packets taken"
+  # used: packets sent while the receiver was busy (taken when it looked, with no wake of their
+  # own); met: wake-ups asked for an arrival (an idle receiver, which must not miss its packet).
+  counts='.*looked (\([0-9]*\) sent while it was busy), \([0-9]*\) wake-ups.*'
+  none="port: 0 packets taken"
+  unused="packets sent while the receiver was busy: the traffic did not queue packets at it"
+  unmet="no wake-up was asked for an arrival: the receiver was never idle"
 else
   label="DMA write channel: [0-9]* writes issued ahead"
   counts='.*: \([0-9]*\) writes issued ahead (.*); PCIe link: \([0-9]*\) TLPs.*'
@@ -77,6 +91,7 @@ met=$(echo "$line" | sed "s/$counts/\2/")
 [ "$key" = wait_for_credits ] && { held=$used; used=$met; met=$((held - used)); }
 least=1000
 [ "$key" = early_completions ] && least=200  # a read every few hundred nanoseconds of the traffic
+[ "$key" = rx_takes_arrivals ] && least=50  # packets meet a busy receiver only in bursts (many-qp-mixed: 80)
 [ "$used" -gt "$least" ] || fail "only $used $unused"
 if [ "$key" = writes_ahead ]; then  # EQEs and MSI-X messages go ahead on their rank guards' word
   events=$(echo "$line" | sed 's/.*(\([0-9]*\) EQEs and MSI-X messages.*/\1/')

@@ -10,7 +10,7 @@ using sc_core::sc_time;
 
 IbLink::IbLink(const sc_core::sc_module_name& name, uint32_t sides, const IbLinkConfig& cfg)
     : sc_module(name), cfg_(cfg), wire_time_(8000.0, cfg.gbit_per_s), sides_(sides) {
-  for (uint32_t s = 0; s < sides; ++s) dir_.emplace_back(cfg.latency);
+  for (uint32_t s = 0; s < sides; ++s) dir_.emplace_back(*this, s, cfg.latency);
   set_loss(cfg.loss_rate, cfg.seed);
   for (uint32_t s = 0; s < sides; ++s) {
     in_.push_back(std::make_unique<Target>(sc_core::sc_gen_unique_name("in")));
@@ -147,7 +147,8 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
   InFlight& slot = d.in_flight.append();
   slot.arrival = arrival;
   std::swap(slot.packet, p);  // the slot's old storage comes back for the next packet
-  if (was_empty) d.arrival_event.notify(arrival - now);
+  if (d.port_looks) d.port_looks(arrival);
+  if (was_empty && wakes_on_arrival(d)) d.arrival_event.notify(arrival - now);
 }
 
 void IbLink::set_up(bool up) {
@@ -156,6 +157,7 @@ void IbLink::set_up(bool up) {
   log::write(log::Cat::link, "link {}", up ? "up" : "down");
   if (!up) {
     const sc_time now = sim_now();
+    for (uint32_t s = 0; s < dir_.size(); ++s) hand_on_arrived(s);  // the ports have those already
     for (Direction& d : dir_) {
       for (size_t i = 0; i < d.in_flight.size(); ++i) d.flow.give_back(now + 2 * cfg_.latency);
       d.stats.dropped += d.in_flight.size();
@@ -166,8 +168,16 @@ void IbLink::set_up(bool up) {
   on_state(up);
 }
 
-// Packets sent by `side` reach the other side (or the same side on a loopback).
+// Packets sent by `side` reach the other side (or the same side on a loopback): the link's
+// process, woken by the first packet's arrival.
 void IbLink::deliver(uint32_t side) {
+  hand_on_arrived(side);
+  Direction& d = dir_[side];
+  if (!d.in_flight.empty() && wakes_on_arrival(d)) d.arrival_event.notify(d.in_flight.front().arrival - sim_now());
+}
+
+// The packets `side` sent that have arrived by now are handed on, in order.
+void IbLink::hand_on_arrived(uint32_t side) {
   Direction& d = dir_[side];
   const uint32_t to = sides_ == 1 ? 0 : 1 - side;
   const sc_time now = sim_now();
@@ -178,7 +188,17 @@ void IbLink::deliver(uint32_t side) {
     sc_time zero = sc_core::SC_ZERO_TIME;
     carry_packet(*(*out_[to]).operator->(), delivered_, zero, carry_tx_);
   }
-  if (!d.in_flight.empty()) d.arrival_event.notify(d.in_flight.front().arrival - now);
+}
+
+void IbLink::Flow::look_for_arrivals(std::function<void(const sc_time&)> sent) {
+  link_.dir_[dir_].port_looks = std::move(sent);
+}
+
+bool IbLink::Flow::next_arrival(sc_time& arrival) const {
+  const Direction& d = link_.dir_[dir_];
+  if (d.in_flight.empty()) return false;
+  arrival = d.in_flight.front().arrival;
+  return true;
 }
 
 }  // namespace vhca

@@ -109,11 +109,14 @@ class IbLink : public sc_core::sc_module {
   // refused sender waits.
   class Flow : public IbCreditIf, public IbRxFlowIf {
    public:
-    explicit Flow(const sc_core::sc_time& latency) : latency_(latency) {}
+    Flow(IbLink& link, uint32_t dir, const sc_core::sc_time& latency) : link_(link), dir_(dir), latency_(latency) {}
     bool can_send() const override;
     void on_return(std::function<void()> wake) override { returns_.on_return(std::move(wake)); }
     void advertise(uint32_t slots) override { limit_ = slots; }
     void freed(uint32_t slots) override;
+    void look_for_arrivals(std::function<void(const sc_core::sc_time&)> sent) override;
+    void take_arrived() override { link_.hand_on_arrived(dir_); }
+    bool next_arrival(sc_core::sc_time& arrival) const override;
     void take();                                 // a packet went out
     void give_back(const sc_core::sc_time& at);  // its credit is usable again at `at`
     void process_returns() {
@@ -126,6 +129,8 @@ class IbLink : public sc_core::sc_module {
     void apply_due() const {
       returns_.apply_due([this](uint32_t n) { in_use_ -= n; });
     }
+    IbLink& link_;
+    uint32_t dir_;  // the direction whose packets it flows (dir_[dir_] of the link)
     sc_core::sc_time latency_;
     uint32_t limit_ = 0;  // 0: nothing advertised, no limit
     mutable uint32_t in_use_ = 0;
@@ -140,11 +145,14 @@ class IbLink : public sc_core::sc_module {
     IbPacket packet;
   };
   struct Direction {
-    explicit Direction(const sc_core::sc_time& latency) : flow(latency), in_flight(16) {}
+    Direction(IbLink& link, uint32_t dir, const sc_core::sc_time& latency) : flow(link, dir, latency), in_flight(16) {}
     Flow flow;
     sc_core::sc_time free_at;
     SlotRing<InFlight> in_flight;  // bounded by the receiver's buffer (flow); slots keep their payload storage
-    sc_core::sc_event arrival_event;
+    sc_core::sc_event arrival_event;  // notified for the first packet in flight (wakes_on_arrival)
+    // Set when the receiving port looks for its packets (IbRxFlowIf::look_for_arrivals): told of
+    // each packet sent, as it is sent.
+    std::function<void(const sc_core::sc_time&)> port_looks;
     Stats stats;
     uint64_t fault_base = 0;  // packets sent before the current fault pattern was set
     std::mt19937_64 rng;
@@ -152,6 +160,11 @@ class IbLink : public sc_core::sc_module {
   void transmit(int side, tlm::tlm_generic_payload& tx, sc_core::sc_time& delay);
   bool apply_faults(uint32_t side, IbPacket& p);
   void deliver(uint32_t side);
+  void hand_on_arrived(uint32_t side);
+  // Whether the link's process hands packets on as they arrive: unless the port looks for them,
+  // and always while anyone observes arrivals (on_arrival is told at the arrival; one added while
+  // packets are on the wire to a port that looks is told of those when the port takes them).
+  bool wakes_on_arrival(const Direction& d) const { return !d.port_looks || on_arrival.registered(); }
 
   IbLinkConfig cfg_;
   WireTime wire_time_;

@@ -25,9 +25,18 @@ Receiver::Receiver(const sc_core::sc_module_name& name, const SimClock& clock, c
   dont_initialize();
 }
 
-// Link-up: the buffer the far sender may fill.
+// Link-up: the buffer the far sender may fill; and the receiver looks for its packets itself
+// (rx_takes_arrivals): the link tells it each packet's arrival as it is sent, and an idle
+// receiver with nothing waiting wakes for it.
 void Receiver::start_of_simulation() {
-  if (flow.size()) flow->advertise(cfg_.rx_fifo_depth);
+  if (!flow.size()) return;
+  flow->advertise(cfg_.rx_fifo_depth);
+  if (!cfg_.rx_takes_arrivals) return;
+  looks_ = true;
+  flow->look_for_arrivals([this](const sc_core::sc_time& arrival) {
+    if (state_ == State::idle && fifo_.empty()) wake_for(arrival);
+    else ++stats_.arrivals_sent_busy;  // it looks before its next take
+  });
 }
 
 void Receiver::arrive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
@@ -43,7 +52,31 @@ void Receiver::arrive(tlm::tlm_generic_payload& tx, sc_core::sc_time& delay) {
   }
   fifo_.append() = ext->packet;  // a copy into the slot's storage: the sender's packet stays its own
   s_fifo.pushed(fifo_.size());
+  if (taking_arrived_) {  // it is looking: step() takes it next
+    ++stats_.arrivals_taken;
+    return;
+  }
   if (state_ == State::idle) wakeup_.wake(clock_.now());
+}
+
+// The packets arrived by now, from the link into the FIFO: the link leaves them on the wire for
+// a receiver that looks for them (before each take).
+void Receiver::take_arrived() {
+  if (!looks_) return;
+  taking_arrived_ = true;
+  flow->take_arrived();
+  taking_arrived_ = false;
+}
+
+// Idle with nothing waiting: it wakes on the edge its first packet on the wire arrives by.
+void Receiver::wake_for_next_arrival() {
+  sc_core::sc_time arrival;
+  if (looks_ && flow->next_arrival(arrival)) wake_for(arrival);
+}
+
+void Receiver::wake_for(const sc_core::sc_time& arrival) {
+  ++stats_.arrival_wakes;
+  wakeup_.wake(clock_.cycle_at_or_after(arrival));
 }
 
 // On an edge: finish the check of the current packet, or take the next one.
@@ -61,7 +94,12 @@ void Receiver::step() {
     handle();
     if (state_ == State::waiting) return;
   }
-  if (state_ != State::idle || fifo_.empty()) return;
+  if (state_ != State::idle) return;
+  take_arrived();
+  if (fifo_.empty()) {
+    wake_for_next_arrival();
+    return;
+  }
   if (!requester_.settled() || !responder_.outbox().empty()) return;  // woken when they empty
   std::swap(current_, fifo_.front());  // the slot keeps the previous packet's storage
   fifo_.pop_front();
@@ -103,8 +141,10 @@ void Receiver::handle() {
 }
 
 void Receiver::reset() {
+  take_arrived();  // those were in the FIFO already: discarded with it
   free_slots(uint32_t(fifo_.size()));
   fifo_.clear();
+  if (state_ == State::idle) wake_for_next_arrival();
 }
 
 }  // namespace vhca

@@ -62,6 +62,9 @@ class Receiver : public sc_core::sc_module {
   }
   void step();
   void handle();
+  void take_arrived();
+  void wake_for_next_arrival();
+  void wake_for(const sc_core::sc_time& arrival);
 
   const SimClock& clock_;
   TransportConfig cfg_;
@@ -75,6 +78,8 @@ class Receiver : public sc_core::sc_module {
   State state_ = State::idle;
   uint64_t checked_at_ = 0;  // the cycle the current packet's check ends
   uint64_t handled_cycle_ = UINT64_MAX;  // the last cycle a packet was handled on
+  bool looks_ = false;  // it looks for its packets on the link (rx_takes_arrivals): take_arrived
+  bool taking_arrived_ = false;
 };
 
 }  // namespace vhca

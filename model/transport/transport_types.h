@@ -28,6 +28,10 @@ struct TransportConfig {
   uint32_t ack_delay_cycles = 64;   // ...or when this many cycles pass without another
   uint32_t max_inflight_psns = 256; // requester window: unacknowledged PSNs per QP
   uint32_t rx_fifo_depth = 256;     // packets; advertised to the link as its credits (S27)
+  // Simulation speed only (hca.rx_takes_arrivals): while the receiver is busy it takes the packets
+  // that have arrived from the link when it next looks, and the link does not wake on each
+  // arrival (docs/architecture.md, "Arrivals taken when the receiver looks"); off: it always wakes.
+  bool rx_takes_arrivals = true;
   uint32_t tx_read_tags = 8;        // payload reads in flight for packets being built
   uint32_t outbox_depth = 16;       // writes and completions a requester / responder may hold
 };
@@ -58,7 +62,11 @@ struct TransportStats {
            events_lost = 0,        // QP and port events the full event queue could not take (also in LOST_EVENTS)
            // Work a block did on an edge ahead of its own process, for a later block of that edge's
            // order (decisions.md 48): timers fired, reads answered, packets handed on early.
-           timers_fired_first = 0, reads_answered_first = 0, packets_handed_first = 0;
+           timers_fired_first = 0, reads_answered_first = 0, packets_handed_first = 0,
+           // Packets the receiver took from the link as it looked (rx_takes_arrivals), those of
+           // them sent while it was busy (it looks before its next take), and the wake-ups it
+           // asked for an arrival (idle, with nothing waiting; some covered by an earlier one).
+           arrivals_taken = 0, arrivals_sent_busy = 0, arrival_wakes = 0;
 };
 
 // The transport's timers, per QP, in the order they fire when due on the same cycle.
