@@ -75,6 +75,11 @@ void CqWriterPipeline::run_cycles_before(uint64_t end) {
         c += to_tick;
         continue;
       }
+      if (end - c >= 3 && lone_completion_enters(c)) {
+        enter_lone_completion(c);
+        c += 3;
+        continue;
+      }
     } else if (pipeline_empty() && wheel_.sweeping_only()) {
       const uint64_t skip = std::min<uint64_t>({end - c, wheel_.edges_before_tick(), wheel_.sweep_edges_left()});
       if (skip > 0) {
@@ -87,6 +92,29 @@ void CqWriterPipeline::run_cycles_before(uint64_t end) {
   }
   last_cycle_ = end - 1;  // callers pass end > last_cycle_ + 1
   catching_up_ = false;
+}
+
+// The first three cycles of a lone completion into a quiet writer (nothing in flight, the wheel
+// idle), the wheel beginning no tick on them: taken (c), selected into stage 2 (c+1), moved into
+// stage 3 (c+2), where it acts on the next cycle. Nothing else happens on them (no other input,
+// nothing for the wheel), so they are run at once, with what clock() would leave.
+bool CqWriterPipeline::lone_completion_enters(uint64_t c) const {
+  return s_cpl.size() == 1 && s_cpl.ready(c) && s_arm.empty() && s_ctl.empty() && s_ci.empty() &&
+         s_access_error.empty() && !waiting_ci_ && resizing_ == 0 && !wheel_.outputs().exp_valid &&
+         wheel_.edges_before_tick() >= 3 && cycles_since_reset(c) >= cfg_.num_cqs;
+}
+
+void CqWriterPipeline::enter_lone_completion(uint64_t c) {
+  cycle_ = c;
+  s_cpl.pop_to(c, [this](CompletionRecord& r) { replay_.append() = r; });
+  issued_ = 1;
+  s3_ = Op{};
+  s3_.kind = Kind::completion;
+  s3_.cqn = replay_.front().cqn;
+  s2_ = Op{};
+  written_cqn_ = UINT32_MAX;
+  for (int edge = 0; edge < 3; ++edge) wheel_.edge(TimerWheel::Inputs{});
+  cycle_ = c + 2;
 }
 
 size_t CqWriterPipeline::inputs_waiting() const {

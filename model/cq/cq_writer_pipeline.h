@@ -109,6 +109,8 @@ class CqWriterPipeline : public CqWriterCore {
   void clock(uint64_t c);
   void run_cycles_before(uint64_t end);
   size_t inputs_waiting() const;
+  bool lone_completion_enters(uint64_t c) const;
+  void enter_lone_completion(uint64_t c);
   void note_bypass(bool hazard);
   // clock()'s parts, each called once a cycle: inlined into it (a call's register saves were a
   // tenth of a cycle's cost).
