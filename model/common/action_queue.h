@@ -70,7 +70,6 @@ class ActionQueue : public sc_core::sc_module {
     return ran;
   }
 
- private:
   // The heap orders small entries; the actions stay where they were stored (a std::function is
   // costly to move, and a heap moves its entries at every push and pop).
   struct Entry {

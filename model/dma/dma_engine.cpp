@@ -186,7 +186,7 @@ void DmaEngine::check_ahead_order(uint64_t turn) {
   ++ahead_order_breaks_;
   log::error("DMA write of source {} pushed for cycle {} after a write of source {} was issued ahead for it: "
              "a rank guard was wrong",
-             int(s_write->front().source), turn - 1, int(ahead_source_));
+             int(s_write->front().source), turn - 1, int(ahead_order_ >> 32));  // the rank is the source
 }
 
 // The queue's head goes on the link now, entering it `delay` from now, at `turn`'s edge.
@@ -197,7 +197,6 @@ void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
   // Pushed on an earlier cycle (credits back between edges), no push for its turn goes before it.
   const DmaSource source = s_write->front().source;
   const bool pushed_before = s_write->head_ready_cycle() < turn;
-  ahead_source_ = pushed_before ? DmaSource::cqe : source;
   ahead_order_ = pushed_before ? 0 : s_write->front_order();
   if (source == DmaSource::eqe || source == DmaSource::msix) ++events_ahead_;
   const bool payload = source == DmaSource::recv_data || source == DmaSource::other;

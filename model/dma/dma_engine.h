@@ -212,7 +212,6 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t slept_turn_ = 0;  // the last turn counted as slept through
   // The write issued ahead for the turn of ahead_cycle_ (pending: not yet counted as issued).
   uint64_t ahead_cycle_ = 0, ahead_seq_ = 0;
-  DmaSource ahead_source_ = DmaSource::cqe;
   uint64_t ahead_order_ = 0;  // its same-cycle order (0: pushed before its turn's cycle, nothing sorts before)
   bool ahead_pending_ = false;
   uint64_t writes_ahead_ = 0, events_ahead_ = 0, events_held_ = 0, ahead_order_breaks_ = 0, payloads_ahead_ = 0;

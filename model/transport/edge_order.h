@@ -17,6 +17,8 @@ struct EdgeOrder {
   DmaEngine& dma;
   TransportStats& stats;  // counts the work done ahead of its block's own process
 
+  // The inline checks first: the calls behind them are out of line and check again, and without
+  // these a message costs about 30 instructions more (mostly nothing is due).
   void timers_and_reads(uint64_t now) const {  // now: the cycle on whose edge they act
     if (timers.due_by(now)) stats.timers_fired_first += timers.fire_due_now(now);
     if (dma.reads_usable()) stats.reads_answered_first += dma.answer_usable_reads();
