@@ -17,19 +17,33 @@ using namespace vhca::test;
 
 namespace {
 uint64_t ps(const sc_core::sc_time& t) { return t.value(); }
+
+// Host 0's data packets as they leave: each one's cycle and wire size.
+struct SentPackets {
+  std::vector<uint64_t> cycles;
+  std::vector<uint32_t> sizes;
+};
+
+// Records host 0's data packets in `sent`, then posts `n` receives of 256 bytes on b and, 2 us
+// later, `n` signaled 64-byte SENDs from a.
+template <typename End>
+void send_n(const End& a, const End& b, int n, SentPackets& sent) {
+  sys().node(0).hca.transport.on_packet_sent.add([&sent](const IbPacket& p, uint64_t c) {
+    if (p.op != IbOp::ack) sent.cycles.push_back(c), sent.sizes.push_back(p.wire_bytes());
+  });
+  for (int i = 0; i < n; ++i) fb::post_recv(*b.qp, RecvWr{uint64_t(i), {b.buf.sge(uint64_t(i) * 256, 256)}});
+  wait_us(2);
+  for (int i = 0; i < n; ++i) fb::post_send(*a.qp, send_wr(uint64_t(i), a.buf.sge(uint64_t(i) * 256, 64)));
+}
 }  // namespace
 
 TEST_CASE("[S27] a full receive buffer holds the sender: the third packet leaves on the edge the first one's credit returns") {
   sys().run([] {
     auto [a, b] = rc_pair();
-    std::vector<uint64_t> sent;  // cycles host 0's data packets left
-    std::vector<uint32_t> sizes;
-    sys().node(0).hca.transport.on_packet_sent.add([&](const IbPacket& p, uint64_t c) {
-      if (p.op != IbOp::ack) sent.push_back(c), sizes.push_back(p.wire_bytes());
-    });
-    for (int i = 0; i < 4; ++i) fb::post_recv(*b.qp, RecvWr{uint64_t(i), {b.buf.sge(uint64_t(i) * 256, 256)}});
-    wait_us(2);
-    for (int i = 0; i < 4; ++i) fb::post_send(*a.qp, send_wr(uint64_t(i), a.buf.sge(uint64_t(i) * 256, 64)));
+    SentPackets log;
+    send_n(a, b, 4, log);
+    const std::vector<uint64_t>& sent = log.cycles;
+    const std::vector<uint32_t>& sizes = log.sizes;
     auto rwc = poll_n(*b.rcq, 4);
     auto swc = poll_n(*a.scq, 4);
     REQUIRE(rwc.size() == 4);
@@ -71,5 +85,38 @@ TEST_CASE("[S27] what the credits prevent: a port that advertises more than its 
     wait_us(200);
     CHECK(sys().node(1).hca.transport.stats().rx_fifo_drops > 0);
     CHECK(sys().node(0).hca.transport.stats().tx_credit_stalls == 0);
+  });
+}
+
+// The receiver looks for its packets on the link (decisions.md 49): one that arrives while the port
+// checks another waits on the wire, untaken, yet it is in the port's buffer as far as anything
+// else is concerned. A link going down then hands it on before it drops what is still on the
+// wire: it is received, not lost (without the hand-on it is dropped and the count shows it).
+TEST_CASE("[S27] a packet that arrived while the port was busy is not lost when the link goes down before the port takes it") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    SentPackets log;
+    send_n(a, b, 2, log);
+    while (log.cycles.size() < 2) wait_us(0.01);
+    const std::vector<uint64_t>& sent = log.cycles;
+    const std::vector<uint32_t>& sizes = log.sizes;
+    const SimClock& clock0 = sys().node(0).hca.clock;
+    const SimClock& clock1 = sys().node(1).hca.clock;
+    const sc_core::sc_time latency = sys().ib.config().latency;
+    const sc_core::sc_time arrival1 = clock0.at(sent[0]) + sys().ib.wire_time(sizes[0]) + latency;
+    const sc_core::sc_time arrival2 = clock0.at(sent[1]) + sys().ib.wire_time(sizes[1]) + latency;
+    const uint64_t check1_ends = clock1.cycle_at_or_after(arrival1) + 1000;  // packet 1's check
+    REQUIRE(arrival2 + sc_core::sc_time(10, sc_core::SC_NS) < clock1.at(check1_ends));
+    sc_core::wait(arrival2 + sc_core::sc_time(10, sc_core::SC_NS) - sc_core::sc_time_stamp());
+    const TransportStats& rx = sys().node(1).hca.transport.stats();
+    CHECK(rx.arrivals_taken == 1);  // packet 2 has arrived and waits on the wire: the case met
+    sys().ib.set_up(false);
+    CHECK(sys().ib.stats(0).dropped == 0);  // packet 2 was handed on before the wire was cleared
+    wait_us(10);
+    sys().ib.set_up(true);
+    auto rwc = poll_n(*b.rcq, 2);
+    REQUIRE(rwc.size() == 2);
+    for (const Wc& wc : rwc) CHECK(wc.status == 0);
+    CHECK(rx.packets_received >= 2);
   });
 }

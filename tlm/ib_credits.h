@@ -9,7 +9,7 @@
 //   IbCreditIf   the sending port's: may a packet go now, and a wake-up when credits return;
 //   IbRxFlowIf   the receiving port's: its buffer at link-up, and each slot it frees; and how the
 //                packets that have arrived reach it (the link wakes on each arrival, or the port
-//                takes them when it next looks: docs/architecture.md, "Arrivals taken when looked for").
+//                takes them when it next looks: docs/architecture.md, "Arrivals taken when the receiver looks").
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -143,12 +143,11 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
     return;
   }
   const sc_time arrival = d.free_at + cfg_.latency;
-  const bool was_empty = d.in_flight.empty();
   InFlight& slot = d.in_flight.append();
   slot.arrival = arrival;
   std::swap(slot.packet, p);  // the slot's old storage comes back for the next packet
   if (d.port_looks) d.port_looks(arrival);
-  if (was_empty && wakes_on_arrival(d)) d.arrival_event.notify(arrival - now);
+  if (!d.armed && wakes_on_arrival(d)) arm_arrival(d, now);
 }
 
 void IbLink::set_up(bool up) {
@@ -171,9 +170,17 @@ void IbLink::set_up(bool up) {
 // Packets sent by `side` reach the other side (or the same side on a loopback): the link's
 // process, woken by the first packet's arrival.
 void IbLink::deliver(uint32_t side) {
-  hand_on_arrived(side);
   Direction& d = dir_[side];
-  if (!d.in_flight.empty() && wakes_on_arrival(d)) d.arrival_event.notify(d.in_flight.front().arrival - sim_now());
+  d.armed = false;
+  hand_on_arrived(side);
+  if (!d.in_flight.empty() && wakes_on_arrival(d)) arm_arrival(d, sim_now());
+}
+
+// For the first packet on the wire (one an observer added late finds arrived already: at once).
+void IbLink::arm_arrival(Direction& d, const sc_time& now) {
+  const sc_time& arrival = d.in_flight.front().arrival;
+  d.arrival_event.notify(arrival > now ? arrival - now : sc_core::SC_ZERO_TIME);
+  d.armed = true;
 }
 
 // The packets `side` sent that have arrived by now are handed on, in order.

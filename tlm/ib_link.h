@@ -150,6 +150,7 @@ class IbLink : public sc_core::sc_module {
     sc_core::sc_time free_at;
     SlotRing<InFlight> in_flight;  // bounded by the receiver's buffer (flow); slots keep their payload storage
     sc_core::sc_event arrival_event;  // notified for the first packet in flight (wakes_on_arrival)
+    bool armed = false;               // arrival_event is pending
     // Set when the receiving port looks for its packets (IbRxFlowIf::look_for_arrivals): told of
     // each packet sent, as it is sent.
     std::function<void(const sc_core::sc_time&)> port_looks;
@@ -162,9 +163,11 @@ class IbLink : public sc_core::sc_module {
   void deliver(uint32_t side);
   void hand_on_arrived(uint32_t side);
   // Whether the link's process hands packets on as they arrive: unless the port looks for them,
-  // and always while anyone observes arrivals (on_arrival is told at the arrival; one added while
-  // packets are on the wire to a port that looks is told of those when the port takes them).
+  // and always while anyone observes arrivals (on_arrival is told at the arrival). An observer
+  // added while packets are on the wire to a port that looks is told of them when the port takes
+  // them or when the next packet is sent, whichever comes first (then the process is armed).
   bool wakes_on_arrival(const Direction& d) const { return !d.port_looks || on_arrival.registered(); }
+  void arm_arrival(Direction& d, const sc_core::sc_time& now);
 
   IbLinkConfig cfg_;
   WireTime wire_time_;

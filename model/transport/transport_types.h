@@ -63,9 +63,10 @@ struct TransportStats {
            // Work a block did on an edge ahead of its own process, for a later block of that edge's
            // order (decisions.md 48): timers fired, reads answered, packets handed on early.
            timers_fired_first = 0, reads_answered_first = 0, packets_handed_first = 0,
-           // Packets the receiver took from the link as it looked (rx_takes_arrivals), those of
-           // them sent while it was busy (it looks before its next take), and the wake-ups it
-           // asked for an arrival (idle, with nothing waiting; some covered by an earlier one).
+           // Packets the receiver took from the link as it looked (rx_takes_arrivals; a reset's
+           // included, taken to be discarded), packets sent to it while it was not idle with an
+           // empty FIFO (counted as sent: no wake-up was asked for them, it looks before its next
+           // take), and the wake-ups it asked for an arrival (some covered by an earlier one).
            arrivals_taken = 0, arrivals_sent_busy = 0, arrival_wakes = 0;
 };
 
