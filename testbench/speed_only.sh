@@ -30,17 +30,15 @@ key=$2
 case "$key" in
   early_injection) other=writes_ahead ;;
   writes_ahead) other=early_injection ;;
-  early_completions) other=writes_ahead ;;
-  wait_for_credits) other=writes_ahead ;;
-  rx_takes_arrivals) other=writes_ahead ;;
+  early_completions | wait_for_credits | rx_takes_arrivals) other=writes_ahead ;;
   *) echo "usage: speed_only.sh VHCA_SIM early_injection|writes_ahead|early_completions|wait_for_credits|rx_takes_arrivals"; exit 2 ;;
 esac
 . "$(dirname "$0")/scenario_runs.sh"
 # Host doorbells meet read completions on the PCIe wire only with many QPs posting: early
-# completions run the shipped many-QP scenario (its reads: SEND and RDMA READ WQEs, payloads).
+# completions run the shipped many-QP scenario (its reads: SEND and RDMA READ WQEs, payloads);
+# so do arrivals, whose packets meet both a busy and an idle receiver there.
 scenario="$(dirname "$0")/speed_only_mixed.yaml"
-[ "$key" = early_completions ] && scenario="$(dirname "$0")/../traces/many-qp-mixed.yaml"
-[ "$key" = rx_takes_arrivals ] && scenario="$(dirname "$0")/../traces/many-qp-mixed.yaml"
+case "$key" in early_completions | rx_takes_arrivals) scenario="$(dirname "$0")/../traces/many-qp-mixed.yaml" ;; esac
 # The DMA write channel waits for credits only where the flood outruns the PCIe credit loop; with
 # a trace, the link gives a write's credits back as it lands (not when it is sent), so returns
 # are also given back while the channel sleeps.

@@ -97,7 +97,8 @@ TEST_CASE("[S27] a packet that arrived while the port was busy is not lost when 
     auto [a, b] = rc_pair();
     SentPackets log;
     send_n(a, b, 2, log);
-    while (log.cycles.size() < 2) wait_us(0.01);
+    for (int i = 0; i < 1000 && log.cycles.size() < 2; ++i) wait_us(0.01);
+    REQUIRE(log.cycles.size() == 2);
     const std::vector<uint64_t>& sent = log.cycles;
     const std::vector<uint32_t>& sizes = log.sizes;
     const SimClock& clock0 = sys().node(0).hca.clock;

@@ -99,14 +99,13 @@ void CqWriterPipeline::run_cycles_before(uint64_t end) {
 // stage 3 (c+2), where it acts on the next cycle. Nothing else happens on them (no other input,
 // nothing for the wheel), so they are run at once, with what clock() would leave.
 bool CqWriterPipeline::lone_completion_enters(uint64_t c) const {
-  return s_cpl.size() == 1 && s_cpl.ready(c) && s_arm.empty() && s_ctl.empty() && s_ci.empty() &&
-         s_access_error.empty() && !waiting_ci_ && resizing_ == 0 && !wheel_.outputs().exp_valid &&
+  return s_cpl.ready(c) && inputs_waiting() == 1 && !waiting_ci_ && resizing_ == 0 && !wheel_.outputs().exp_valid &&
          wheel_.edges_before_tick() >= 3 && cycles_since_reset(c) >= cfg_.num_cqs;
 }
 
 void CqWriterPipeline::enter_lone_completion(uint64_t c) {
   cycle_ = c;
-  s_cpl.pop_to(c, [this](CompletionRecord& r) { replay_.append() = r; });
+  s_cpl.pop_to(c, [this](CompletionRecord& r) { replay_.append() = r; });  // clock()'s take
   issued_ = 1;
   s3_ = Op{};
   s3_.kind = Kind::completion;
