@@ -145,7 +145,7 @@ void IbLink::transmit(int side, tlm::tlm_generic_payload& tx, sc_time& delay) {
   const sc_time arrival = d.free_at + cfg_.latency;
   InFlight& slot = d.in_flight.append();
   slot.arrival = arrival;
-  std::swap(slot.packet, p);  // the slot's old storage comes back for the next packet
+  slot.packet.exchange(p);  // the slot's old storage comes back for the next packet
   if (d.port_looks) d.port_looks(arrival);
   if (!d.armed && wakes_on_arrival(d)) arm_arrival(d, now);
 }
@@ -189,7 +189,7 @@ void IbLink::hand_on_arrived(uint32_t side) {
   const uint32_t to = sides_ == 1 ? 0 : 1 - side;
   const sc_time now = sim_now();
   while (!d.in_flight.empty() && d.in_flight.front().arrival <= now) {
-    std::swap(delivered_.packet, d.in_flight.front().packet);
+    delivered_.packet.exchange(d.in_flight.front().packet);
     d.in_flight.pop_front();
     on_arrival(side, delivered_.packet);
     sc_time zero = sc_core::SC_ZERO_TIME;

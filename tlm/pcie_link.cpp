@@ -235,13 +235,7 @@ tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::
 // Request TLPs (header only, one per MRRS chunk) go out in the read's direction, each once a
 // non-posted header credit is free; reads waiting for credits take them in issue order.
 void PcieLink::start_read(tlm::tlm_generic_payload& tx, int dir, sc_core::sc_event* waiter) {
-  Read* r;
-  if (free_reads_.empty()) {
-    r = reads_.emplace_back(std::make_unique<Read>()).get();
-  } else {
-    r = free_reads_.back();
-    free_reads_.pop_back();
-  }
+  Read* r = reads_.take();
   *r = Read{&tx, dir, read_requests(tx.get_data_length()), waiter};
   dir_[dir].credit_waits.push_back(r);
   take_read_credits(dir);
@@ -315,7 +309,7 @@ void PcieLink::send_completion(Read* r, const sc_time& enters, uint64_t order, E
     ++told_early_;
   }
   const Read done = *r;
-  free_reads_.push_back(r);
+  reads_.give(r);
   if (done.waiter) {
     done.waiter->notify(back_at - now);
     return;

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "model/common/action_queue.h"
+#include "model/common/object_pool.h"
 #include "model/common/observers.h"
 #include "model/common/sim_now.h"
 #include "model/common/slot_ring.h"
@@ -379,8 +380,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   ActionQueue actions_{"actions"};
   // Every read record made, and those free for reuse: the link owns them all, so reads still in
   // flight when the simulation ends are freed with it.
-  std::vector<std::unique_ptr<Read>> reads_;
-  std::vector<Read*> free_reads_;
+  ObjectPool<Read> reads_;
   Direction dir_[2];  // 0 upstream, 1 downstream
   uint64_t down_stalls_ = 0;
   tlm::tlm_generic_payload delivery_tx_;  // reused for every delivered posted write

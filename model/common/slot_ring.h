@@ -70,6 +70,28 @@ class SlotRing {
     ++count_;
   }
   void pop_back() { --count_; }
+  Slot& operator[](size_t i) { return at(i); }
+  const Slot& operator[](size_t i) const { return at(i); }
+  // Walked from the head (a queue searched or updated in order, as a QP's fetched WQEs).
+  template <typename Ring, typename Ref>
+  class Walk {
+   public:
+    Walk(Ring* ring, size_t i) : ring_(ring), i_(i) {}
+    Ref operator*() const { return ring_->at(i_); }
+    Walk& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const Walk& other) const { return i_ != other.i_; }
+
+   private:
+    Ring* ring_;
+    size_t i_;
+  };
+  Walk<SlotRing, Slot&> begin() { return {this, 0}; }
+  Walk<SlotRing, Slot&> end() { return {this, count_}; }
+  Walk<const SlotRing, const Slot&> begin() const { return {this, 0}; }
+  Walk<const SlotRing, const Slot&> end() const { return {this, count_}; }
   void clear() {
     for (; count_; pop_front()) front() = Slot{};
     head_ = 0;

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 #include <tlm>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace vhca {
@@ -48,7 +50,9 @@ inline int32_t psn_diff(uint32_t a, uint32_t b) {
   return d >= 0x800000 ? d - 0x1000000 : d;
 }
 
-struct IbPacket {
+// Everything but the payload: plain values, so that a packet handed from one holder to another
+// (the slots of the links and the receiver keep their payload storage) is swapped cheaply.
+struct IbHeaders {
   IbOp op = IbOp::send_only;
   // LRH / BTH.
   uint16_t slid = 0, dlid = 0;
@@ -73,9 +77,18 @@ struct IbPacket {
   uint8_t ack_code = 0;  // NAK code, or the RNR timer field of an RNR NAK
   uint32_t msn = 0;
   uint64_t atomic_orig = 0;
-  std::vector<uint8_t> payload;
   bool corrupt = false;  // the ICRC check fails at the receiver (link fault injection)
+};
 
+static_assert(std::is_trivially_copyable_v<IbHeaders>);
+
+struct IbPacket : IbHeaders {
+  std::vector<uint8_t> payload;
+
+  void exchange(IbPacket& other) noexcept {
+    std::swap(static_cast<IbHeaders&>(*this), static_cast<IbHeaders&>(other));
+    payload.swap(other.payload);
+  }
   uint32_t header_bytes() const;
   uint32_t wire_bytes() const { return header_bytes() + uint32_t((payload.size() + 3) & ~size_t(3)); }
 };

@@ -17,6 +17,11 @@ Receiver::Receiver(const sc_core::sc_module_name& name, const SimClock& clock, c
       wakeup_(clock),
       fifo_(cfg.rx_fifo_depth) {
   port_in.register_b_transport(this, &Receiver::arrive);
+  // The second pass of a packet that waited comes back here from the read's completion.
+  resume_ = [this] {
+    handle();
+    if (state_ == State::idle) step();
+  };
   auto wake = [this] { wakeup_.wake(clock_.now()); };
   requester_.outbox().on_empty.add(wake);
   responder_.outbox().on_empty.add(wake);
@@ -101,7 +106,7 @@ void Receiver::step() {
     return;
   }
   if (!requester_.settled() || !responder_.outbox().empty()) return;  // woken when they empty
-  std::swap(current_, fifo_.front());  // the slot keeps the previous packet's storage
+  current_.exchange(fifo_.front());  // the slot keeps the previous packet's storage
   fifo_.pop_front();
   free_slots(1);
   state_ = State::checking;
@@ -125,18 +130,13 @@ void Receiver::handle() {
     }
     log::write(log::Cat::wq, "rx {} qp {:#x} psn {:#x} len {}", ib_op_name(p.op), p.dest_qpn, p.psn, p.payload.size());
   }
-  // The second pass of a packet that waited comes back here from the read's completion.
-  auto resume = [this] {
-    handle();
-    if (state_ == State::idle) step();
-  };
   Responder::Step result = Responder::Step::done;
   if (is_response(p.op))
     requester_.receive(p);
   else if (p.op == IbOp::ud_send)
-    result = responder_.receive_ud(p, resume);
+    result = responder_.receive_ud(p, resume_);
   else
-    result = responder_.receive(p, resume);
+    result = responder_.receive(p, resume_);
   state_ = result == Responder::Step::wait ? State::waiting : State::idle;
 }
 

@@ -53,13 +53,13 @@ void RecvQueue::check_limit(uint32_t srqn) {
   auto held = [this, id] { return qps_[id].wqes.size() + uint16_t(qps_[id].pi - qps_[id].fetched); };
   if (!ctx.valid || ctx.limit == 0 || held() >= ctx.limit || qps_[id].in_flight) return;
   const uint32_t gen = qps_[id].gen;
-  refresh_pi(id, [this, srqn, id, gen, held](bool ok) {
+  refresh_pi(id, Waiter{[this, srqn, id, gen, held](bool ok) {
     SrqContext& c = tables_.srqs[srqn];
     if (!ok || qps_[id].gen != gen || !c.valid || c.limit == 0 || held() >= c.limit) return;
     c.limit = 0;
     log::write(log::Cat::wq, "SRQ {}: below its limit: event", srqn);
     on_srq_limit(srqn);
-  });
+  }});
 }
 
 RecvWqe RecvQueue::pop(uint32_t qpn) {
@@ -74,27 +74,14 @@ void RecvQueue::prefetch(uint32_t qpn) {
   PerQp& q = qps_[qpn];
   if (!cfg_.rq_prefetch || q.in_flight || q.fetched == q.pi || q.wqes.size() >= cfg_.prefetch_depth) return;
   const uint32_t gen = q.gen;
-  fetch(qpn, [this, qpn, gen](bool) {
+  fetch(qpn, Waiter{[this, qpn, gen](bool) {
     if (qps_[qpn].gen == gen) prefetch(qpn);
-  });
+  }});
 }
 
-void RecvQueue::start_read(uint32_t qpn, Done done, const std::function<void(Done)>& read) {
-  Waiters waiters = std::make_shared<std::vector<Done>>();
-  waiters->push_back(std::move(done));
-  qps_[qpn].in_flight = waiters;
-  const uint32_t gen = qps_[qpn].gen;
-  read([this, qpn, gen, waiters](bool ok) {
-    if (qps_[qpn].gen == gen) qps_[qpn].in_flight = nullptr;
-    std::vector<Done> all;
-    all.swap(*waiters);
-    for (Done& d : all) d(ok);
-  });
-}
-
-std::deque<RecvWqe> RecvQueue::take_all(uint32_t qpn) {
-  std::deque<RecvWqe> all;
-  all.swap(qps_[qpn].wqes);
+SlotRing<RecvWqe> RecvQueue::take_all(uint32_t qpn) {
+  SlotRing<RecvWqe> all{1};
+  std::swap(all, qps_[qpn].wqes);
   return all;
 }
 
@@ -104,93 +91,105 @@ void RecvQueue::reset() {
   for (PerQp& q : qps_) renew(q);
 }
 
-void RecvQueue::ensure(uint32_t qpn, Done done) {
-  const uint32_t gen = qps_[qpn].gen;
-  fetch_more(qpn, [this, qpn, gen, done = std::move(done)](bool ok) {
-    done(ok && qps_[qpn].gen == gen && !qps_[qpn].wqes.empty());
-  });
-}
+void RecvQueue::ensure(uint32_t qpn, Done done) { fetch_more_for(qpn, Waiter{std::move(done), true, qps_[qpn].gen}); }
 
-void RecvQueue::fetch_more(uint32_t qpn, Done done) {
+void RecvQueue::fetch_more(uint32_t qpn, Done done) { fetch_more_for(qpn, Waiter{std::move(done)}); }
+
+void RecvQueue::fetch_more_for(uint32_t qpn, Waiter w) {
   PerQp& q = qps_[qpn];
   if (q.in_flight) {  // a read for this QP is on its way: what it brings may be enough
-    q.in_flight->push_back(std::move(done));
+    q.in_flight->waiters.push_back(std::move(w));
     return;
   }
   if (q.fetched != q.pi) {
-    fetch(qpn, std::move(done));
+    fetch(qpn, std::move(w));
     return;
   }
   const uint32_t gen = q.gen;
-  refresh_pi(qpn, [this, qpn, gen, done = std::move(done)](bool ok) {
+  refresh_pi(qpn, Waiter{[this, qpn, gen, w = std::move(w)](bool ok) mutable {
     PerQp& q = qps_[qpn];
     if (!ok || q.gen != gen || q.fetched == q.pi) {
-      done(false);
+      answer(qpn, w, false);
       return;
     }
-    fetch(qpn, std::move(done));
-  });
+    fetch(qpn, std::move(w));
+  }});
 }
 
 // Reads the RQ producer counter from the QP's doorbell record; false if the read failed or the
 // value is impossible.
-void RecvQueue::refresh_pi(uint32_t qpn, Done done) {
-  start_read(qpn, std::move(done), [this, qpn](Done finished) { read_pi(qpn, std::move(finished)); });
+void RecvQueue::refresh_pi(uint32_t qpn, Waiter w) { start_read(qpn, std::move(w), Read::Kind::pi); }
+
+void RecvQueue::fetch(uint32_t qpn, Waiter w) { start_read(qpn, std::move(w), Read::Kind::burst); }
+
+void RecvQueue::start_read(uint32_t qpn, Waiter w, Read::Kind kind) {
+  Read* r = reads_.take();
+  r->kind = kind;
+  r->qpn = qpn;
+  r->gen = qps_[qpn].gen;
+  r->waiters.push_back(std::move(w));
+  qps_[qpn].in_flight = r;
+  if (kind == Read::Kind::pi)
+    read_pi(*r);
+  else
+    read_burst(*r);
 }
 
-void RecvQueue::read_pi(uint32_t qpn, Done done) {
-  const Ring ring = ring_of(qpn);
-  auto buf = std::make_shared<std::array<uint8_t, qpdbr::kSize>>();
-  const uint32_t gen = qps_[qpn].gen;
+void RecvQueue::read_pi(Read& r) {
+  const Ring ring = ring_of(r.qpn);
+  r.log_size = ring.log_size;
+  r.buf.resize(qpdbr::kSize);
   ++stats_.dbr_reads;
-  dma_.read(ring.dbr, buf->data(), qpdbr::kSize, false, [this, qpn, gen, buf, ring, done = std::move(done)](bool ok) {
-    PerQp& q = qps_[qpn];
-    if (!ok || q.gen != gen) {
-      done(false);
-      return;
-    }
-    const uint16_t pi = uint16_t(get_field(buf->data(), qpdbr::rq_pi));
-    if (uint16_t(pi - q.fetched) > (1u << ring.log_size)) {
-      log::error("{}: doorbell record RQ counter {} is more than the ring past {}", name_of(qpn), pi, q.fetched);
-      done(false);
-      return;
-    }
-    q.pi = pi;
-    done(true);
-  });
+  dma_.read(ring.dbr, r.buf.data(), qpdbr::kSize, false, [this, p = &r](bool ok) { read_done(p, ok); });
 }
 
-void RecvQueue::fetch(uint32_t qpn, Done done) {
-  start_read(qpn, std::move(done), [this, qpn](Done finished) { read_burst(qpn, std::move(finished)); });
-}
-
-void RecvQueue::read_burst(uint32_t qpn, Done done) {
-  const Ring ring = ring_of(qpn);
-  PerQp& q = qps_[qpn];
+void RecvQueue::read_burst(Read& r) {
+  const Ring ring = ring_of(r.qpn);
+  const PerQp& q = qps_[r.qpn];
   const uint32_t depth = 1u << ring.log_size;
   const uint32_t slot = q.fetched & (depth - 1);
-  const uint32_t n = std::min({uint32_t(uint16_t(q.pi - q.fetched)), cfg_.fetch_burst, depth - slot});
-  auto buf = std::make_shared<std::vector<uint8_t>>(size_t(n) * rqwqe::kSize);
-  const uint32_t gen = q.gen;
-  const uint16_t first = q.fetched;
+  r.n = std::min({uint32_t(uint16_t(q.pi - q.fetched)), cfg_.fetch_burst, depth - slot});
+  r.first = q.fetched;
+  r.buf.resize(size_t(r.n) * rqwqe::kSize);
   ++stats_.rq_fetches;
-  dma_.read(ring.base + uint64_t(slot) * rqwqe::kSize, buf->data(), uint32_t(buf->size()), false,
-            [this, qpn, gen, first, n, buf, done = std::move(done)](bool ok) {
-              PerQp& q = qps_[qpn];
-              if (q.gen != gen || first != q.fetched) {  // reset, or another fetch took these
-                done(false);
-                return;
-              }
-              for (uint32_t i = 0; i < n; ++i) {
-                RecvWqe w = decode_recv_wqe(buf->data() + size_t(i) * rqwqe::kSize, uint16_t(first + i));
-                if (!ok) w.decode_error = syndrome::kLocalQpOp;
-                q.wqes.push_back(std::move(w));
-              }
-              q.fetched = uint16_t(first + n);
-              if (log::enabled(log::Cat::wq))
-                log::write(log::Cat::wq, "{}: fetched RQ WQEs {}..{}", name_of(qpn), first, uint16_t(first + n - 1));
-              done(true);
-            });
+  dma_.read(ring.base + uint64_t(slot) * rqwqe::kSize, r.buf.data(), uint32_t(r.buf.size()), false,
+            [this, p = &r](bool ok) { read_done(p, ok); });
+}
+
+// The read's data taken, its waiters get its result, in the order they came; one may start the
+// queue's next read (this one is back in the pool only after them).
+void RecvQueue::read_done(Read* r, bool ok) {
+  const bool result = r->kind == Read::Kind::pi ? took_pi(*r, ok) : took_burst(*r, ok);
+  if (qps_[r->qpn].gen == r->gen) qps_[r->qpn].in_flight = nullptr;
+  for (size_t i = 0; i < r->waiters.size(); ++i) answer(r->qpn, r->waiters[i], result);
+  r->waiters.clear();
+  reads_.give(r);
+}
+
+bool RecvQueue::took_pi(Read& r, bool ok) {
+  PerQp& q = qps_[r.qpn];
+  if (!ok || q.gen != r.gen) return false;
+  const uint16_t pi = uint16_t(get_field(r.buf.data(), qpdbr::rq_pi));
+  if (uint16_t(pi - q.fetched) > (1u << r.log_size)) {
+    log::error("{}: doorbell record RQ counter {} is more than the ring past {}", name_of(r.qpn), pi, q.fetched);
+    return false;
+  }
+  q.pi = pi;
+  return true;
+}
+
+bool RecvQueue::took_burst(Read& r, bool ok) {
+  PerQp& q = qps_[r.qpn];
+  if (q.gen != r.gen || r.first != q.fetched) return false;  // reset, or another fetch took these
+  for (uint32_t i = 0; i < r.n; ++i) {
+    RecvWqe w = decode_recv_wqe(r.buf.data() + size_t(i) * rqwqe::kSize, uint16_t(r.first + i));
+    if (!ok) w.decode_error = syndrome::kLocalQpOp;
+    q.wqes.push_back(std::move(w));
+  }
+  q.fetched = uint16_t(r.first + r.n);
+  if (log::enabled(log::Cat::wq))
+    log::write(log::Cat::wq, "{}: fetched RQ WQEs {}..{}", name_of(r.qpn), r.first, uint16_t(r.first + r.n - 1));
+  return true;
 }
 
 }  // namespace vhca

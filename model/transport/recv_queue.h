@@ -11,13 +11,14 @@
 // that the message keeps its WQE while other QPs' messages take the next ones.
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <systemc>
 #include <vector>
 
+#include "model/common/object_pool.h"
 #include "model/common/observers.h"
+#include "model/common/slot_ring.h"
 #include "model/dma/dma_engine.h"
 #include "model/qp/qp_table.h"
 #include "model/transport/transport_types.h"
@@ -57,7 +58,7 @@ class RecvQueue : public sc_core::sc_module {
   RecvWqe& front(uint32_t qpn) { return qps_[qpn].wqes.front(); }
   RecvWqe pop(uint32_t qpn);
   // For a flush: every cached WQE, and whether the ring may hold more (then fetch_more).
-  std::deque<RecvWqe> take_all(uint32_t qpn);
+  SlotRing<RecvWqe> take_all(uint32_t qpn);
   // Reads the doorbell record if need be and fetches the next burst; done(false) when the ring
   // holds no more WQEs (or a read failed).
   void fetch_more(uint32_t qpn, Done done);
@@ -67,22 +68,45 @@ class RecvQueue : public sc_core::sc_module {
   void reset();
 
  private:
-  // Who waits for the read in flight: kept by the read's callback, so that a QP reset (which
-  // renews PerQp) cannot lose a waiter.
-  using Waiters = std::shared_ptr<std::vector<Done>>;
+  // One who waits for a queue's read: done(ok), or, for ensure, done(whether the queue's cache
+  // then holds a WQE, the queue not reset since: gen).
+  struct Waiter {
+    Done done;
+    bool wants_wqe = false;
+    uint32_t gen = 0;
+  };
+  struct Read;
   struct PerQp {
     uint32_t gen = 0;  // bumped when the QP is reset: reads in flight for it are dropped
     uint16_t pi = 0, fetched = 0;
-    std::deque<RecvWqe> wqes;
-    Waiters in_flight;  // a fetch or doorbell-record read is on its way (null: none)
+    SlotRing<RecvWqe> wqes{1};  // grows once, to the queue's need
+    Read* in_flight = nullptr;  // a fetch or doorbell-record read is on its way (null: none)
   };
-  void refresh_pi(uint32_t qpn, Done done);
-  void read_pi(uint32_t qpn, Done done);
-  void fetch(uint32_t qpn, Done done);
-  void read_burst(uint32_t qpn, Done done);
+  // A read in flight: the doorbell record, or a burst of WQEs. It holds its waiters, so that a QP
+  // reset (which renews PerQp) cannot lose one; reads are pooled with their buffers, so that one
+  // allocates nothing once the pool has grown.
+  struct Read {
+    enum class Kind { pi, burst } kind = Kind::burst;
+    uint32_t qpn = 0, gen = 0, n = 0;
+    uint16_t first = 0;
+    uint8_t log_size = 0;
+    std::vector<uint8_t> buf;
+    std::vector<Waiter> waiters;
+  };
+  void fetch_more_for(uint32_t qpn, Waiter w);
+  void refresh_pi(uint32_t qpn, Waiter w);
+  void fetch(uint32_t qpn, Waiter w);
   void prefetch(uint32_t qpn);
-  // Runs `read` as the QP's one read in flight; done (and whoever waited meanwhile) get its result.
-  void start_read(uint32_t qpn, Done done, const std::function<void(Done)>& read);
+  // Starts the queue's one read in flight; `w` (and whoever waits meanwhile) get its result.
+  void start_read(uint32_t qpn, Waiter w, Read::Kind kind);
+  void read_pi(Read& r);
+  void read_burst(Read& r);
+  void read_done(Read* r, bool ok);
+  bool took_pi(Read& r, bool ok);
+  bool took_burst(Read& r, bool ok);
+  void answer(uint32_t qpn, const Waiter& w, bool ok) const {
+    w.done(ok && (!w.wants_wqe || (qps_[qpn].gen == w.gen && !qps_[qpn].wqes.empty())));
+  }
   // Where a queue's ring and doorbell record are: its QP's RQ, or its SRQ.
   struct Ring {
     uint64_t base, dbr;
@@ -98,6 +122,7 @@ class RecvQueue : public sc_core::sc_module {
   TransportStats& stats_;
   uint32_t num_qps_;
   std::vector<PerQp> qps_;  // QPs, then SRQs
+  ObjectPool<Read> reads_;
 };
 
 }  // namespace vhca

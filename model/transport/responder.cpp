@@ -56,9 +56,10 @@ Responder::Need Responder::recv_wqe(uint32_t qpn, const Resume& resume) {
   const QpContext& q = tables_.qps[qpn];
   if (q.has_srq && rq_.take_from_srq(qpn, q.srqn)) return Need::ready;
   if (awaited_.recv_wqe.has_value()) return Need::none;  // fetched for this packet: nothing posted
-  rq_.ensure(q.has_srq ? rq_.srq_id(q.srqn) : qpn, [this, resume](bool found) {
+  resume_ = resume;
+  rq_.ensure(q.has_srq ? rq_.srq_id(q.srqn) : qpn, [this](bool found) {
     awaited_.recv_wqe = found;
-    resume();
+    resume_();
   });
   return Need::wait;
 }
@@ -472,9 +473,10 @@ Responder::Step Responder::handle_atomic(uint32_t qpn, QpContext& q, RecvState& 
   const uint64_t target = mr_host_address(tables_, p.rkey, p.va);
   if (!awaited_.atomic_read.has_value() && resources_exhausted(q, s)) return refuse_for_resources(qpn, p.psn);
   if (!awaited_.atomic_read.has_value()) {
-    dma_.read(target, awaited_.atomic_value, 8, true, [this, resume](bool ok) {
+    resume_ = resume;
+    dma_.read(target, awaited_.atomic_value, 8, true, [this](bool ok) {
       awaited_.atomic_read = ok;
-      resume();
+      resume_();
     });
     return Step::wait;
   }

@@ -150,6 +150,9 @@ class Responder : public sc_core::sc_module {
   uint64_t built_ack_writes_ = 0;
   SlotRing<ResponseJob> responses_;
   Awaited awaited_;
+  // The receiver's resume for the packet that waits (one at a time, as awaited_): held here so
+  // that what a read calls back captures `this` alone and allocates nothing.
+  Resume resume_;
 };
 
 }  // namespace vhca

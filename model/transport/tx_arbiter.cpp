@@ -163,7 +163,7 @@ void TxArbiter::start_send(IbPacket&& p, std::unique_ptr<PendingTx> job) {
   const sc_core::sc_time built = clock_.at(clock_.now() + cfg_.tx_packet_cycles);
   send_at_ = clock_.cycle_at_or_after(std::max(built, wire_free_at_));
   sending_ = true;
-  std::swap(out_.packet, p);
+  out_.packet.exchange(p);
   job_ = std::move(job);
   wakeup_.wake(send_at_);
 }

@@ -1,7 +1,6 @@
 #include "model/transport/wqe_fetch.h"
 
 #include <algorithm>
-#include <memory>
 
 #include "model/common/log.h"
 #include "model/regs/tables.h"
@@ -170,26 +169,28 @@ void WqeFetch::read_sq_burst(uint32_t qpn, uint32_t limit, Burst done) {
   const uint32_t depth = 1u << q.log_sq_size;
   const uint32_t slot = c.fetched & (depth - 1);
   const uint32_t n = std::min({uint32_t(uint16_t(c.pi - c.fetched)), cfg_.fetch_burst, limit, depth - slot});
-  auto buf = std::make_shared<std::vector<uint8_t>>(size_t(n) * sqwqe::kSize);
-  const uint32_t gen = c.gen;
-  const uint16_t first = c.fetched;
-  const QpType type = q.type;
-  dma_.read(q.sq_base + uint64_t(slot) * sqwqe::kSize, buf->data(), uint32_t(buf->size()), false,
-            [this, qpn, gen, first, n, type, buf, done = std::move(done)](bool ok) {
-              SqCursor& c = qps_[qpn];
-              std::vector<SendWqe> wqes;
-              wqes.reserve(n);
-              if (c.gen != gen || first != c.fetched) {  // reset, destroyed or flushed meanwhile
-                done(false, wqes);
-                return;
-              }
-              for (uint32_t i = 0; i < n; ++i) {
-                wqes.push_back(decode_send_wqe(buf->data() + size_t(i) * sqwqe::kSize, uint16_t(first + i), type));
-                if (!ok) wqes.back().decode_error = syndrome::kLocalQpOp;
-              }
-              c.fetched = uint16_t(first + n);
-              done(true, wqes);
-            });
+  sq_read_ = SqRead{qpn, c.gen, n, c.fetched, q.type, std::move(done)};
+  sq_buf_.resize(size_t(n) * sqwqe::kSize);
+  dma_.read(q.sq_base + uint64_t(slot) * sqwqe::kSize, sq_buf_.data(), uint32_t(sq_buf_.size()), false,
+            [this](bool ok) { sq_burst_read(ok); });
+}
+
+// The burst's completion. Its `done` may start the next read (which refills sq_read_ and the
+// buffers): it is moved out first, and the burst is not touched after it.
+void WqeFetch::sq_burst_read(bool ok) {
+  const SqRead r = std::move(sq_read_);
+  SqCursor& c = qps_[r.qpn];
+  sq_burst_.clear();
+  if (c.gen != r.gen || r.first != c.fetched) {  // reset, destroyed or flushed meanwhile
+    r.done(false, sq_burst_);
+    return;
+  }
+  for (uint32_t i = 0; i < r.n; ++i) {
+    sq_burst_.push_back(decode_send_wqe(sq_buf_.data() + size_t(i) * sqwqe::kSize, uint16_t(r.first + i), r.type));
+    if (!ok) sq_burst_.back().decode_error = syndrome::kLocalQpOp;
+  }
+  c.fetched = uint16_t(r.first + r.n);
+  r.done(true, sq_burst_);
 }
 
 // ---------------------------------------------------------------------------------------------

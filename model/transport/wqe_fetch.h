@@ -110,6 +110,18 @@ class WqeFetch : public sc_core::sc_module {
   // burst or a QP's receive cache: one flush runs at a time).
   std::deque<CompletionRecord> flush_owed_;
   std::function<bool()> parked_until_;
+  // The SQ read in flight (an action's: one at a time), and the buffer and decoded burst kept
+  // from read to read, so that a burst allocates nothing.
+  struct SqRead {
+    uint32_t qpn = 0, gen = 0, n = 0;
+    uint16_t first = 0;
+    QpType type{};
+    Burst done;
+  };
+  void sq_burst_read(bool ok);
+  SqRead sq_read_;
+  std::vector<uint8_t> sq_buf_;
+  std::vector<SendWqe> sq_burst_;
 };
 
 }  // namespace vhca
