@@ -35,6 +35,14 @@ TEST_CASE("a slot ring walked from its head sees its items in order, across the 
   CHECK(walked(ring) == std::vector<int>{30, 40, 50, 60, 70, 80, 90});
   while (!ring.empty()) ring.pop_front();
   CHECK(walked(ring).empty());
+  SlotRing<std::string> own(2);  // a slot of its own pushed as the ring grows: taken out first
+  own.push_back("first, long enough to live outside the string's own storage");
+  own.push_back("second");
+  own.push_back(own.front());
+  own.push_back(std::move(own[1]));
+  REQUIRE(own.size() == 4);
+  CHECK(own[2] == own[0]);
+  CHECK(own[3] == "second");
   SlotRing<int> one(1);  // the smallest ring grows from one slot
   for (int i = 0; i < 5; ++i) one.push_back(i);
   CHECK(walked(one) == std::vector<int>{0, 1, 2, 3, 4});

@@ -13,6 +13,7 @@
 
 #include "model/common/earliest_timer.h"
 #include "model/common/sim_now.h"
+#include "model/common/slot_ring.h"
 
 namespace vhca {
 
@@ -43,25 +44,24 @@ class ActionQueue : public sc_core::sc_module {
       free_.pop_back();
       actions_[slot] = std::move(action);
     }
-    heap_.push_back(Entry{when.value(), scheduled.value(), next_seq_++, slot});
-    std::push_heap(heap_.begin(), heap_.end(), later);
+    queue_.push_back(Entry{when.value(), scheduled.value(), next_seq_++, slot});
+    if (queue_.size() > 1 && later(queue_.at(queue_.size() - 2), queue_.back())) queue_.sink_back(later);
     timer_.arm(when);
   }
-  size_t pending() const { return heap_.size(); }
+  size_t pending() const { return queue_.size(); }
   // Runs now the actions due at this instant, for a block that must see them before it decides
   // on this instant whichever process SystemC runs first (decisions.md 48). The notification
   // pending for them stays and, when it comes, finds them done and arms for the next.
   // Returns how many ran.
   size_t run_due_now() { return due_now() ? run_due_at(sim_now().value()) : 0; }
-  bool due_now() const { return !heap_.empty() && heap_.front().at <= sim_now().value(); }
+  bool due_now() const { return !queue_.empty() && queue_.front().at <= sim_now().value(); }
 
  private:
   size_t run_due_at(uint64_t now) {
     size_t ran = 0;
-    while (!heap_.empty() && heap_.front().at <= now) {
-      const uint32_t slot = heap_.front().slot;
-      std::pop_heap(heap_.begin(), heap_.end(), later);
-      heap_.pop_back();
+    while (!queue_.empty() && queue_.front().at <= now) {
+      const uint32_t slot = queue_.front().slot;
+      queue_.pop_front();
       Action a = std::move(actions_[slot]);
       free_.push_back(slot);
       a();  // may schedule more, for now (run in this loop) or later
@@ -70,8 +70,10 @@ class ActionQueue : public sc_core::sc_module {
     return ran;
   }
 
-  // The heap orders small entries; the actions stay where they were stored (a std::function is
-  // costly to move, and a heap moves its entries at every push and pop).
+  // The queue orders small entries, kept sorted: the actions of both users (a link's stages, a
+  // DMA engine's completions) are scheduled nearly in time order, so an entry goes in at the back
+  // or a place or two before it, and the next is the front. The actions stay where they were
+  // stored (a std::function is costly to move).
   struct Entry {
     uint64_t at;         // sc_time value
     uint64_t scheduled;  // sc_time value: at one instant, earlier scheduled first, then in order
@@ -86,10 +88,10 @@ class ActionQueue : public sc_core::sc_module {
   void run_due() {
     timer_.fired();
     run_due_at(sim_now().value());
-    if (!heap_.empty()) timer_.arm(sc_core::sc_time::from_value(heap_.front().at));
+    if (!queue_.empty()) timer_.arm(sc_core::sc_time::from_value(queue_.front().at));
   }
 
-  std::vector<Entry> heap_;
+  SlotRing<Entry> queue_;  // earliest first
   std::vector<Action> actions_;
   std::vector<uint32_t> free_;  // slots of actions_ not in use
   uint64_t next_seq_ = 0;

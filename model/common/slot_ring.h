@@ -49,7 +49,20 @@ class SlotRing {
     if (count_ > mask_) grow();
     return data_[(head_ + count_++) & mask_];
   }
-  void push_back(Slot value) { append() = std::move(value); }
+  // One copy or move into the slot, no temporary; a value that is one of this ring's own slots
+  // is taken out before the ring grows under it.
+  void push_back(const Slot& value) {
+    if (count_ > mask_) return push_back(Slot(value));
+    data_[(head_ + count_++) & mask_] = value;
+  }
+  void push_back(Slot&& value) {
+    if (count_ > mask_) {
+      Slot taken = std::move(value);
+      append() = std::move(taken);
+      return;
+    }
+    data_[(head_ + count_++) & mask_] = std::move(value);
+  }
   // An ordered queue whose items nearly always come in order: the item just appended moves back
   // past those that go after it (goes_after(earlier, appended)). Returns its place from the head.
   template <typename GoesAfter>

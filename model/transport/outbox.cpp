@@ -28,16 +28,18 @@ void Outbox::write(uint64_t addr, const uint8_t* data, uint32_t len, DmaSource s
   constexpr uint32_t kChunk = 4096;
   while (len > 0) {
     const uint32_t n = std::min(len, kChunk);
-    DmaWrite w;
+    DmaWrite& w = add_item<DmaWrite>();
+    ++writes_added_;
     w.addr = addr;
     w.len = n;
-    if (n <= w.data.size())
+    if (n <= w.data.size()) {
       std::memcpy(w.data.data(), data, n);  // in place, as a CQE's: no allocation
-    else
+      w.bulk.clear();
+    } else {
       w.bulk.assign(data, data + n);
+    }
     w.source = source;
     w.id = id;
-    add(std::move(w));
     addr += n;
     data += n;
     len -= n;
@@ -70,18 +72,23 @@ void Outbox::complete(const CompletionRecord& r) {
   if (r.syndrome == syndrome::kWrFlush) ++stats_.flushed;
   log::write(log::Cat::wq, "QP {:#x} {} completion wr_id {:#x} status {:#x} -> CQ {}", r.qpn,
              r.is_send ? "send" : "recv", r.wr_id, r.syndrome, r.cqn);
-  add(r);
+  add_item<CompletionRecord>() = r;
   drain();
 }
 
-void Outbox::add(std::variant<DmaWrite, CompletionRecord> item) {
+// A new item at the back, filled in place by the caller: a slot that held the same kind keeps
+// its storage (a payload write's bulk buffer).
+template <typename Item>
+Item& Outbox::add_item() {
   if (items_.size() >= depth_) {
     ++overflows_;  // the blocks ask has_room() first: this is a model error, not a drop
     log::error("{}: {} items, past its depth {}", name(), items_.size() + 1, depth_);
   }
-  if (std::holds_alternative<DmaWrite>(item)) ++writes_added_;
-  items_.push_back(std::move(item));
+  std::variant<DmaWrite, CompletionRecord>& slot = items_.append();
+  Item* item = std::get_if<Item>(&slot);
+  if (!item) item = &slot.emplace<Item>();
   s_items.pushed(items_.size());
+  return *item;
 }
 
 bool Outbox::holds_writes_before(DmaSource source) const {

@@ -60,7 +60,8 @@ class Outbox : public sc_core::sc_module {
   uint64_t overflows() const { return overflows_; }  // items added past the depth (a model error, logged)
 
  private:
-  void add(std::variant<DmaWrite, CompletionRecord> item);
+  template <typename Item>
+  Item& add_item();
   void drain();
   void forget_issued_marks(uint64_t issued);
   void drain_method();

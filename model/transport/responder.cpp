@@ -152,7 +152,8 @@ bool Responder::next_ack(IbPacket& p) {
       ack_queue_.push_back(qpn);
       continue;
     }
-    p = IbPacket{};
+    static_cast<IbHeaders&>(p) = IbHeaders{};
+    p.payload.clear();  // its storage stays: the packet it is exchanged with on sending takes it
     p.op = IbOp::ack;
     p.slid = cfg_.lid;
     p.dlid = tables_.qps[qpn].dlid;

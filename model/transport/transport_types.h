@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "model/regs/tables.h"
@@ -75,8 +76,9 @@ enum class TimerKind : uint8_t { ack, rnr, retransmit };
 
 // A packet built by the transmit arbiter, waiting for its payload (read from host memory) and its
 // turn on the wire.
-struct PendingTx {
-  IbPacket packet;
+// What a packet being built carries besides the packet: plain values, so that a job taken from
+// the pool (PendingTxPool) is made new by a plain copy.
+struct PendingTxState {
   uint32_t qpn = 0, gen = 0, epoch = 0;
   uint16_t wqe_index = 0;
   bool response = false;
@@ -90,6 +92,11 @@ struct PendingTx {
   bool ready = false, ok = true;
   uint32_t next_piece = 0;   // request: the SGE piece whose read is next
 };
+static_assert(std::is_trivially_copyable_v<PendingTxState>);
+
+struct PendingTx : PendingTxState {
+  IbPacket packet;
+};
 
 // Jobs the transmit arbiter is done with, kept for the next packets with their payload's storage
 // (a job and its payload were two allocations a packet, and two frees). take() gives a job as a
@@ -100,10 +107,9 @@ class PendingTxPool {
     if (spare_.empty()) return std::make_unique<PendingTx>();
     std::unique_ptr<PendingTx> job = std::move(spare_.back());
     spare_.pop_back();
-    std::vector<uint8_t> payload = std::move(job->packet.payload);
-    *job = PendingTx{};
-    payload.clear();
-    job->packet.payload = std::move(payload);
+    static_cast<PendingTxState&>(*job) = PendingTxState{};
+    static_cast<IbHeaders&>(job->packet) = IbHeaders{};
+    job->packet.payload.clear();  // its storage stays for the next payload
     return job;
   }
   void give(std::unique_ptr<PendingTx> job) {

@@ -87,9 +87,8 @@ void TxArbiter::let_feeders_act(uint64_t now) {
 void TxArbiter::run() {
   for (;;) {
     if (!requester_.settled()) return;  // held by a full DMA queue or completion input
-    IbPacket ack;
-    if (responder_.next_ack(ack)) {
-      start_send(std::move(ack), nullptr);
+    if (responder_.next_ack(ack_)) {
+      start_send(std::move(ack_), nullptr);
       return;
     }
     if (!pending_.empty() && pending_.front()->ready) {

@@ -90,6 +90,7 @@ class TxArbiter : public sc_core::sc_module {
   bool sending_ = false;
   uint64_t send_at_ = 0;
   IbPacketExt out_;  // the packet, in the extension that carries it
+  IbPacket ack_;     // the next ACK, built in place: sending it leaves the last packet's payload storage here
   tlm::tlm_generic_payload carry_tx_;  // the transaction that carries it (reused)
   std::unique_ptr<PendingTx> job_;
   // A UD send waiting to leave the port before it completes.

@@ -5,6 +5,7 @@
 #include <array>
 #include <cassert>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "model/qp/qp_table.h"
@@ -37,7 +38,8 @@ class SgeList {
   uint8_t count_ = 0;
 };
 
-struct SendWqe {
+// A send WQE's plain values: a WQE handed from the fetch to the requester moves as one block.
+struct SendWqeFields {
   uint16_t index = 0;
   uint64_t wr_id = 0;
   uint8_t opcode = 0;
@@ -51,7 +53,6 @@ struct SendWqe {
   uint8_t ud_sl = 0;
   bool ud_grh = false;
   SgeList sges;
-  std::vector<uint8_t> inline_data;
   uint32_t length = 0;
   uint8_t decode_error = 0;  // a syndrome found when the WQE was decoded
   // Progress (the requester's).
@@ -60,6 +61,11 @@ struct SendWqe {
   uint32_t resp_pkts = 0;    // READ: response packets placed
   bool done = false;         // ACKed, response placed, or UD transmitted
   uint8_t status = 0;
+};
+static_assert(std::is_trivially_copyable_v<SendWqeFields>);
+
+struct SendWqe : SendWqeFields {
+  std::vector<uint8_t> inline_data;
   bool is_read_or_atomic() const;
 };
 
