@@ -43,6 +43,14 @@ TEST_CASE("a slot ring walked from its head sees its items in order, across the 
   REQUIRE(own.size() == 4);
   CHECK(own[2] == own[0]);
   CHECK(own[3] == "second");
+  SlotRing<std::string> full(2);  // the slot just popped pushed back, the ring one short of full
+  full.push_back("kept whole, long enough to live outside the string's own storage");
+  full.push_back("tail");
+  std::string& popped = full.front();
+  full.pop_front();
+  full.push_back(std::move(popped));  // goes into the very slot it is: left as it is
+  REQUIRE(full.size() == 2);
+  CHECK(full[1] == "kept whole, long enough to live outside the string's own storage");
   SlotRing<int> one(1);  // the smallest ring grows from one slot
   for (int i = 0; i < 5; ++i) one.push_back(i);
   CHECK(walked(one) == std::vector<int>{0, 1, 2, 3, 4});

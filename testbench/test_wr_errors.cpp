@@ -81,6 +81,57 @@ TEST_CASE("[S19] local QP operation: a WQE the device cannot execute fails with 
   });
 }
 
+TEST_CASE("[S19] local QP operation: a send WQE whose ring read fails completes in error with nothing of an earlier WQE's") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    fb::post_recv(*b.qp, RecvWr{1, {b.buf.sge(0, 64)}});
+    fb::post_send(*a.qp, send_wr(0xA1, a.buf.sge(0, 64)));
+    auto first = poll_n(*a.scq, 1);
+    REQUIRE(first.size() == 1);
+    CHECK(first[0].status == 0);
+    // The ring's page goes away; the next WQE's read fails (an address error). What the device
+    // read before (wr_id 0xA1) must not show through: the WQE decodes as zeros, in error.
+    const uint64_t ring_bytes = uint64_t(sqwqe::kSize) * a.qp->sq_depth;
+    sys().node(0).memory.unmap(a.qp->sq_base, ring_bytes);
+    a.qp->sq_pi = 2;
+    const uint64_t db = with_bits(with_bits(0, wqdb::qpn, a.qp->qpn), wqdb::pi, 2);
+    a.dev->cpu().mmio_write64(Driver::offset_of(reg::sq_db), db);
+    auto s = poll_n(*a.scq, 1);
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].status == syndrome::kLocalQpOp);
+    CHECK(s[0].wr_id == 0);
+    CHECK(s[0].byte_len == 0);
+    CHECK(device_state(*a.qp) == QpState::err);
+  });
+}
+
+TEST_CASE("[S19] local QP operation: a receive WQE whose ring read fails completes in error with nothing of an earlier WQE's") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    fb::post_recv(*b.qp, RecvWr{0xB1, {b.buf.sge(0, 64)}});
+    fb::post_send(*a.qp, send_wr(0xA1, a.buf.sge(0, 64)));
+    auto first = poll_n(*b.rcq, 1);
+    REQUIRE(first.size() == 1);
+    CHECK(first[0].wr_id == 0xB1);
+    REQUIRE(poll_n(*a.scq, 1).size() == 1);
+    // The receive ring's page goes away and the doorbell record says one more WQE is posted: the
+    // device's read of it fails (an address error); the earlier WQE's wr_id must not show through.
+    sys().node(1).memory.unmap(b.qp->rq_base, uint64_t(rqwqe::kSize) * b.qp->rq_depth);
+    Driver& dev = *b.qp->pd->dev;
+    uint8_t rec[qpdbr::kSize];
+    dev.cpu().read(b.qp->dbr, rec, qpdbr::kSize);
+    put_field(rec, qpdbr::rq_pi, 2);
+    dev.cpu().write(b.qp->dbr, rec, qpdbr::kSize);
+    b.qp->rq_pi = 2;
+    fb::post_send(*a.qp, send_wr(0xA2, a.buf.sge(0, 64)));
+    auto r = poll_n(*b.rcq, 1);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].status == syndrome::kLocalQpOp);
+    CHECK(r[0].wr_id == 0);
+    CHECK(r[0].byte_len == 0);
+  });
+}
+
 TEST_CASE("[S19] local protection: an SGE outside its MR fails the SEND before anything is sent") {
   sys().run([] {
     auto [a, b] = rc_pair(1 << 16);

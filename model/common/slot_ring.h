@@ -49,11 +49,13 @@ class SlotRing {
     if (count_ > mask_) grow();
     return data_[(head_ + count_++) & mask_];
   }
-  // One copy or move into the slot, no temporary; a value that is one of this ring's own slots
-  // is taken out before the ring grows under it.
+  // One copy or move into the slot, no temporary. A value that is one of this ring's own slots is
+  // taken out before the ring grows under it, and one that is the very slot it goes into (the
+  // slot just popped, the ring one short of full) stays as it is.
   void push_back(const Slot& value) {
     if (count_ > mask_) return push_back(Slot(value));
-    data_[(head_ + count_++) & mask_] = value;
+    Slot& slot = data_[(head_ + count_++) & mask_];
+    if (&slot != &value) slot = value;
   }
   void push_back(Slot&& value) {
     if (count_ > mask_) {
@@ -61,7 +63,8 @@ class SlotRing {
       append() = std::move(taken);
       return;
     }
-    data_[(head_ + count_++) & mask_] = std::move(value);
+    Slot& slot = data_[(head_ + count_++) & mask_];
+    if (&slot != &value) slot = std::move(value);
   }
   // An ordered queue whose items nearly always come in order: the item just appended moves back
   // past those that go after it (goes_after(earlier, appended)). Returns its place from the head.

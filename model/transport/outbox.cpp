@@ -76,8 +76,8 @@ void Outbox::complete(const CompletionRecord& r) {
   drain();
 }
 
-// A new item at the back, filled in place by the caller: a slot that held the same kind keeps
-// its storage (a payload write's bulk buffer).
+// A new item at the back, filled in place by the caller (not built aside and moved in twice); a
+// slot that held the same kind is reused as it is, its fields all set by the caller.
 template <typename Item>
 Item& Outbox::add_item() {
   if (items_.size() >= depth_) {

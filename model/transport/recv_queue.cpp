@@ -1,7 +1,6 @@
 #include "model/transport/recv_queue.h"
 
 #include <algorithm>
-#include <memory>
 
 #include <fmt/format.h>
 
@@ -181,6 +180,8 @@ bool RecvQueue::took_pi(Read& r, bool ok) {
 bool RecvQueue::took_burst(Read& r, bool ok) {
   PerQp& q = qps_[r.qpn];
   if (q.gen != r.gen || r.first != q.fetched) return false;  // reset, or another fetch took these
+  // A failed read wrote nothing: its WQEs decode from zeros (the buffer holds the last read's).
+  if (!ok) std::fill(r.buf.begin(), r.buf.end(), uint8_t(0));
   for (uint32_t i = 0; i < r.n; ++i) {
     RecvWqe w = decode_recv_wqe(r.buf.data() + size_t(i) * rqwqe::kSize, uint16_t(r.first + i));
     if (!ok) w.decode_error = syndrome::kLocalQpOp;

@@ -12,7 +12,6 @@
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <systemc>
 #include <vector>
 
@@ -79,7 +78,7 @@ class RecvQueue : public sc_core::sc_module {
   struct PerQp {
     uint32_t gen = 0;  // bumped when the QP is reset: reads in flight for it are dropped
     uint16_t pi = 0, fetched = 0;
-    SlotRing<RecvWqe> wqes{1};  // grows once, to the queue's need
+    SlotRing<RecvWqe> wqes{1};  // grows by doubling to the most the queue caches, then stays
     Read* in_flight = nullptr;  // a fetch or doorbell-record read is on its way (null: none)
   };
   // A read in flight: the doorbell record, or a burst of WQEs. It holds its waiters, so that a QP

@@ -74,7 +74,7 @@ class Requester : public sc_core::sc_module {
  private:
   struct SendState {
     uint32_t gen = 0;        // bumped when the QP is reset: stale work is dropped
-    SlotRing<SendWqe> sq{1};  // fetched, not yet completed, in posting order (grows once, to the QP's need)
+    SlotRing<SendWqe> sq{1};  // fetched, not yet completed, in posting order (grows by doubling to the QP's most, then stays)
     size_t cursor = 0;       // the WQE being transmitted
     uint32_t cursor_pkt = 0;
     uint32_t next_psn = 0, una_psn = 0;

@@ -151,7 +151,9 @@ class Responder : public sc_core::sc_module {
   SlotRing<ResponseJob> responses_;
   Awaited awaited_;
   // The receiver's resume for the packet that waits (one at a time, as awaited_): held here so
-  // that what a read calls back captures `this` alone and allocates nothing.
+  // that what a read calls back captures `this` alone and allocates nothing. Set only when a
+  // packet starts a wait, never while a resume runs (a resumed pass does not wait again for the
+  // same thing: awaited_ holds the answer), so the running function is never replaced.
   Resume resume_;
 };
 

@@ -185,6 +185,8 @@ void WqeFetch::sq_burst_read(bool ok) {
     r.done(false, sq_burst_);
     return;
   }
+  // A failed read wrote nothing: its WQEs decode from zeros (the buffer holds the last read's).
+  if (!ok) std::fill(sq_buf_.begin(), sq_buf_.end(), uint8_t(0));
   for (uint32_t i = 0; i < r.n; ++i) {
     sq_burst_.push_back(decode_send_wqe(sq_buf_.data() + size_t(i) * sqwqe::kSize, uint16_t(r.first + i), r.type));
     if (!ok) sq_burst_.back().decode_error = syndrome::kLocalQpOp;
