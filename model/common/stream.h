@@ -371,8 +371,9 @@ class StreamOut : public sc_core::sc_port<Stream<T>> {
     return ok;
   }
   // Pushes through the port, so that a stream several ports feed counts the item as this one's.
-  void push(T value, uint64_t cycle, uint32_t tiebreak = 0) {
-    (*this)->push(std::move(value), cycle, tiebreak, producer());
+  void push(const T& value, uint64_t cycle, uint32_t tiebreak = 0) { (*this)->push(value, cycle, tiebreak, producer()); }
+  void push(T&& value, uint64_t cycle, uint32_t tiebreak = 0) {
+    (*this)->push(std::move(value), cycle, tiebreak, producer());  // moved once, into its slot
   }
   // Push on the current cycle, waiting while the stream is full (SC_THREAD only).
   void push_held(T value) {
