@@ -45,7 +45,7 @@ class ActionQueue : public sc_core::sc_module {
       actions_[slot] = std::move(action);
     }
     queue_.push_back(Entry{when.value(), scheduled.value(), next_seq_++, slot});
-    if (queue_.size() > 1 && later(queue_.at(queue_.size() - 2), queue_.back())) queue_.sink_back(later);
+    queue_.sink_back(later);  // one comparison when it comes in order
     timer_.arm(when);
   }
   size_t pending() const { return queue_.size(); }

@@ -291,17 +291,11 @@ void DmaEngine::release_issue_waiters() {
 }
 
 DmaEngine::ReadSlot* DmaEngine::issue(uint64_t addr, uint8_t* out, uint32_t len, ReadDone done, bool early_ok) {
-  std::unique_ptr<ReadSlot> slot;
-  if (free_slots_.empty()) {
-    slot = std::make_unique<ReadSlot>();
-    slot->early.moved = [this, s = slot.get()](const sc_core::sc_time& delay) {
+  ReadSlot& tx = *slots_.take();  // with the link until its response
+  if (!tx.early.moved)  // a slot made now: told a later arrival, its completion moves
+    tx.early.moved = [this, s = &tx](const sc_core::sc_time& delay) {
       finish_on(s, clock_.cycle_at_or_after(sim_now() + delay));
     };
-  } else {
-    slot = std::move(free_slots_.back());
-    free_slots_.pop_back();
-  }
-  ReadSlot& tx = *slot.release();  // owned by the link until its response
   tx.set_command(tlm::TLM_READ_COMMAND);
   tx.set_address(addr);
   tx.set_data_ptr(out);
@@ -356,7 +350,7 @@ bool DmaEngine::read_ok(const ReadSlot& slot) {
 DmaEngine::ReadDone DmaEngine::release(ReadSlot* slot) {
   ReadDone done = std::move(slot->done);
   slot->done = nullptr;
-  free_slots_.emplace_back(slot);
+  slots_.give(slot);
   return done;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/common/action_queue.h"
+#include "model/common/object_pool.h"
 #include "model/common/sim_clock.h"
 #include "model/common/slot_ring.h"
 #include "model/common/stream.h"
@@ -185,7 +186,8 @@ class DmaEngine : public sc_core::sc_module {
   tlm::tlm_generic_payload write_tx_;  // reused: constructing a payload per write costs an allocation
   PostedTag write_tag_;  // write_tx_'s extension for the engine's life (set once, not per write)
   ActionQueue completions_{"read_completions"};  // reads, answered on the edge their data is usable
-  std::vector<std::unique_ptr<ReadSlot>> free_slots_;
+  // Every read slot made (the engine owns them, those with the link too); the free ones reused.
+  ObjectPool<ReadSlot> slots_;
   // What waits for writes to be issued (fenced reads, held ACKs), in mark order.
   struct IssueWaiter {
     uint64_t mark;

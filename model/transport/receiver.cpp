@@ -18,10 +18,10 @@ Receiver::Receiver(const sc_core::sc_module_name& name, const SimClock& clock, c
       fifo_(cfg.rx_fifo_depth) {
   port_in.register_b_transport(this, &Receiver::arrive);
   // The second pass of a packet that waited comes back here from the read's completion.
-  resume_ = [this] {
+  responder_.resume_with([this] {
     handle();
     if (state_ == State::idle) step();
-  };
+  });
   auto wake = [this] { wakeup_.wake(clock_.now()); };
   requester_.outbox().on_empty.add(wake);
   responder_.outbox().on_empty.add(wake);
@@ -134,9 +134,9 @@ void Receiver::handle() {
   if (is_response(p.op))
     requester_.receive(p);
   else if (p.op == IbOp::ud_send)
-    result = responder_.receive_ud(p, resume_);
+    result = responder_.receive_ud(p);
   else
-    result = responder_.receive(p, resume_);
+    result = responder_.receive(p);
   state_ = result == Responder::Step::wait ? State::waiting : State::idle;
 }
 

@@ -75,7 +75,6 @@ class Receiver : public sc_core::sc_module {
   Wakeup wakeup_;
   SlotRing<IbPacket> fifo_;  // rx_fifo_depth slots; a packet's payload storage is reused
   IbPacket current_;
-  Responder::Resume resume_;  // a waiting packet's second pass (built once: not per packet)
   State state_ = State::idle;
   uint64_t checked_at_ = 0;  // the cycle the current packet's check ends
   uint64_t handled_cycle_ = UINT64_MAX;  // the last cycle a packet was handled on

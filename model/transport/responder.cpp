@@ -51,12 +51,11 @@ uint32_t Responder::receive_pdn(const QpContext& q) const {
 
 // The receive WQE a message needs: the QP's own head WQE, or one its SRQ hands it (the SRQ's cache
 // is filled first if need be).
-Responder::Need Responder::recv_wqe(uint32_t qpn, const Resume& resume) {
+Responder::Need Responder::recv_wqe(uint32_t qpn) {
   if (rq_.has_wqe(qpn)) return Need::ready;
   const QpContext& q = tables_.qps[qpn];
   if (q.has_srq && rq_.take_from_srq(qpn, q.srqn)) return Need::ready;
   if (awaited_.recv_wqe.has_value()) return Need::none;  // fetched for this packet: nothing posted
-  resume_ = resume;
   rq_.ensure(q.has_srq ? rq_.srq_id(q.srqn) : qpn, [this](bool found) {
     awaited_.recv_wqe = found;
     resume_();
@@ -274,7 +273,7 @@ Responder::Step Responder::drop_uc(RecvState& s, const IbPacket& p) {
   return Step::done;
 }
 
-Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
+Responder::Step Responder::receive(IbPacket& p) {
   const uint32_t qpn = p.dest_qpn;
   // A packet of the other connected transport (RC for a UC QP, or the reverse) is not for it.
   if (!tables_.qp_exists(qpn) || !is_connected(tables_.qps[qpn].type) || p.uc != (tables_.qps[qpn].type == QpType::uc)) {
@@ -336,7 +335,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
   switch (p.op) {
     case IbOp::send_first:
     case IbOp::send_only:
-      switch (recv_wqe(qpn, resume)) {
+      switch (recv_wqe(qpn)) {
         case Need::wait: return Step::wait;
         case Need::none:
           if (uc) return drop_uc(s, p);  // UC: no receive WQE, the message is dropped
@@ -409,7 +408,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
       if (last && p.has_imm) {
         // WRITE with immediate consumes a receive WQE (S18): without one, RNR before any data
         // of this packet is placed, so that the retry finds everything as it was.
-        switch (recv_wqe(qpn, resume)) {
+        switch (recv_wqe(qpn)) {
           case Need::wait: return Step::wait;
           case Need::none:
             if (uc) return drop_uc(s, p);
@@ -450,7 +449,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
     }
     case IbOp::cmp_swap:
     case IbOp::fetch_add:
-      return handle_atomic(qpn, q, s, p, resume);
+      return handle_atomic(qpn, q, s, p);
     default:
       return Step::done;
   }
@@ -461,8 +460,7 @@ Responder::Step Responder::receive(IbPacket& p, const Resume& resume) {
 
 // Atomics act on 64-bit little-endian values in host memory (x86 byte order). The old value is
 // read first (fenced behind earlier writes); the packet is taken on once it has arrived.
-Responder::Step Responder::handle_atomic(uint32_t qpn, QpContext& q, RecvState& s, const IbPacket& p,
-                                         const Resume& resume) {
+Responder::Step Responder::handle_atomic(uint32_t qpn, QpContext& q, RecvState& s, const IbPacket& p) {
   if (p.va % 8) {
     queue_nak(qpn, AckKind::nak, kNakInvalidRequest, p.psn);
     return Step::done;
@@ -474,7 +472,6 @@ Responder::Step Responder::handle_atomic(uint32_t qpn, QpContext& q, RecvState& 
   const uint64_t target = mr_host_address(tables_, p.rkey, p.va);
   if (!awaited_.atomic_read.has_value() && resources_exhausted(q, s)) return refuse_for_resources(qpn, p.psn);
   if (!awaited_.atomic_read.has_value()) {
-    resume_ = resume;
     dma_.read(target, awaited_.atomic_value, 8, true, [this](bool ok) {
       awaited_.atomic_read = ok;
       resume_();
@@ -502,7 +499,7 @@ Responder::Step Responder::handle_atomic(uint32_t qpn, QpContext& q, RecvState& 
 // ---------------------------------------------------------------------------------------------
 // UD.
 
-Responder::Step Responder::receive_ud(IbPacket& p, const Resume& resume) {
+Responder::Step Responder::receive_ud(IbPacket& p) {
   const uint32_t qpn = p.dest_qpn;
   if (!tables_.qp_exists(qpn) || tables_.qps[qpn].type == QpType::rc) {
     ++stats_.dropped_no_qp;
@@ -517,7 +514,7 @@ Responder::Step Responder::receive_ud(IbPacket& p, const Resume& resume) {
     ++stats_.qkey_violations;  // IB: a Q_Key mismatch is silently dropped (and counted)
     return Step::done;
   }
-  switch (recv_wqe(qpn, resume)) {
+  switch (recv_wqe(qpn)) {
     case Need::wait: return Step::wait;
     case Need::none: ++stats_.ud_no_wqe; return Step::done;  // UD has no RNR: the datagram is dropped
     case Need::ready: break;

@@ -48,11 +48,13 @@ class Responder : public sc_core::sc_module {
 
   Outbox& outbox() { return outbox_; }
 
-  // From the receiver: a new packet (forget what the last one waited for), then an RC request or
-  // a UD datagram; `resume` is called when a `wait` may go on.
+  // From the receiver: how a packet that waits goes on (called when its read completes; set once,
+  // at construction), a new packet (forget what the last one waited for), then an RC request or a
+  // UD datagram.
+  void resume_with(Resume resume) { resume_ = std::move(resume); }
   void begin_packet();
-  Step receive(IbPacket& p, const Resume& resume);  // RC and UC
-  Step receive_ud(IbPacket& p, const Resume& resume);
+  Step receive(IbPacket& p);  // RC and UC
+  Step receive_ud(IbPacket& p);
 
   // For the transmit arbiter: the next ACK / NAK due (false if none may go now), the next READ
   // response packet or atomic ACK owed, and whether a built response still goes out.
@@ -120,8 +122,8 @@ class Responder : public sc_core::sc_module {
 
   // A receive WQE at the head of the QP's RQ: ready, none, or wait (a fetch was started).
   enum class Need { ready, none, wait };
-  Need recv_wqe(uint32_t qpn, const Resume& resume);
-  Step handle_atomic(uint32_t qpn, QpContext& q, RecvState& s, const IbPacket& p, const Resume& resume);
+  Need recv_wqe(uint32_t qpn);
+  Step handle_atomic(uint32_t qpn, QpContext& q, RecvState& s, const IbPacket& p);
   Step drop_uc(RecvState& s, const IbPacket& p);
   uint32_t receive_pdn(const QpContext& q) const;
   void request_ack(uint32_t qpn, RecvState& s, uint32_t psn);
@@ -150,11 +152,7 @@ class Responder : public sc_core::sc_module {
   uint64_t built_ack_writes_ = 0;
   SlotRing<ResponseJob> responses_;
   Awaited awaited_;
-  // The receiver's resume for the packet that waits (one at a time, as awaited_): held here so
-  // that what a read calls back captures `this` alone and allocates nothing. Set only when a
-  // packet starts a wait, never while a resume runs (a resumed pass does not wait again for the
-  // same thing: awaited_ holds the answer), so the running function is never replaced.
-  Resume resume_;
+  Resume resume_;  // the receiver's (resume_with): what a read a packet waits for calls back
 };
 
 }  // namespace vhca
