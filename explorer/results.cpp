@@ -68,6 +68,12 @@ void print_queues(const TrafficResult& r) {
               "%llu wake-ups asked for an arrival\n",
               static_cast<unsigned long long>(r.arrivals_taken), static_cast<unsigned long long>(r.arrivals_sent_busy),
               static_cast<unsigned long long>(r.arrival_wakes));
+  const CpuCore::Counters& c = r.host_cores;
+  std::printf("host0 cores: %llu activations; run ahead of their instant: %llu steps, %llu MMIO writes, %llu ends; "
+              "%llu times something else came first\n",
+              static_cast<unsigned long long>(c.activations), static_cast<unsigned long long>(c.steps_ahead),
+              static_cast<unsigned long long>(c.writes_ahead), static_cast<unsigned long long>(c.ends_ahead),
+              static_cast<unsigned long long>(c.ahead_declined));
 }
 
 void print_summary(const TrafficOptions& o, const TrafficResult& r) {

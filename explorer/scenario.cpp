@@ -543,7 +543,12 @@ TrafficOptions read_scenario(const YAML::Node& root, const Reader& r) {
   if (root["pcie"]) read_pcie(r, root["pcie"], o.pcie);
   if (root["hca"]) read_hca(r, root["hca"], o);
   if (const YAML::Node h = root["host"]) {
-    r.check_map(h, "host", {"vectors", "poll", "cpu", "cores", "memory"});
+    r.check_map(h, "host", {"vectors", "poll", "cpu", "cores", "memory", "run_ahead"});
+    if (h["run_ahead"]) {  // simulation speed only (HostCpuConfig::run_ahead)
+      const std::string v = r.scalar(h["run_ahead"], "host.run_ahead");
+      if (v == "on" || v == "off") o.cpu.run_ahead = v == "on";
+      else r.fail(h["run_ahead"], "host.run_ahead", "'" + v + "' is neither on nor off");
+    }
     if (h["vectors"]) o.vectors = r.integer(h, "host", "vectors", 1, 31);
     if (h["memory"])
       o.host_memory = r.value(h, "host", "memory", [](const std::string& v) {

@@ -197,6 +197,7 @@ class TrafficRun {
       r.arrivals_taken = ts.arrivals_taken;
       r.arrivals_sent_busy = ts.arrivals_sent_busy;
       r.arrival_wakes = ts.arrival_wakes;
+      r.host_cores = sys_.node(0).cpu.core_counters();
     }
     if (InvariantChecker* inv = sys_.invariants()) {
       inv->check_queues(sys_);

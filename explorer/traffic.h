@@ -224,6 +224,7 @@ struct TrafficResult {
   // host0's receiver: packets taken from the link as it looked, those sent while it was busy, and
   // wake-ups asked for an arrival.
   uint64_t arrivals_taken = 0, arrivals_sent_busy = 0, arrival_wakes = 0;
+  CpuCore::Counters host_cores;  // host0's cores: activations and what they ran ahead (run_ahead)
 };
 
 // The signals a VCD can show, in declaration order (docs/scenarios.md lists them).

@@ -1,12 +1,14 @@
 #include "firmware-shim/cpu_core.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "model/common/sim_now.h"
 
 namespace vhca {
 
 CpuWork* CpuCore::stepping_ = nullptr;
+sc_core::sc_time CpuCore::horizon_;
 
 const char* context_name(CpuContext c) {
   switch (c) {
@@ -21,9 +23,9 @@ const char* context_name(CpuContext c) {
 
 int level_of(CpuContext c) { return c == CpuContext::hardirq ? 0 : c == CpuContext::softirq ? 1 : 2; }
 
-CpuCore::CpuCore(const std::string& name, Counters& counters, std::function<bool(const DeferredWrite&)> issue,
-                 std::function<const sc_core::sc_event&()> space)
-    : counters_(counters), issue_(std::move(issue)), space_(std::move(space)) {
+CpuCore::CpuCore(const std::string& name, Counters& counters, Issue issue,
+                 std::function<const sc_core::sc_event&()> space, bool run_ahead)
+    : may_run_ahead_(run_ahead), counters_(counters), issue_(std::move(issue)), space_(std::move(space)) {
   sc_core::sc_spawn_options opts;
   opts.spawn_method();
   opts.dont_initialize();
@@ -88,7 +90,7 @@ void CpuCore::issue_due_writes(CpuWork& w) {
   if (w.writes_issued == w.writes.size()) return;
   const sc_core::sc_time served = w.served_in_step();
   for (; w.writes_issued < w.writes.size() && w.writes[w.writes_issued].at <= served; ++w.writes_issued)
-    if (!issue_(w.writes[w.writes_issued])) {
+    if (!issue_(w.writes[w.writes_issued], sc_core::SC_ZERO_TIME)) {
       w.stalled = true;
       return;
     }
@@ -129,24 +131,39 @@ void CpuCore::dispatch(const sc_core::sc_time& now) {
     active_ = level;
     since_ = now;
     if (held_[level]->stalled) issue_due_writes(*held_[level]);  // credits may have returned meanwhile
-    if (held_[level]->remaining != sc_core::SC_ZERO_TIME || held_[level]->stalled) return;  // served from now on
+    if (held_[level]->remaining != sc_core::SC_ZERO_TIME || held_[level]->stalled) {  // served from now on
+      if (may_run_ahead_ && !held_[level]->stalled && now < horizon_) run_ahead(now);
+      return;
+    }
   }
 }
 
 void CpuCore::advance(int level) {
   CpuWork& w = *held_[level];
   if (w.next) {
-    std::function<void()> step = std::move(w.next);
-    w.next = nullptr;
-    w.writes.clear();
-    w.writes_issued = 0;
-    stepping_ = &w;
-    step();
-    stepping_ = nullptr;
-    w.step_total = w.remaining;
+    run_step(w);
     issue_due_writes(w);  // those made before any charge
     return;
   }
+  finish(level);
+}
+
+// Its step_total is what it owes once the step has run: a step run ahead adds to the time still
+// owed for the one before, and its writes are due at their place in the whole.
+void CpuCore::run_step(CpuWork& w) {
+  std::function<void()> step = std::move(w.next);
+  w.next = nullptr;
+  w.next_quiet = false;
+  w.writes.clear();
+  w.writes_issued = 0;
+  stepping_ = &w;
+  step();
+  stepping_ = nullptr;
+  w.step_total = w.remaining;
+}
+
+void CpuCore::finish(int level) {
+  CpuWork& w = *held_[level];
   held_[level] = nullptr;
   active_ = -1;
   w.queued = false;
@@ -165,6 +182,81 @@ void CpuCore::advance(int level) {
     std::function<void()> done = w.done;  // it may free `w` or start it again
     done();
   }
+}
+
+bool CpuCore::alone(int level) const {
+  for (int l = 0; l < kLevels; ++l)
+    if ((l != level && held_[l]) || !ready_[l].empty()) return false;
+  return true;
+}
+
+// The held work's next moment (its next write, else its step's end: the next step or the end)
+// done now, while it is quiet and nothing else in the simulation comes first; again for the moment
+// after, until one is not.
+//
+// SystemC's pending activity is asked once, and again only after a write issued ahead (the link
+// may wake for its arrival). What quiet steps and ends did is checked against it before it is
+// asked again and at the end: nothing made runnable at this instant, no timed notification before
+// those pending. (One they made later than those would go unseen: that part of the contract is
+// the marking's.)
+void CpuCore::run_ahead(const sc_core::sc_time& now) {
+  if (reserved_owner_) return;
+  const int level = active_;
+  sc_core::sc_time pending;  // from now to SystemC's first pending activity (zero: at this instant)
+  bool asked = false;
+  const char* unchecked = nullptr;  // quiet work run since it was asked
+  auto ask = [&] {
+    const sc_core::sc_time p = sc_core::sc_time_to_pending_activity();
+    if (unchecked && p != pending)
+      throw std::logic_error(std::string("host CPU: ") + unchecked +
+                             " run ahead of its instant as quiet notified an event or started work (it must "
+                             "not be marked quiet: HostCpu::then, CpuWork::end_quiet)");
+    pending = p;
+    asked = true;
+    unchecked = nullptr;
+  };
+  for (;;) {
+    CpuWork& w = *held_[level];
+    if (w.served) break;  // a thread's charge
+    const bool write_next = w.writes_issued < w.writes.size();
+    if (!write_next && (w.next ? !w.next_quiet : !(w.end_quiet && alone(level) && w.end_quiet()))) break;
+    const sc_core::sc_time wait = write_next ? w.writes[w.writes_issued].at - w.served_in_step() : w.remaining;
+    const sc_core::sc_time at = now + wait;
+    if (at >= horizon_ || (!arrivals_.empty() && arrivals_.front().at <= at)) break;
+    if (!asked || (write_next && unchecked)) ask();
+    if (pending <= wait) {  // something else happens first, or at that instant
+      ++counters_.ahead_declined;
+      break;
+    }
+    running_ahead = wait;
+    if (write_next) {
+      const bool issued = issue_(w.writes[w.writes_issued], wait);
+      running_ahead = sc_core::SC_ZERO_TIME;
+      if (!issued) break;  // no credits now: issued at its instant, or the core stalls then
+      ++w.writes_issued;
+      ++counters_.writes_ahead;
+      asked = false;
+      continue;
+    }
+    if (w.next) {
+      w.ahead = wait;
+      run_step(w);
+      w.ahead = sc_core::SC_ZERO_TIME;
+      running_ahead = sc_core::SC_ZERO_TIME;
+      ++counters_.steps_ahead;
+      unchecked = "a step";
+      continue;
+    }
+    // Its end: the time it still owes is served by then, as far as anyone can tell.
+    busy_[int(w.ctx)] += w.remaining;
+    w.remaining = sc_core::SC_ZERO_TIME;
+    finish(level);
+    running_ahead = sc_core::SC_ZERO_TIME;
+    ++counters_.ends_ahead;
+    unchecked = "the end of a task";
+    break;
+  }
+  if (unchecked) ask();
 }
 
 void CpuCore::schedule_wake(const sc_core::sc_time& now) {

@@ -9,6 +9,13 @@
 // A step runs at one instant; the CPU time it charges is served after it (preemptibly), then the
 // task's next step runs. On a host without cores each kernel context has a core of its own (a
 // lane), so contexts run in parallel.
+//
+// Run ahead (decisions.md 50): where the running work's next moment — its next MMIO write, its next
+// step, its end — comes before anything else in the simulation, and what happens there is quiet
+// (seen by nothing before that instant: a step that only reads and writes host memory, charges,
+// posts MMIO writes and names its next step; a write the link has credits for now, issued with the
+// delay to its instant annotated; an end that tells no one), the core does it at once instead of
+// waking for it. The results are those of waking: nothing else ran in between.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -51,6 +58,14 @@ struct CpuWork {
   // level through charges it makes back to back (a thread runs until it blocks).
   sc_core::sc_event* served = nullptr;
   const void* owner = nullptr;
+  // `next` is quiet (HostCpu::then(step, true)): it reads and writes host memory, charges CPU time,
+  // posts MMIO writes and names its next step, and nothing else — no event, no work started, no
+  // user's code, no read of SystemC's time. It may run ahead of its instant.
+  bool next_quiet = false;
+  // Whether the work's end (`done`) is quiet now, in the same sense (null: never).
+  std::function<bool()> end_quiet;
+  // In a step run ahead: how far its instant is ahead of SystemC's time (zero otherwise).
+  sc_core::sc_time ahead;
   bool queued = false;  // on a core: arriving, ready or running
   // The current step's CPU time and its MMIO writes (DeferredWrite), issued in order as it is served.
   sc_core::sc_time step_total;
@@ -67,11 +82,18 @@ class CpuCore {
   // cores' activations.
   struct Counters {
     uint64_t preemptions = 0, activations = 0;
+    // Run ahead: steps, writes and ends done before their instant, and the times the core could
+    // have but something else in the simulation was due first.
+    uint64_t steps_ahead = 0, writes_ahead = 0, ends_ahead = 0, ahead_declined = 0;
   };
-  // `issue` posts a step's MMIO write when it is due; when it cannot (no link credits) it returns
-  // false, and the core tries again when `space` is notified.
-  CpuCore(const std::string& name, Counters& counters, std::function<bool(const DeferredWrite&)> issue,
-          std::function<const sc_core::sc_event&()> space);
+  // `issue` posts a step's MMIO write when it is due (delay zero); when it cannot (no link
+  // credits) it returns false, and the core tries again when `space` is notified. With a delay,
+  // the write's instant is that far ahead: it is issued, with the delay annotated, only if the link
+  // has credits for it now, asking nothing otherwise (false).
+  using Issue = std::function<bool(const DeferredWrite&, const sc_core::sc_time& delay)>;
+  // `run_ahead`: whether it may (HostCpuConfig::run_ahead).
+  CpuCore(const std::string& name, Counters& counters, Issue issue, std::function<const sc_core::sc_event&()> space,
+          bool run_ahead = true);
   CpuCore(const CpuCore&) = delete;
   CpuCore& operator=(const CpuCore&) = delete;
 
@@ -91,6 +113,12 @@ class CpuCore {
   static sc_core::sc_time local_time() {
     return stepping_ ? sim_now() + stepping_->remaining : sim_now();
   }
+  // The instant of the step running now (ahead of SystemC's time in a step run ahead); elsewhere,
+  // SystemC's time. Memory a step touches is touched at this instant.
+  static sc_core::sc_time step_instant() { return stepping_ ? sim_now() + stepping_->ahead : sim_now(); }
+  // Run ahead only up to `t`, the end of the run in progress (sim/system.cpp): what comes after it
+  // is not yet to happen, whatever the kernel has pending. Zero (the default): never.
+  static void set_horizon(const sc_core::sc_time& t) { horizon_ = t; }
 
  private:
   void run();
@@ -98,6 +126,10 @@ class CpuCore {
   void admit(const sc_core::sc_time& now);   // arrivals due by now become ready
   void dispatch(const sc_core::sc_time& now);
   void advance(int level);  // the held work of `level` has been served: its next step, or its end
+  void run_step(CpuWork& w);  // its next step, at once
+  void finish(int level);     // the held work of `level` ends
+  void run_ahead(const sc_core::sc_time& now);
+  bool alone(int level) const;  // nothing else on this core, but the work held at `level`
   void issue_due_writes(CpuWork& w);
   int top_level() const;    // the highest level with work to run (-1: none)
   void schedule_wake(const sc_core::sc_time& now);
@@ -118,10 +150,12 @@ class CpuCore {
   sc_core::sc_time busy_[kCpuContexts];
   sc_core::sc_event wake_;
   bool in_run_ = false;
+  bool may_run_ahead_;
   Counters& counters_;
-  std::function<bool(const DeferredWrite&)> issue_;
+  Issue issue_;
   std::function<const sc_core::sc_event&()> space_;
   static CpuWork* stepping_;
+  static sc_core::sc_time horizon_;
 };
 
 }  // namespace vhca

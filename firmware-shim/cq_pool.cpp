@@ -26,11 +26,14 @@ Poller::Poller(HostCpu& cpu, CpuContext ctx, uint32_t core, sc_core::sc_time lat
     task_.next = [this] { run(); };
     if (!queue_.empty()) cpu_.start(task_, *where_);
   };
+  task_.end_quiet = [this] { return queue_.empty(); };
   task_.next = [this] { run(); };
 }
 
 void Poller::detach(IbCq& cq) {
+  ++detaching_;
   while (current_ == &cq) sc_core::wait(turn_done_);
+  --detaching_;
   for (auto it = queue_.begin(); it != queue_.end(); ++it)
     if (*it == &cq) {
       queue_.erase(it);
@@ -65,7 +68,7 @@ void Poller::begin_turn() {
   cq->kicked = false;
   ++cq->turns;
   turn_ = current_ = cq;
-  turn_began_ = sim_now();
+  turn_began_ = cpu_.step_instant();
   turn_polled_ = 0;
   poll_step();
 }
@@ -73,10 +76,14 @@ void Poller::begin_turn() {
 void Poller::poll_step() {
   batch_size_ = hooks_.poll(*turn_, std::min(cfg_.batch, cfg_.budget - turn_polled_), task_.ctx, batch_.data());
   if (batch_size_ <= 0)
-    cpu_.then([this] { end_polling(); });
+    cpu_.then([this] { end_polling(); }, end_quiet());
   else
-    cpu_.then([this] { deliver_step(0); });
+    cpu_.then([this] { deliver_step(0); });  // a user's done callback
 }
+
+// The step that ends a turn tells the pool (quiet if no one observes it) and re-arms; its next
+// step notifies only a detach() waiting, and polls (quiet) or ends.
+bool Poller::end_quiet() const { return !detaching_ && hooks_.polled_quiet(); }
 
 void Poller::deliver_step(int i) {
   hooks_.deliver(*turn_, batch_[size_t(i)]);
@@ -86,16 +93,16 @@ void Poller::deliver_step(int i) {
   }
   turn_polled_ += batch_size_;
   if (turn_polled_ < cfg_.budget)
-    cpu_.then([this] { poll_step(); });
+    cpu_.then([this] { poll_step(); }, true);
   else
-    cpu_.then([this] { end_polling(); });
+    cpu_.then([this] { end_polling(); }, end_quiet());
 }
 
 void Poller::end_polling() {
   IbCq* cq = turn_;
   hooks_.polled(*cq, turn_began_, turn_polled_);
   current_ = nullptr;
-  turn_done_.notify(sc_core::SC_ZERO_TIME);
+  if (detaching_) turn_done_.notify(sc_core::SC_ZERO_TIME);
   if (!cq->poller) return begin_turn();  // detached while we polled it
   if (turn_polled_ >= cfg_.budget) {
     queue_.push_back(cq);
@@ -104,13 +111,13 @@ void Poller::end_polling() {
   ++cq->rearms;
   current_ = cq;
   const int missed = verbs::req_notify_cq(*cq->cq, kNotifyNext | kReportMissedEvents, task_.ctx);
-  cpu_.then([this, missed] { after_rearm(missed); });
+  cpu_.then([this, missed] { after_rearm(missed); }, !detaching_);
 }
 
 void Poller::after_rearm(int missed) {
   IbCq* cq = turn_;
   current_ = nullptr;
-  turn_done_.notify(sc_core::SC_ZERO_TIME);
+  if (detaching_) turn_done_.notify(sc_core::SC_ZERO_TIME);
   if (cq->poller) {
     if (missed > 0) {
       ++cq->missed_events;
@@ -136,7 +143,8 @@ Poller& CqPool::poller_for(PollContext ctx, uint32_t vector) {
                       [this](IbCq& cq, const sc_core::sc_time& begin, int n) {
                         cq.completions += uint64_t(n);
                         on_poll_done(cq, begin, n);
-                      }};
+                      },
+                      [this] { return on_poll_done.empty(); }};
   // Polling runs on the core that takes the vector's interrupt (Linux raises the softirq and
   // queues the work on the CPU that took the IRQ).
   const uint32_t core = cpu.core_of_vector(dev_.host_vector_of(vector));

@@ -65,6 +65,8 @@ class Poller {
     std::function<int(IbCq&, int n, CpuContext, Wc* out)> poll;      // poll_cq of at most n CQEs
     std::function<void(IbCq&, const Wc&)> deliver;                   // one completion's done callback
     std::function<void(IbCq&, const sc_core::sc_time&, int)> polled;  // (CQ, when the turn began, CQEs polled)
+    // Whether `polled` is quiet now (CpuWork::next_quiet): if so, so is the step that ends a turn.
+    std::function<bool()> polled_quiet;
   };
   // `core`: where it runs on a host with cores.
   Poller(HostCpu& cpu, CpuContext ctx, uint32_t core, sc_core::sc_time latency, const CqPoolConfig& cfg, Hooks hooks);
@@ -81,6 +83,7 @@ class Poller {
   void deliver_step(int i);   // the batch's completion i
   void end_polling();         // budget used or CQ drained: re-arm, or back in the queue
   void after_rearm(int missed);
+  bool end_quiet() const;     // end_polling is quiet now (CpuWork::next_quiet)
 
   HostCpu& cpu_;
   sc_core::sc_time latency_;
@@ -96,7 +99,8 @@ class Poller {
   int turn_polled_ = 0;
   std::vector<Wc> batch_;
   int batch_size_ = 0;
-  sc_core::sc_event turn_done_;
+  sc_core::sc_event turn_done_;  // notified only while detach() waits for it
+  int detaching_ = 0;
   uint64_t runs_ = 0;
 };
 

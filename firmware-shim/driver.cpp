@@ -111,7 +111,7 @@ CommandResult Driver::boot() {
     eqs_.push_back(eq);
   }
   for (size_t i = 0; i < eqs_.size(); ++i) {
-    cpu_.set_irq_handler(eqs_[i].vector, [this, i] { handle_eq(i); });
+    cpu_.set_irq_handler(eqs_[i].vector, [this, i] { handle_eq(i); }, true);  // its first step reads the EQE: quiet
     cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eqs_[i].eqn << 24 | 0);  // arm with ci 0
   }
   booted_ = true;

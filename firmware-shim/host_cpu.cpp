@@ -23,8 +23,8 @@ HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) 
 
 std::unique_ptr<CpuCore> HostCpu::make_lane(const std::string& name) {
   return std::make_unique<CpuCore>(
-      name, counters_, [this](const DeferredWrite& w) { return mmio_issue(w.offset, w.data.data(), w.len); },
-      [this]() -> const sc_core::sc_event& { return mmio_credits->returned_event(); });
+      name, counters_, [this](const DeferredWrite& w, const sc_core::sc_time& delay) { return mmio_issue(w, delay); },
+      [this]() -> const sc_core::sc_event& { return mmio_credits->returned_event(); }, cfg_.run_ahead);
 }
 
 uint32_t HostCpu::core_of_vector(uint32_t host_vector) const {
@@ -64,7 +64,7 @@ uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
 }
 
 void HostCpu::read(uint64_t addr, void* dst, uint32_t len) {
-  pending_writes.land_due();
+  pending_writes.land_due(step_instant());
   auto* out = static_cast<uint8_t*>(dst);
   while (len) {
     uint32_t n = std::min<uint64_t>(len, HostMemory::kPageSize - addr % HostMemory::kPageSize);
@@ -74,7 +74,7 @@ void HostCpu::read(uint64_t addr, void* dst, uint32_t len) {
 }
 
 void HostCpu::write(uint64_t addr, const void* src, uint32_t len) {
-  pending_writes.land_due();
+  pending_writes.land_due(step_instant());
   auto* in = static_cast<const uint8_t*>(src);
   while (len) {
     uint32_t n = std::min<uint64_t>(len, HostMemory::kPageSize - addr % HostMemory::kPageSize);
@@ -83,7 +83,8 @@ void HostCpu::write(uint64_t addr, const void* src, uint32_t len) {
   }
 }
 
-bool HostCpu::mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len) {
+bool HostCpu::mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len,
+                             const sc_core::sc_time& ahead) {
   auto transport = [&](tlm::tlm_generic_payload& tx) {
     tx.set_command(cmd);
     tx.set_address(offset);
@@ -91,7 +92,7 @@ bool HostCpu::mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* dat
     tx.set_data_length(len);
     tx.set_streaming_width(len);
     tx.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    sc_core::sc_time delay = ahead;  // the link honours it: the TLP enters its wire then
     mmio->b_transport(tx, delay);
     return tx.is_response_ok();
   };
@@ -123,10 +124,12 @@ bool HostCpu::mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuC
 }
 
 // A step's write, when its core gets to it: refused while the link has no credits (the core
-// stalls and tries again when they return).
-bool HostCpu::mmio_issue(uint64_t offset, const uint8_t* data, unsigned len) {
-  if (!credits_for(len)) return false;
-  mmio_transport(tlm::TLM_WRITE_COMMAND, offset, const_cast<uint8_t*>(data), len);
+// stalls and tries again when they return). Ahead of its instant (run ahead), only if the link has
+// credits now: they stay, as nothing else posts before then (returns only add to them).
+bool HostCpu::mmio_issue(const DeferredWrite& w, const sc_core::sc_time& delay) {
+  if (delay == sc_core::SC_ZERO_TIME ? !credits_for(w.len) : mmio_credits.size() && !mmio_credits->has_room(w.len))
+    return false;
+  mmio_transport(tlm::TLM_WRITE_COMMAND, w.offset, const_cast<uint8_t*>(w.data.data()), w.len, delay);
   return true;
 }
 
@@ -154,6 +157,7 @@ void HostCpu::raise(uint32_t vector) {
     auto irq = std::make_unique<Irq>();
     irq->ctx = CpuContext::hardirq;
     irq->done = [this, &q] { finish_irq(q); };
+    irq->end_quiet = [this] { return on_handler_done.empty(); };
     q.spare.push_back(std::move(irq));
   }
   std::unique_ptr<Irq> irq = std::move(q.spare.back());
@@ -165,22 +169,25 @@ void HostCpu::raise(uint32_t vector) {
   q.where->submit(*q.irqs.back(), sim_now() + cfg_.irq_delivery);
 }
 
-void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler) { handlers_[vector] = std::move(handler); }
+void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler, bool quiet) {
+  handlers_[vector] = Handler{std::move(handler), quiet};
+}
 
 // Taken when its context is free (arrival order): the entry costs handler_entry, then the handler
 // runs, a step of its own that may go on with then().
 void HostCpu::take_irq(Irq& irq) {
   ++interrupts_;
   ++vector_interrupts_[irq.vector];
-  if (!handlers_.count(irq.vector)) {
+  const auto handler = handlers_.find(irq.vector);
+  if (handler == handlers_.end()) {
     log::error("host: interrupt on vector {} with no handler", irq.vector);
     return;
   }
   log::write(log::Cat::irq, "host: handler for vector {} runs", irq.vector);
   irq.handled = true;
-  irq.begin = sim_now();
+  irq.begin = step_instant();
   charge(CpuContext::hardirq, cfg_.handler_entry);
-  then([this, vector = irq.vector] { handlers_.at(vector)(); });
+  then([h = &handler->second] { h->fn(); }, handler->second.quiet);
 }
 
 void HostCpu::finish_irq(IrqQueue& q) {
@@ -191,19 +198,21 @@ void HostCpu::finish_irq(IrqQueue& q) {
 }
 
 void HostCpu::start(CpuWork& w, CpuCore& where, const sc_core::sc_time& after) {
-  where.submit(w, sim_now() + after);
+  where.submit(w, step_instant() + after);
 }
 
-void HostCpu::then(std::function<void()> step) {
+void HostCpu::then(std::function<void()> step, bool quiet) {
   CpuWork* w = CpuCore::stepping();
   if (!w) throw std::logic_error("host CPU: then() outside a step of kernel work");
   w->next = std::move(step);
+  w->next_quiet = quiet;
 }
 
 void HostCpu::note_busy(CpuContext ctx, const sc_core::sc_time& t) {
   busy_[int(ctx)] += t;
   Instant& i = charged_now_[int(ctx)];
-  if (i.at != sim_now()) i = {sim_now(), sc_core::SC_ZERO_TIME};
+  const sc_core::sc_time at = step_instant();
+  if (i.at != at) i = {at, sc_core::SC_ZERO_TIME};
   i.sum += t;
 }
 

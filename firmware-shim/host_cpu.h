@@ -49,6 +49,9 @@ struct HostCpuConfig {
   // workqueue polling of the CQs on that vector; the application runs on core N - 1. On a core a
   // hard IRQ preempts a softirq, which preempts threads; contexts of one kind take turns.
   uint32_t cores = 0;
+  // Simulation speed only (host.run_ahead): a core does its work's next write, step or end before
+  // its instant where that is quiet and nothing else comes first (CpuCore, decisions.md 50).
+  bool run_ahead = true;
 };
 
 class HostCpu;
@@ -110,7 +113,9 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   // order: a step of handler_entry, then the handler, as kernel work (its steps may continue with
   // then()).
   void raise(uint32_t vector) override;
-  void set_irq_handler(uint32_t vector, std::function<void()> handler);
+  // `quiet`: the handler's first step is quiet (CpuWork::next_quiet), so it may run ahead of its
+  // instant, right after the entry's step.
+  void set_irq_handler(uint32_t vector, std::function<void()> handler, bool quiet = false);
   uint64_t interrupts() const { return interrupts_; }
   // Interrupts taken on one host vector (0 if none).
   uint64_t interrupts_on(uint32_t vector) const {
@@ -131,8 +136,11 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   // there at its context's level. In a step, then() names the task's next step, which runs once
   // the CPU time the step charged has been served.
   void start(CpuWork& w, CpuCore& where, const sc_core::sc_time& after = sc_core::SC_ZERO_TIME);
-  void then(std::function<void()> step);
+  // `quiet`: the step is quiet (CpuWork::next_quiet) and may run ahead of its instant.
+  void then(std::function<void()> step, bool quiet = false);
   bool in_step() const { return CpuCore::stepping() != nullptr; }
+  // The instant of the step running now (CpuCore::step_instant), or now.
+  sc_core::sc_time step_instant() const { return CpuCore::step_instant(); }
   // Now as the running code sees it (CpuCore::local_time): in a step, after what it has charged.
   sc_core::sc_time local_time() const { return CpuCore::local_time(); }
   // Where kernel work runs: core k of a host with cores; on a host without cores a context takes
@@ -162,6 +170,8 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   uint64_t preemptions() const { return counters_.preemptions; }
   // Activations of the host's cores and lanes so far (the benchmark's host-side count).
   uint64_t core_activations() const { return counters_.activations; }
+  // Their run-ahead counts (CpuCore::Counters).
+  const CpuCore::Counters& core_counters() const { return counters_; }
 
  private:
   // A hard IRQ from the moment it is raised until its handler's last step has been served.
@@ -186,9 +196,11 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   void note_busy(CpuContext ctx, const sc_core::sc_time& t);  // a host without cores: busy() by context
   void serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_time& t);  // a thread's charge
   bool mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx);
-  bool mmio_issue(uint64_t offset, const uint8_t* data, unsigned len);  // a step's write; false: no credits
+  // A step's write, `delay` ahead of its instant; false: no credits (CpuCore::Issue).
+  bool mmio_issue(const DeferredWrite& w, const sc_core::sc_time& delay);
   bool credits_for(unsigned len);  // the downstream link takes a posted write of `len` bytes now
-  bool mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len);
+  bool mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len,
+                      const sc_core::sc_time& delay = sc_core::SC_ZERO_TIME);
   uint8_t* dmi_pointer(uint64_t addr);
   void invalidate_dmi(sc_dt::uint64, sc_dt::uint64) {
     dmi_pages_.clear();
@@ -197,7 +209,11 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
 
   HostCpuConfig cfg_;
   tlm::tlm_generic_payload write_tx_;  // every posted MMIO write's (a payload allocates when built)
-  std::map<uint32_t, std::function<void()>> handlers_;
+  struct Handler {
+    std::function<void()> fn;
+    bool quiet = false;
+  };
+  std::map<uint32_t, Handler> handlers_;
   std::map<uint64_t, uint8_t*> dmi_pages_;
   tlm::tlm_generic_payload dmi_tx_;  // asks for a page's pointer (reused, as write_tx_)
   struct RecentPage {

@@ -231,6 +231,7 @@ void System::run(std::function<void()> body, sc_core::sc_time limit) {
           outcome->error = std::current_exception();
         }
         outcome->done = true;
+        CpuCore::set_horizon(sc_core::sc_time_stamp());  // what the caller reads next is as of now
         sc_core::sc_pause();
       },
       sc_core::sc_gen_unique_name("run"));
@@ -242,6 +243,12 @@ void System::run(std::function<void()> body, sc_core::sc_time limit) {
   };
   std::optional<WallTicker> ticker;
   if (cfg.wall_clock_watch) ticker.emplace();
+  // Host cores may run ahead (firmware-shim/cpu_core.h) while the body runs, up to the limit: past
+  // it, or once the body is done, nothing is to happen yet.
+  struct Horizon {
+    explicit Horizon(const sc_core::sc_time& end) { CpuCore::set_horizon(end); }
+    ~Horizon() { CpuCore::set_horizon(sc_core::SC_ZERO_TIME); }
+  } horizon(end);
   const auto wall0 = std::chrono::steady_clock::now();
   sc_core::sc_time tick_time = sc_core::sc_time_stamp();
   int still_ticks = 0;  // wall-clock ticks in a row at one simulated instant, with deltas running

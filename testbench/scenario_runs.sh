@@ -15,15 +15,17 @@ run() {
     fail "run ($name): $(tail -3 "$work/$name.txt")"
   grep -v '"wall\|per_wall' "$work/$name.json" >"$work/$name.cmp"
   sed -n '/^queues between blocks/,$p' "$work/$name.txt" |
-    grep -v 'issued ahead\|passed on early\|told early\|slept through\|one order on an edge\|taken from the link\|wall' >"$work/$name.queues"
+    grep -v 'issued ahead\|passed on early\|told early\|slept through\|one order on an edge\|taken from the link\|run ahead of their\|wall' >"$work/$name.queues"
 }
 # run_each_switch_off [ARGS...]: the scenario with ARGS (run "default"), then with each speed-only
 # switch off in turn (runs "KEY_off"). Each switch changes which processes run when, and so the
 # order SystemC runs two of them in on one edge.
-speed_only_switches="writes_ahead early_injection early_completions wait_for_credits rx_takes_arrivals"
+speed_only_switches="writes_ahead early_injection early_completions wait_for_credits rx_takes_arrivals run_ahead"
+# The scenario key of a speed-only switch: the HCA's, or the host's (run_ahead).
+switch_key() { if [ "$1" = run_ahead ]; then echo "host.$1"; else echo "hca.$1"; fi; }
 run_each_switch_off() {
   run default "$@"
-  for key in $speed_only_switches; do run "${key}_off" "$@" --set "hca.$key=off"; done
+  for key in $speed_only_switches; do run "${key}_off" "$@" --set "$(switch_key "$key")=off"; done
 }
 # same_results NAME OTHER [WHAT]: fails unless the two runs gave the same JSON (WHAT names them).
 same_results() {

@@ -23,6 +23,9 @@ class PcieCreditIf : public virtual sc_core::sc_interface {
   // sender is treated as refused at `at`: on_return tells it of the first return after `at`, or
   // sooner of a return given back meanwhile.
   virtual bool can_post_by(uint64_t bytes, const sc_core::sc_time& at) const = 0;
+  // Are there credits for it now, asking nothing more: a refusal arranges no wake-up (a host core
+  // that would issue a write ahead of its instant, and otherwise issues it then).
+  virtual bool has_room(uint64_t bytes) const = 0;
   // Notified whenever credits come back.
   virtual const sc_core::sc_event& returned_event() const = 0;
   // Registers a wake-up told of every credit return (for SC_METHOD writers).

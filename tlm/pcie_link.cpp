@@ -129,6 +129,11 @@ bool PcieLink::Credits::fits(uint32_t headers, uint32_t data) const {
   return ok;
 }
 
+bool PcieLink::Credits::has_room(uint64_t bytes) const {
+  returns_.apply_due([this](const Amount& a) { release(a); });
+  return room_for(ph_used_, pd_used_, headers(bytes), data_credits(bytes));
+}
+
 bool PcieLink::Credits::can_post_by(uint64_t bytes, const sc_time& at) const {
   returns_.apply_due([this](const Amount& a) { release(a); });
   const uint32_t need_h = headers(bytes), need_d = data_credits(bytes);
@@ -344,14 +349,13 @@ void PcieLink::deliver_due(int dir) {
   notify_next_on_time(d, now);
 }
 
-void PcieLink::land_due() {
+void PcieLink::land_due(const sc_time& by) {
   Direction& d = dir_[0];
   // Host memory asking while the link lands a write: that write is next.
   if (d.landing || d.in_flight.empty() || !d.in_flight.front().quiet) return;
-  const sc_time now = sim_now();
-  // Quiet writes only: one that lands on time, due now, is the link's own to land at its wake-up
-  // (it may tell someone), and the writes behind it wait for it.
-  while (!d.in_flight.empty() && d.in_flight.front().quiet && d.in_flight.front().arrival <= now) land(d, 0, now);
+  // Quiet writes only: one that lands on time, due by then, is the link's own to land at its
+  // wake-up (it may tell someone), and the writes behind it wait for it.
+  while (!d.in_flight.empty() && d.in_flight.front().quiet && d.in_flight.front().arrival <= by) land(d, 0, by);
 }
 
 // Asked of up_lands_quietly, whose answer changes only as no_longer_quiet tells (a watch, an unmap,

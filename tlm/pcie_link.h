@@ -136,7 +136,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   std::function<bool(uint64_t addr, uint64_t len)> up_lands_quietly;
 
   // PendingWritesIf (through up_pending).
-  void land_due() override;
+  void land_due(const sc_core::sc_time& by) override;
+  void land_due() { land_due(sim_now()); }
   void no_longer_quiet(uint64_t addr, uint64_t len) override;
   const size_t& quiet_in_flight() const override { return quiet_in_flight_; }
 
@@ -192,6 +193,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     }
     bool can_post(uint64_t bytes) const override;
     bool can_post_by(uint64_t bytes, const sc_core::sc_time& at) const override;
+    bool has_room(uint64_t bytes) const override;
     bool fits(uint32_t headers, uint32_t data) const;  // can_post, in credits
     // Whether a TLP needing `headers` and `data` posted credits fits beside those in use.
     bool room_for(uint32_t ph_used, uint32_t pd_used, uint32_t headers, uint32_t data) const {

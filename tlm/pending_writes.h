@@ -19,13 +19,16 @@
 #include <systemc>
 #include <vector>
 
+#include "model/common/sim_now.h"
+
 namespace vhca {
 
 class PendingWritesIf : public virtual sc_core::sc_interface {
  public:
-  // Applies, in order, every posted write whose arrival is no later than now and which nothing
-  // else is waiting to land first.
-  virtual void land_due() = 0;
+  // Applies, in order, every posted write whose arrival is no later than `by` and which nothing
+  // else is waiting to land first. `by` is now, or the instant of a host step run ahead of
+  // SystemC's time (firmware-shim/cpu_core.h), before which nothing else happens.
+  virtual void land_due(const sc_core::sc_time& by) = 0;
   // How many quiet writes are in flight, read before every access: asking costs a load when there
   // are none (the usual case on the host's side).
   virtual const size_t& quiet_in_flight() const = 0;
@@ -38,10 +41,11 @@ class PendingWritesIf : public virtual sc_core::sc_interface {
 class PendingWritesPort : public sc_core::sc_port<PendingWritesIf, 0, sc_core::SC_ZERO_OR_MORE_BOUND> {
  public:
   using sc_core::sc_port<PendingWritesIf, 0, sc_core::SC_ZERO_OR_MORE_BOUND>::sc_port;
-  void land_due() const {
+  void land_due(const sc_core::sc_time& by) const {
     for (const Bound& b : bound_)
-      if (*b.quiet) b.writes->land_due();
+      if (*b.quiet) b.writes->land_due(by);
   }
+  void land_due() const { land_due(sim_now()); }
   void no_longer_quiet(uint64_t addr, uint64_t len) const {
     for (const Bound& b : bound_) b.writes->no_longer_quiet(addr, len);
   }

@@ -65,7 +65,7 @@ std::string enable(std::string_view spec) {
 void emit(Cat c, const std::string& text) {
   if (c == Cat::err) ++g_errors;
   if (!enabled(c)) return;
-  std::fprintf(stderr, "%12.3f ns [%s] %s\n", sim_now().to_seconds() * 1e9, name_of(c),
+  std::fprintf(stderr, "%12.3f ns [%s] %s\n", (sim_now() + running_ahead).to_seconds() * 1e9, name_of(c),
                text.c_str());
 }
 

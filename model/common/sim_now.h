@@ -8,4 +8,9 @@ namespace vhca {
 
 inline const sc_core::sc_time& sim_now() { return sc_core::sc_get_curr_simcontext()->time_stamp(); }
 
+// How far the code running now is ahead of SystemC's time: a host core doing, before its instant,
+// what nothing else in the simulation can see until then (firmware-shim/cpu_core.h, "run ahead").
+// Zero elsewhere. What that code logs is stamped with its own instant.
+inline sc_core::sc_time running_ahead;
+
 }  // namespace vhca
