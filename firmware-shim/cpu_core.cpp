@@ -194,45 +194,46 @@ bool CpuCore::alone(int level) const {
 // done now, while it is quiet and nothing else in the simulation comes first; again for the moment
 // after, until one is not.
 //
-// SystemC's pending activity is asked once, and again only after a write issued ahead (the link
-// may wake for its arrival). What quiet steps and ends did is checked against it before it is
-// asked again and at the end: nothing made runnable at this instant, no timed notification before
-// those pending. (One they made later than those would go unseen: that part of the contract is
-// the marking's.)
+// SystemC's pending activity is asked before the first moment, again after each write issued ahead
+// (the link may wake for its arrival) and after each step or end run ahead, which checks what that
+// did: work it started on a core is due after its instant (HostCpu::start counts from it), so
+// anything made runnable now, or due by its instant, was not quiet. (A notification it made for a
+// later time would go unseen here: that part of the contract is the marking's.)
 void CpuCore::run_ahead(const sc_core::sc_time& now) {
   if (reserved_owner_) return;
   const int level = active_;
   sc_core::sc_time pending;  // from now to SystemC's first pending activity (zero: at this instant)
   bool asked = false;
-  const char* unchecked = nullptr;  // quiet work run since it was asked
   auto ask = [&] {
-    const sc_core::sc_time p = sc_core::sc_time_to_pending_activity();
-    if (unchecked && p != pending)
-      throw std::logic_error(std::string("host CPU: ") + unchecked +
-                             " run ahead of its instant as quiet notified an event or started work (it must "
-                             "not be marked quiet: HostCpu::then, CpuWork::end_quiet)");
-    pending = p;
+    pending = sc_core::sc_time_to_pending_activity();
     asked = true;
-    unchecked = nullptr;
+  };
+  // After quiet work run ahead to `wait`: asks again, and refuses what it did if it was not quiet.
+  auto check = [&](const char* what, const sc_core::sc_time& wait) {
+    ask();
+    if (pending <= wait)
+      throw std::logic_error(std::string("host CPU: ") + what +
+                             " run ahead of its instant as quiet notified an event or started work before it "
+                             "(it must not be marked quiet: HostCpu::then, CpuWork::end_quiet)");
   };
   for (;;) {
     CpuWork& w = *held_[level];
-    if (w.served) break;  // a thread's charge
+    if (w.served) return;  // a thread's charge
     const bool write_next = w.writes_issued < w.writes.size();
-    if (!write_next && (w.next ? !w.next_quiet : !(w.end_quiet && alone(level) && w.end_quiet()))) break;
+    if (!write_next && (w.next ? !w.next_quiet : !(w.end_quiet && alone(level) && w.end_quiet()))) return;
     const sc_core::sc_time wait = write_next ? w.writes[w.writes_issued].at - w.served_in_step() : w.remaining;
     const sc_core::sc_time at = now + wait;
-    if (at >= horizon_ || (!arrivals_.empty() && arrivals_.front().at <= at)) break;
-    if (!asked || (write_next && unchecked)) ask();
+    if (at >= horizon_ || (!arrivals_.empty() && arrivals_.front().at <= at)) return;
+    if (!asked) ask();
     if (pending <= wait) {  // something else happens first, or at that instant
       ++counters_.ahead_declined;
-      break;
+      return;
     }
     running_ahead = wait;
     if (write_next) {
       const bool issued = issue_(w.writes[w.writes_issued], wait);
       running_ahead = sc_core::SC_ZERO_TIME;
-      if (!issued) break;  // no credits now: issued at its instant, or the core stalls then
+      if (!issued) return;  // no credits now: issued at its instant, or the core stalls then
       ++w.writes_issued;
       ++counters_.writes_ahead;
       asked = false;
@@ -244,7 +245,7 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
       w.ahead = sc_core::SC_ZERO_TIME;
       running_ahead = sc_core::SC_ZERO_TIME;
       ++counters_.steps_ahead;
-      unchecked = "a step";
+      check("a step", wait);
       continue;
     }
     // Its end: the time it still owes is served by then, as far as anyone can tell.
@@ -253,10 +254,9 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
     finish(level);
     running_ahead = sc_core::SC_ZERO_TIME;
     ++counters_.ends_ahead;
-    unchecked = "the end of a task";
-    break;
+    check("the end of a task", wait);
+    return;
   }
-  if (unchecked) ask();
 }
 
 void CpuCore::schedule_wake(const sc_core::sc_time& now) {

@@ -59,8 +59,9 @@ struct CpuWork {
   sc_core::sc_event* served = nullptr;
   const void* owner = nullptr;
   // `next` is quiet (HostCpu::then(step, true)): it reads and writes host memory, charges CPU time,
-  // posts MMIO writes and names its next step, and nothing else — no event, no work started, no
-  // user's code, no read of SystemC's time. It may run ahead of its instant.
+  // posts MMIO writes, starts work on cores (HostCpu::start, which counts from its instant) and
+  // names its next step, and nothing else — no event, no user's code, no read of SystemC's time.
+  // It may run ahead of its instant.
   bool next_quiet = false;
   // Whether the work's end (`done`) is quiet now, in the same sense (null: never).
   std::function<bool()> end_quiet;

@@ -184,10 +184,14 @@ IbCq* CqPool::alloc_cq(int nr_cqe, uint32_t comp_vector, PollContext ctx, const 
   }
   if (ctx != PollContext::direct) {
     ib->poller = &poller_for(ctx, comp_vector);
-    verbs::set_comp_handler(*cq, [this, ib](Cq&) {
-      if (ib->dim) dim_event(*ib);
-      ib->poller->schedule(*ib);
-    });
+    // Quiet unless adaptive: DIM's decision may start a worker thread.
+    verbs::set_comp_handler(
+        *cq,
+        [this, ib](Cq&) {
+          if (ib->dim) dim_event(*ib);
+          ib->poller->schedule(*ib);
+        },
+        !adaptive);
     verbs::req_notify_cq(*cq, kNotifyNext, CpuContext::app);
   }
   return ib;

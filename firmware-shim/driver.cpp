@@ -267,11 +267,24 @@ void Driver::handle_eq(size_t index) {
   cpu_.charge(CpuContext::hardirq, cpu_.config().eqe_cost);
   eq.ci = (eq.ci + 1) & 0xFFFFFF;
   ++eqes_handled_;
-  cpu_.then([this, index] {
-    if (!booted_ || index >= eqs_.size()) return;
-    dispatch(eqs_[index].taken.data());
-    handle_eq(index);
-  });
+  cpu_.then(
+      [this, index] {
+        if (!booted_ || index >= eqs_.size()) return;
+        dispatch(eqs_[index].taken.data());
+        handle_eq(index);
+      },
+      dispatch_quiet(e));
+}
+
+// Whether dispatching EQE `e` is quiet (CpuWork::next_quiet): a completion event whose CQ's handler
+// is (or that has none), with no one observing completion events. A command's is ignored; an
+// asynchronous event goes to the owner's handler (and an overrun starts a thread).
+bool Driver::dispatch_quiet(const uint8_t* e) const {
+  const uint8_t type = uint8_t(get_field(e, eqe::event_type));
+  if (type == eqe::kCommandDone) return true;
+  if (type != eqe::kCompletion || on_completion_event.registered()) return false;
+  const Cq* cq = find_cq(uint32_t(get_field(e, eqe::cqn)));
+  return !cq || !cq->comp_handler || cq->comp_handler_quiet;
 }
 
 void Driver::dispatch(const uint8_t* e) {

@@ -134,6 +134,7 @@ class Driver {
   void handle_eq(size_t index);
   void recover_eq_overrun(uint32_t eqn);
   void dispatch(const uint8_t* eqe);
+  bool dispatch_quiet(const uint8_t* eqe) const;
   bool wait_ready();
 
   HostCpu& cpu_;

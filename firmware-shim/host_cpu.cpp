@@ -64,7 +64,7 @@ uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
 }
 
 void HostCpu::read(uint64_t addr, void* dst, uint32_t len) {
-  pending_writes.land_due(step_instant());
+  pending_writes.land_due_by(CpuCore::step_instant);
   auto* out = static_cast<uint8_t*>(dst);
   while (len) {
     uint32_t n = std::min<uint64_t>(len, HostMemory::kPageSize - addr % HostMemory::kPageSize);
@@ -74,7 +74,7 @@ void HostCpu::read(uint64_t addr, void* dst, uint32_t len) {
 }
 
 void HostCpu::write(uint64_t addr, const void* src, uint32_t len) {
-  pending_writes.land_due(step_instant());
+  pending_writes.land_due_by(CpuCore::step_instant);
   auto* in = static_cast<const uint8_t*>(src);
   while (len) {
     uint32_t n = std::min<uint64_t>(len, HostMemory::kPageSize - addr % HostMemory::kPageSize);

@@ -154,7 +154,10 @@ int destroy_cq(Cq* cq) {
   return 0;
 }
 
-void set_comp_handler(Cq& cq, std::function<void(Cq&)> handler) { cq.comp_handler = std::move(handler); }
+void set_comp_handler(Cq& cq, std::function<void(Cq&)> handler, bool quiet) {
+  cq.comp_handler = std::move(handler);
+  cq.comp_handler_quiet = quiet && cq.comp_handler;
+}
 
 int poll_cq(Cq& cq, int n, Wc* wc, CpuContext ctx) {
   HostCpu& cpu = cq.dev->cpu();

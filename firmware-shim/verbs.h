@@ -35,6 +35,8 @@ struct Cq {
   uint32_t wq_depth = 0;  // sum of the depths of the SQs and RQs associated with it (S15)
   void* context = nullptr;
   std::function<void(Cq&)> comp_handler;  // S5: called with the CQ when its notification fires
+  // The handler is quiet (CpuWork::next_quiet): the EQ handler's step that calls it may run ahead.
+  bool comp_handler_quiet = false;
   bool user_memory = false;  // its buffer and doorbell record are a program's (not freed here)
 };
 
@@ -68,7 +70,10 @@ int destroy_cq(Cq* cq);                                 // S4
 // (unless a program's) and frees it. destroy_cq ends with it; a caller that cannot destroy a CQ on
 // a device that was reset under it releases the CQ with it.
 void abandon_cq(Cq* cq);
-void set_comp_handler(Cq& cq, std::function<void(Cq&)> handler);  // S5
+// S5. `quiet`: the handler only reads and writes host memory, charges CPU time and starts work on
+// the host's cores (HostCpu::start), so the step of the EQ handler that calls it may run ahead of
+// its instant (CpuWork::next_quiet).
+void set_comp_handler(Cq& cq, std::function<void(Cq&)> handler, bool quiet = false);
 // S6: up to n oldest CQEs, consumed in order; 0 when empty; never blocks.
 int poll_cq(Cq& cq, int n, Wc* wc, CpuContext ctx = CpuContext::app);
 // S7-S11: arm for the next (or next solicited) CQE. With kReportMissedEvents returns 1 if CQEs

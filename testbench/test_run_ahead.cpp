@@ -107,6 +107,35 @@ TEST_CASE("a quiet step, its MMIO write and its end run ahead of their instant, 
   });
 }
 
+TEST_CASE("a quiet step may start work on another core: it becomes ready its latency after the step's instant") {
+  sys().run([] {
+    HostCpu& cpu = sys().cpu;
+    std::unique_ptr<CpuCore> lane = cpu.make_lane("starter"), other = cpu.make_lane("started");
+    sc_core::wait(sc_time(10, SC_US));
+    const sc_time t0 = sc_core::sc_time_stamp();
+    const uint64_t ahead0 = cpu.core_counters().steps_ahead;
+    CpuWork work, started;
+    sc_time started_at, ran_at = sc_time(1, sc_core::SC_SEC);
+    started.ctx = CpuContext::softirq;
+    started.next = [&] { started_at = cpu.step_instant() - t0; };
+    work.ctx = CpuContext::softirq;
+    work.next = [&] {
+      cpu.charge(CpuContext::softirq, sc_time(1, SC_US));
+      cpu.then(
+          [&] {
+            ran_at = sc_core::sc_time_stamp() - t0;
+            cpu.start(started, *other, sc_time(300, SC_NS));
+          },
+          true);
+    };
+    cpu.start(work, *lane);
+    sc_core::wait(sc_time(3, SC_US));
+    CHECK(ran_at == sc_core::SC_ZERO_TIME);  // run ahead, at the first step's instant
+    CHECK(cpu.core_counters().steps_ahead == ahead0 + 1);
+    CHECK(started_at == sc_time(1300, SC_NS));  // 1 us (the step's instant) + 300 ns
+  });
+}
+
 TEST_CASE("no work runs ahead past the end of a run: what the caller reads next is as of the run's end") {
   HostCpu& cpu = sys().cpu;
   std::unique_ptr<CpuCore> lane;
@@ -155,5 +184,5 @@ TEST_CASE("a step marked quiet that notifies an event is refused, naming the con
     error = e.what();
   }
   INFO(error);
-  CHECK(error.find("run ahead of its instant as quiet notified an event") != std::string::npos);
+  CHECK(error.find("run ahead of its instant as quiet notified an event or started work before it") != std::string::npos);
 }

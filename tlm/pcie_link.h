@@ -136,7 +136,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   std::function<bool(uint64_t addr, uint64_t len)> up_lands_quietly;
 
   // PendingWritesIf (through up_pending).
-  void land_due(const sc_core::sc_time& by) override;
+  void land_due(const sc_core::sc_time& by) final;  // final: the link's own calls are direct
   void land_due() { land_due(sim_now()); }
   void no_longer_quiet(uint64_t addr, uint64_t len) override;
   const size_t& quiet_in_flight() const override { return quiet_in_flight_; }

@@ -41,11 +41,15 @@ class PendingWritesIf : public virtual sc_core::sc_interface {
 class PendingWritesPort : public sc_core::sc_port<PendingWritesIf, 0, sc_core::SC_ZERO_OR_MORE_BOUND> {
  public:
   using sc_core::sc_port<PendingWritesIf, 0, sc_core::SC_ZERO_OR_MORE_BOUND>::sc_port;
-  void land_due(const sc_core::sc_time& by) const {
-    for (const Bound& b : bound_)
-      if (*b.quiet) b.writes->land_due(by);
+  void land_due() const {
+    land_due_by([] { return sim_now(); });
   }
-  void land_due() const { land_due(sim_now()); }
+  // Due by the instant `by()` gives, asked only if a write is in flight to land.
+  template <typename By>
+  void land_due_by(By&& by) const {
+    for (const Bound& b : bound_)
+      if (*b.quiet) b.writes->land_due(by());
+  }
   void no_longer_quiet(uint64_t addr, uint64_t len) const {
     for (const Bound& b : bound_) b.writes->no_longer_quiet(addr, len);
   }
