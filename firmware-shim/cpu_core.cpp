@@ -57,6 +57,8 @@ void CpuCore::run() {
   ++counters_.activations;
   const sc_core::sc_time now = sim_now();
   in_run_ = true;
+  for (CpuWork* w : held_)  // quiet as judged when named: not since others may have run
+    if (w) w->next_quiet = false;
   settle(now);
   admit(now);
   if (reserved_owner_) {  // the delta cycle after a thread's charge ended: its next charge goes first
@@ -196,9 +198,9 @@ bool CpuCore::alone(int level) const {
 //
 // SystemC's pending activity is asked before the first moment, again after each write issued ahead
 // (the link may wake for its arrival) and after each step or end run ahead, which checks what that
-// did: work it started on a core is due after its instant (HostCpu::start counts from it), so
-// anything made runnable now, or due by its instant, was not quiet. (A notification it made for a
-// later time would go unseen here: that part of the contract is the marking's.)
+// did: work it started on a core is due no earlier than its instant (HostCpu::start counts from
+// it), so anything made runnable now, or due before its instant, was not quiet. (A notification
+// it made for a later time would go unseen here: that part of the contract is the marking's.)
 void CpuCore::run_ahead(const sc_core::sc_time& now) {
   if (reserved_owner_) return;
   const int level = active_;
@@ -211,7 +213,7 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
   // After quiet work run ahead to `wait`: asks again, and refuses what it did if it was not quiet.
   auto check = [&](const char* what, const sc_core::sc_time& wait) {
     ask();
-    if (pending <= wait)
+    if (pending < wait)
       throw std::logic_error(std::string("host CPU: ") + what +
                              " run ahead of its instant as quiet notified an event or started work before it "
                              "(it must not be marked quiet: HostCpu::then, CpuWork::end_quiet)");
@@ -240,9 +242,7 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
       continue;
     }
     if (w.next) {
-      w.ahead = wait;
       run_step(w);
-      w.ahead = sc_core::SC_ZERO_TIME;
       running_ahead = sc_core::SC_ZERO_TIME;
       ++counters_.steps_ahead;
       check("a step", wait);

@@ -40,7 +40,7 @@ int level_of(CpuContext c);
 // write the link has no credits for stalls its core until it can leave, as a core stalls on a full
 // write-combining buffer: nothing is queued behind the core's back.
 struct DeferredWrite {
-  sc_core::sc_time at;  // CPU time into the step
+  sc_core::sc_time at;  // CPU time into the step (a step run ahead: into what was owed when it began)
   uint64_t offset = 0;
   uint32_t len = 0;
   std::array<uint8_t, 128> data{};  // up to a BlueFlame WQE
@@ -63,12 +63,14 @@ struct CpuWork {
   // names its next step, and nothing else — no event, no user's code, no read of SystemC's time.
   // It may run ahead of its instant.
   bool next_quiet = false;
-  // Whether the work's end (`done`) is quiet now, in the same sense (null: never).
+  // Judged when the step is named: it holds while the core runs on without letting anything else
+  // run, and is dropped when the core next wakes (what it was judged on may have changed).
+  // Whether the work's end (`done`) is quiet now, in the same sense, asked when it is due (null:
+  // never).
   std::function<bool()> end_quiet;
-  // In a step run ahead: how far its instant is ahead of SystemC's time (zero otherwise).
-  sc_core::sc_time ahead;
   bool queued = false;  // on a core: arriving, ready or running
-  // The current step's CPU time and its MMIO writes (DeferredWrite), issued in order as it is served.
+  // The current step's CPU time and its MMIO writes (DeferredWrite), issued in order as it is served
+  // (a step run ahead counts the time still owed before it in its own).
   sc_core::sc_time step_total;
   std::vector<DeferredWrite> writes;
   size_t writes_issued = 0;
@@ -112,11 +114,11 @@ class CpuCore {
   // time it has charged so far (TLM's local time of a temporally decoupled initiator); elsewhere,
   // SystemC's time. What a step stamps (a post, a callback's moment) reads this.
   static sc_core::sc_time local_time() {
-    return stepping_ ? sim_now() + stepping_->remaining : sim_now();
+    return stepping_ ? sim_now() + stepping_->remaining : sim_now() + running_ahead;
   }
-  // The instant of the step running now (ahead of SystemC's time in a step run ahead); elsewhere,
-  // SystemC's time. Memory a step touches is touched at this instant.
-  static sc_core::sc_time step_instant() { return stepping_ ? sim_now() + stepping_->ahead : sim_now(); }
+  // The instant of the step running now, or of the end being done: SystemC's time, or ahead of it
+  // in work run ahead. Memory a step touches is touched at this instant.
+  static sc_core::sc_time step_instant() { return sim_now() + running_ahead; }
   // Run ahead only up to `t`, the end of the run in progress (sim/system.cpp): what comes after it
   // is not yet to happen, whatever the kernel has pending. Zero (the default): never.
   static void set_horizon(const sc_core::sc_time& t) { horizon_ = t; }

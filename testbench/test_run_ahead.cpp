@@ -114,10 +114,12 @@ TEST_CASE("a quiet step may start work on another core: it becomes ready its lat
     sc_core::wait(sc_time(10, SC_US));
     const sc_time t0 = sc_core::sc_time_stamp();
     const uint64_t ahead0 = cpu.core_counters().steps_ahead;
-    CpuWork work, started;
-    sc_time started_at, ran_at = sc_time(1, sc_core::SC_SEC);
-    started.ctx = CpuContext::softirq;
+    std::unique_ptr<CpuCore> third = cpu.make_lane("started_at_once");
+    CpuWork work, started, at_once;
+    sc_time started_at, at_once_at, ran_at = sc_time(1, sc_core::SC_SEC);
+    started.ctx = at_once.ctx = CpuContext::softirq;
     started.next = [&] { started_at = cpu.step_instant() - t0; };
+    at_once.next = [&] { at_once_at = cpu.step_instant() - t0; };
     work.ctx = CpuContext::softirq;
     work.next = [&] {
       cpu.charge(CpuContext::softirq, sc_time(1, SC_US));
@@ -125,6 +127,7 @@ TEST_CASE("a quiet step may start work on another core: it becomes ready its lat
           [&] {
             ran_at = sc_core::sc_time_stamp() - t0;
             cpu.start(started, *other, sc_time(300, SC_NS));
+            cpu.start(at_once, *third);  // due at the step's instant: still quiet
           },
           true);
     };
@@ -133,6 +136,44 @@ TEST_CASE("a quiet step may start work on another core: it becomes ready its lat
     CHECK(ran_at == sc_core::SC_ZERO_TIME);  // run ahead, at the first step's instant
     CHECK(cpu.core_counters().steps_ahead == ahead0 + 1);
     CHECK(started_at == sc_time(1300, SC_NS));  // 1 us (the step's instant) + 300 ns
+    CHECK(at_once_at == sc_time(1, SC_US));
+  });
+}
+
+TEST_CASE("a step's quietness holds only while the core runs on: once others have run, the step waits for its instant") {
+  sys().run([] {
+    HostCpu& cpu = sys().cpu;
+    std::unique_ptr<CpuCore> lane = cpu.make_lane("stale_test");
+    sc_core::wait(sc_time(10, SC_US));
+    const sc_time t0 = sc_core::sc_time_stamp();
+    const uint64_t ahead0 = cpu.core_counters().steps_ahead;
+    bool watched = false;  // the quiet step notifies once someone watches: then it is not quiet
+    sc_core::sc_event told;
+    sc_time ran_at;
+    CpuWork work;
+    work.ctx = CpuContext::softirq;
+    work.next = [&] {
+      cpu.charge(CpuContext::softirq, sc_time(890, SC_NS));
+      cpu.mmio_write32(Driver::offset_of(reg::msix_data, 5), 5, CpuContext::softirq);  // leaves 900 ns in
+      cpu.charge(CpuContext::softirq, sc_time(100, SC_NS));
+      cpu.then(
+          [&] {
+            ran_at = sc_core::sc_time_stamp() - t0;
+            if (watched) told.notify(sc_core::SC_ZERO_TIME);
+          },
+          !watched);
+    };
+    // Due 100 ns in: the quiet step cannot run ahead at the start; by the write's moment (900 ns,
+    // the write arriving after the step's instant) it is no longer quiet. Run ahead then (fails
+    // when the mark outlives the activation), it would notify before its instant and be refused.
+    sc_core::sc_spawn([&, t0] {
+      sc_core::wait(t0 + sc_time(100, SC_NS) - sc_core::sc_time_stamp());
+      watched = true;
+    });
+    cpu.start(work, *lane);
+    sc_core::wait(sc_time(2, SC_US));
+    CHECK(ran_at == sc_time(1, SC_US));
+    CHECK(cpu.core_counters().steps_ahead == ahead0);
   });
 }
 

@@ -167,6 +167,19 @@ uint32_t PcieLink::Credits::take_posted(uint64_t bytes) {
   return h;
 }
 
+// In use as the write enters the wire: the returns due by then are back by then.
+uint32_t PcieLink::Credits::take_posted_ahead(uint64_t bytes, const sc_time& enters) {
+  const uint32_t before = pd_max;
+  const uint32_t h = take_posted(bytes);
+  uint32_t in_use = pd_used_;
+  returns_.for_each_due_by(enters, [&](const Amount& a) {
+    in_use -= a.pd;
+    return true;
+  });
+  pd_max = std::max(before, in_use);
+  return h;
+}
+
 void PcieLink::up_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(0, tx, delay); }
 void PcieLink::down_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(1, tx, delay); }
 
@@ -184,7 +197,11 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
   if (tx.is_write()) {
     // Quiet writes already due land now: what waits in flight stays within the link's window.
     if (dir == 0 && quiet_in_flight_) land_due();
-    const uint32_t headers = d.credits.take_posted(len);
+    // A host core's write issued ahead (it runs ahead only where nothing else happens before the
+    // write enters: firmware-shim/cpu_core.h) counts its credits in use as at its entry; the DMA
+    // engine's writes ahead (decisions.md 41), among other writes, as at their issue.
+    const uint32_t headers = dir == 1 && delay != sc_core::SC_ZERO_TIME ? d.credits.take_posted_ahead(len, now)
+                                                                         : d.credits.take_posted(len);
     PostedTag* tag = nullptr;
     tx.get_extension(tag);
     Posted& p = d.in_flight.append();  // filled in place: a slot keeps the payload storage it had

@@ -205,6 +205,9 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     // Posted header credits (one per TLP of at most the max payload size) a write of `bytes` needs.
     uint32_t headers(uint64_t bytes) const { return uint32_t(std::max<uint64_t>(1, (bytes + mps_ - 1) / mps_)); }
     uint32_t take_posted(uint64_t bytes);  // returns its header credits (the TLPs it makes)
+    // The same for a write that enters the wire at `enters`, later, with nothing else happening
+    // meanwhile (a host core's write issued ahead): its high-water mark counts as at its entry.
+    uint32_t take_posted_ahead(uint64_t bytes, const sc_core::sc_time& enters);
     void take_nonposted() { ++nph_used_; }
     // Schedule the return of a TLP's credits at `at`. Returns are applied lazily, when credits
     // are asked for; only a refused sender makes the link wake up (once) when they arrive.
