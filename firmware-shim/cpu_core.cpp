@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "model/common/sanitizer_stack.h"
 #include "model/common/sim_now.h"
 
 namespace vhca {
@@ -213,10 +214,14 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
   // After quiet work run ahead to `wait`: asks again, and refuses what it did if it was not quiet.
   auto check = [&](const char* what, const sc_core::sc_time& wait) {
     ask();
-    if (pending < wait)
+    if (pending < wait) {
+      // Thrown out of this process on the main stack, into SystemC: AddressSanitizer needs its
+      // bounds, which SystemC's coroutine switches left unset (model/common/sanitizer_stack.h).
+      restore_main_stack_bounds();
       throw std::logic_error(std::string("host CPU: ") + what +
                              " run ahead of its instant as quiet notified an event or started work before it "
                              "(it must not be marked quiet: HostCpu::then, CpuWork::end_quiet)");
+    }
   };
   for (;;) {
     CpuWork& w = *held_[level];
