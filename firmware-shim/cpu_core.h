@@ -13,9 +13,10 @@
 // Run ahead (decisions.md 50): where the running work's next moment — its next MMIO write, its next
 // step, its end — comes before anything else in the simulation, and what happens there is quiet
 // (seen by nothing before that instant: a step that only reads and writes host memory, charges,
-// posts MMIO writes and names its next step; a write the link has credits for now, issued with the
-// delay to its instant annotated; an end that tells no one), the core does it at once instead of
-// waking for it. The results are those of waking: nothing else ran in between.
+// posts MMIO writes, starts work on cores and names its next step; a write the link has credits
+// for now, issued with the delay to its instant annotated; an end that tells no one), the core
+// does it at once instead of waking for it. The results are those of waking: nothing else ran in
+// between.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -61,10 +62,10 @@ struct CpuWork {
   // `next` is quiet (HostCpu::then(step, true)): it reads and writes host memory, charges CPU time,
   // posts MMIO writes, starts work on cores (HostCpu::start, which counts from its instant) and
   // names its next step, and nothing else — no event, no user's code, no read of SystemC's time.
-  // It may run ahead of its instant.
+  // It may run ahead of its instant. Judged when the step is named: it holds while the core runs
+  // on without letting anything else run, and is dropped when the core next wakes (what it was
+  // judged on may have changed).
   bool next_quiet = false;
-  // Judged when the step is named: it holds while the core runs on without letting anything else
-  // run, and is dropped when the core next wakes (what it was judged on may have changed).
   // Whether the work's end (`done`) is quiet now, in the same sense, asked when it is due (null:
   // never).
   std::function<bool()> end_quiet;
