@@ -205,16 +205,16 @@ bool CpuCore::alone(int level) const {
 void CpuCore::run_ahead(const sc_core::sc_time& now) {
   if (reserved_owner_) return;
   const int level = active_;
-  sc_core::sc_time pending;  // from now to SystemC's first pending activity (zero: at this instant)
+  sc_core::sc_time next;  // SystemC's first pending activity (now: at this instant; the horizon: none before it)
   bool asked = false;
   auto ask = [&] {
-    pending = sc_core::sc_time_to_pending_activity();
+    next = next_activity_at(horizon_);
     asked = true;
   };
-  // After quiet work run ahead to `wait`: asks again, and refuses what it did if it was not quiet.
-  auto check = [&](const char* what, const sc_core::sc_time& wait) {
+  // After quiet work run ahead to `at`: asks again, and refuses what it did if it was not quiet.
+  auto check = [&](const char* what, const sc_core::sc_time& at) {
     ask();
-    if (pending < wait) {
+    if (next < at) {
       // Thrown out of this process on the main stack, into SystemC: AddressSanitizer needs its
       // bounds, which SystemC's coroutine switches left unset (model/common/sanitizer_stack.h).
       restore_main_stack_bounds();
@@ -232,7 +232,7 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
     const sc_core::sc_time at = now + wait;
     if (at >= horizon_ || (!arrivals_.empty() && arrivals_.front().at <= at)) return;
     if (!asked) ask();
-    if (pending <= wait) {  // something else happens first, or at that instant
+    if (next <= at) {  // something else happens first, or at that instant
       ++counters_.ahead_declined;
       return;
     }
@@ -250,7 +250,7 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
       run_step(w);
       running_ahead = sc_core::SC_ZERO_TIME;
       ++counters_.steps_ahead;
-      check("a step", wait);
+      check("a step", at);
       continue;
     }
     // Its end: the time it still owes is served by then, as far as anyone can tell.
@@ -259,7 +259,7 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
     finish(level);
     running_ahead = sc_core::SC_ZERO_TIME;
     ++counters_.ends_ahead;
-    check("the end of a task", wait);
+    check("the end of a task", at);
     return;
   }
 }

@@ -41,10 +41,11 @@ int level_of(CpuContext c);
 // write the link has no credits for stalls its core until it can leave, as a core stalls on a full
 // write-combining buffer: nothing is queued behind the core's back.
 struct DeferredWrite {
+  DeferredWrite() {}  // user-provided: made in place, `data` is not zeroed first (value-initialisation would)
   sc_core::sc_time at;  // CPU time into the step (a step run ahead: into what was owed when it began)
   uint64_t offset = 0;
   uint32_t len = 0;
-  std::array<uint8_t, 128> data{};  // up to a BlueFlame WQE
+  std::array<uint8_t, 128> data;  // up to a BlueFlame WQE: its first `len` bytes (the rest unset, as never read)
 };
 
 // Something that wants CPU time on a core.

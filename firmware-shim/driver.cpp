@@ -24,7 +24,12 @@ std::string CommandResult::message() const {
 
 void Driver::log_warning(const std::string& w) { log::write(log::Cat::drv, "warning: {}", w); }
 
-Driver::Driver(HostCpu& cpu, HostMemory& memory, const DriverConfig& cfg) : cpu_(cpu), memory_(memory), cfg_(cfg) {
+Driver::Driver(HostCpu& cpu, HostMemory& memory, const DriverConfig& cfg)
+    : cpu_(cpu),
+      memory_(memory),
+      cfg_(cfg),
+      doorbells_{offset_of(reg::eq_db_arm, cfg.uar), offset_of(reg::cq_arm_db, cfg.uar), offset_of(reg::sq_db, cfg.uar),
+                 offset_of(reg::rq_db, cfg.uar), offset_of(reg::sq_bf, cfg.uar)} {
   cmd_wake_ |= cmd_reply_;
   cmd_wake_ |= cmd_timeout_.near_event();
   cmd_wake_ |= cmd_timeout_.far_event();
@@ -112,7 +117,7 @@ CommandResult Driver::boot() {
   }
   for (size_t i = 0; i < eqs_.size(); ++i) {
     cpu_.set_irq_handler(eqs_[i].vector, [this, i] { handle_eq(i); }, true);  // its first step reads the EQE: quiet
-    cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eqs_[i].eqn << 24 | 0);  // arm with ci 0
+    cpu_.mmio_write32(doorbells_.eq_arm, eqs_[i].eqn << 24 | 0);  // arm with ci 0
   }
   booted_ = true;
   log::write(log::Cat::drv, "boot done: {} completion vectors, caps {:#x}", cfg_.num_comp_vectors, caps_.flags);
@@ -261,7 +266,7 @@ void Driver::handle_eq(size_t index) {
   uint8_t* e = eq.taken.data();
   cpu_.read(eq.base + uint64_t(eq.ci & ((1u << eq.log_size) - 1)) * eqe::kSize, e, eqe::kSize);
   if (get_field(e, eqe::owner) != ((eq.ci >> eq.log_size) & 1)) {
-    cpu_.mmio_write32(Driver::offset_of(reg::eq_db_arm, cfg_.uar), eq.eqn << 24 | eq.ci, CpuContext::hardirq);
+    cpu_.mmio_write32(doorbells_.eq_arm, eq.eqn << 24 | eq.ci, CpuContext::hardirq);
     return;
   }
   cpu_.charge(CpuContext::hardirq, cpu_.config().eqe_cost);

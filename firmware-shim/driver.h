@@ -83,6 +83,12 @@ class Driver {
   uint32_t async_eqn() const { return eqs_.at(async_eq_).eqn; }
   // Offset of a register by name (reads through the register table, never a literal).
   static uint64_t offset_of(const char* name, uint32_t index = 0);
+  // The doorbells of this driver's UAR page, rung on every post, poll and re-arm: looked up in
+  // the register table once, at construction.
+  struct Doorbells {
+    uint64_t eq_arm, cq_arm, sq, rq, sq_bf;
+  };
+  const Doorbells& doorbells() const { return doorbells_; }
   uint32_t read_register(const char* name, uint32_t index = 0);
 
   // CQ registry, for event dispatch.
@@ -140,6 +146,7 @@ class Driver {
   HostCpu& cpu_;
   HostMemory& memory_;
   DriverConfig cfg_;
+  Doorbells doorbells_;
   DeviceCaps caps_;
   uint64_t cmd_block_ = 0;
   uint8_t token_ = 0;

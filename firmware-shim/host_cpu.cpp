@@ -44,12 +44,12 @@ const HostCpu::Binding* HostCpu::binding() const {
   return it == bindings_.end() ? nullptr : &it->second;
 }
 
-uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
-  const uint64_t page = addr / HostMemory::kPageSize;
-  // A driver goes back and forth between a few pages (an EQ, a CQ, their doorbell records): a
-  // small direct-mapped cache answers those without the map.
+// A driver goes back and forth between a few pages (an EQ, a CQ, their doorbell records): a small
+// direct-mapped cache (dmi_pointer) answers those without the map.
+uint8_t* HostCpu::dmi_pointer_mapped(uint64_t addr) {
+  static_assert(kPage == HostMemory::kPageSize, "the host CPU's DMI pages are host memory's");
+  const uint64_t page = addr / kPage;
   RecentPage& recent = recent_pages_[page % recent_pages_.size()];
-  if (recent.page == page) return recent.ptr + addr % HostMemory::kPageSize;
   auto it = dmi_pages_.find(page);
   if (it == dmi_pages_.end()) {
     tlm::tlm_dmi dmi;
@@ -60,7 +60,7 @@ uint8_t* HostCpu::dmi_pointer(uint64_t addr) {
     it = dmi_pages_.emplace(page, dmi.get_dmi_ptr()).first;
   }
   recent = RecentPage{page, it->second};
-  return it->second + addr % HostMemory::kPageSize;
+  return it->second + addr % kPage;
 }
 
 void HostCpu::read(uint64_t addr, void* dst, uint32_t len) {
@@ -109,13 +109,12 @@ bool HostCpu::credits_for(unsigned len) { return !mmio_credits.size() || mmio_cr
 bool HostCpu::mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx) {
   charge(ctx, cfg_.mmio_write_cost);
   if (CpuWork* step = CpuCore::stepping()) {
-    DeferredWrite w;
-    if (len > w.data.size()) throw std::logic_error(fmt::format("host CPU: an MMIO write of {} bytes", len));
+    if (len > sizeof(DeferredWrite::data)) throw std::logic_error(fmt::format("host CPU: an MMIO write of {} bytes", len));
+    DeferredWrite& w = step->writes.emplace_back();  // filled in place: a BlueFlame WQE's room is not copied
     w.at = step->remaining;
     w.offset = offset;
     w.len = len;
     std::memcpy(w.data.data(), data, len);
-    step->writes.push_back(w);
     return true;  // a posted write's errors are reported where it lands
   }
   // A thread stalls while the link has no credits (as a core whose write-combining buffers cannot drain).
@@ -201,12 +200,7 @@ void HostCpu::start(CpuWork& w, CpuCore& where, const sc_core::sc_time& after) {
   where.submit(w, step_instant() + after);
 }
 
-void HostCpu::then(std::function<void()> step, bool quiet) {
-  CpuWork* w = CpuCore::stepping();
-  if (!w) throw std::logic_error("host CPU: then() outside a step of kernel work");
-  w->next = std::move(step);
-  w->next_quiet = quiet;
-}
+void HostCpu::then_outside_a_step() { throw std::logic_error("host CPU: then() outside a step of kernel work"); }
 
 void HostCpu::note_busy(CpuContext ctx, const sc_core::sc_time& t) {
   busy_[int(ctx)] += t;

@@ -137,7 +137,14 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   // the CPU time the step charged has been served.
   void start(CpuWork& w, CpuCore& where, const sc_core::sc_time& after = sc_core::SC_ZERO_TIME);
   // `quiet`: the step is quiet (CpuWork::next_quiet) and may run ahead of its instant.
-  void then(std::function<void()> step, bool quiet = false);
+  // Inline, the step is made in place in the work's `next` (every step names one).
+  template <typename Step>
+  void then(Step&& step, bool quiet = false) {
+    CpuWork* w = CpuCore::stepping();
+    if (!w) then_outside_a_step();
+    w->next = std::forward<Step>(step);
+    w->next_quiet = quiet;
+  }
   bool in_step() const { return CpuCore::stepping() != nullptr; }
   // The instant of the step running now (CpuCore::step_instant), or now.
   sc_core::sc_time step_instant() const { return CpuCore::step_instant(); }
@@ -196,12 +203,23 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   void note_busy(CpuContext ctx, const sc_core::sc_time& t);  // a host without cores: busy() by context
   void serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_time& t);  // a thread's charge
   bool mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx);
+  [[noreturn]] static void then_outside_a_step();
   // A step's write, `delay` ahead of its instant; false: no credits (CpuCore::Issue).
   bool mmio_issue(const DeferredWrite& w, const sc_core::sc_time& delay);
   bool credits_for(unsigned len);  // the downstream link takes a posted write of `len` bytes now
   bool mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len,
                       const sc_core::sc_time& delay = sc_core::SC_ZERO_TIME);
-  uint8_t* dmi_pointer(uint64_t addr);
+  // Host memory's page (HostMemory::kPageSize; checked where both are seen, host_cpu.cpp).
+  static constexpr uint64_t kPage = 4096;
+  // A pointer to `addr` through DMI. Inline: most accesses hit the recent pages, and a call with the
+  // map search behind it costs a frame twice what the hit does.
+  uint8_t* dmi_pointer(uint64_t addr) {
+    const uint64_t page = addr / kPage;
+    const RecentPage& recent = recent_pages_[page % recent_pages_.size()];
+    if (recent.page == page) return recent.ptr + addr % kPage;
+    return dmi_pointer_mapped(addr);
+  }
+  uint8_t* dmi_pointer_mapped(uint64_t addr);  // not among the recent pages: the map, or the memory's DMI
   void invalidate_dmi(sc_dt::uint64, sc_dt::uint64) {
     dmi_pages_.clear();
     recent_pages_.fill(RecentPage{});

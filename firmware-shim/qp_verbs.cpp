@@ -182,11 +182,11 @@ void ring_doorbell(Qp& qp, bool sq, bool mmio, const uint8_t* blueflame = nullpt
   dev.cpu().write(qp.dbr, rec, qpdbr::kSize);
   if (!mmio) return;
   if (blueflame) {
-    dev.cpu().mmio_write_block(Driver::offset_of(reg::sq_bf, dev.config().uar), blueflame, sqwqe::kSize);
+    dev.cpu().mmio_write_block(dev.doorbells().sq_bf, blueflame, sqwqe::kSize);
     return;
   }
   const uint64_t v = queue_format::wq_doorbell(qp.qpn, sq ? qp.sq_pi : qp.rq_pi);
-  dev.cpu().mmio_write64(Driver::offset_of(sq ? reg::sq_db : reg::rq_db, dev.config().uar), v);
+  dev.cpu().mmio_write64(sq ? dev.doorbells().sq : dev.doorbells().rq, v);
 }
 
 // Whether a work queue has no free slot for the next WQE. One that looks full while WQE charges

@@ -190,7 +190,7 @@ int req_notify_cq(Cq& cq, uint32_t flags, CpuContext ctx) {
   queue_format::put_arm_word(rec, seen, cmd, cq.arm_sn);
   cq.dev->cpu().write(cq.dbr, rec, dbr::kSize);
   const uint64_t db = queue_format::arm_doorbell(cq.cqn, seen, cmd, cq.arm_sn);
-  cq.dev->cpu().mmio_write64(Driver::offset_of(reg::cq_arm_db, cq.dev->config().uar), db, ctx);
+  cq.dev->cpu().mmio_write64(cq.dev->doorbells().cq_arm, db, ctx);
   return (flags & kReportMissedEvents) && present > 0 ? 1 : 0;
 }
 
