@@ -10,6 +10,7 @@ namespace vhca {
 
 CpuWork* CpuCore::stepping_ = nullptr;
 sc_core::sc_time CpuCore::horizon_;
+sc_core::sc_time CpuCore::earliest_submitted_;
 
 const char* context_name(CpuContext c) {
   switch (c) {
@@ -36,6 +37,7 @@ CpuCore::CpuCore(const std::string& name, Counters& counters, Issue issue,
 
 void CpuCore::submit(CpuWork& w, const sc_core::sc_time& at) {
   w.queued = true;
+  if (at < earliest_submitted_) earliest_submitted_ = at;
   const sc_core::sc_time now = sim_now();
   if (at <= now) {
     ready_[level_of(w.ctx)].push_back(&w);
@@ -197,60 +199,59 @@ bool CpuCore::alone(int level) const {
 // done now, while it is quiet and nothing else in the simulation comes first; again for the moment
 // after, until one is not.
 //
-// SystemC's pending activity is asked before the first moment, again after each write issued ahead
-// (the link may wake for its arrival) and after each step or end run ahead, which checks what that
-// did: work it started on a core is due no earlier than its instant (HostCpu::start counts from
-// it), so anything made runnable now, or due before its instant, was not quiet. (A notification
-// it made for a later time would go unseen here: that part of the contract is the marking's.)
+// What comes first is SystemC's first pending activity, asked of the kernel before the first
+// moment and again after each write issued ahead (the link may wake for its arrival). A step run
+// ahead adds only the work it started on cores (submit notes the earliest; HostCpu::start counts
+// from the step's instant), as a quiet step notifies nothing: that is taken as known, and work due
+// before the step's own instant refuses it at once. That nothing else was made pending is checked
+// whenever the kernel is next asked, and at the last: nothing may be due before the last step or
+// end done ahead, or something marked quiet was not. (A notification for a later time would go
+// unseen: that part of the contract is the marking's.)
 void CpuCore::run_ahead(const sc_core::sc_time& now) {
   if (reserved_owner_) return;
   const int level = active_;
-  sc_core::sc_time next;  // SystemC's first pending activity (now: at this instant; the horizon: none before it)
-  bool asked = false;
+  sc_core::sc_time next;  // the first pending activity known (now: at this instant; the horizon: none before it)
+  bool known = false;
+  sc_core::sc_time done_to;  // the instant of the last step or end done ahead since the kernel was asked
+  bool unchecked = false;     // whether there is one
   auto ask = [&] {
     next = next_activity_at(horizon_);
-    asked = true;
-  };
-  // After quiet work run ahead to `at`: asks again, and refuses what it did if it was not quiet.
-  auto check = [&](const char* what, const sc_core::sc_time& at) {
-    ask();
-    if (next < at) {
-      // Thrown out of this process on the main stack, into SystemC: AddressSanitizer needs its
-      // bounds, which SystemC's coroutine switches left unset (model/common/sanitizer_stack.h).
-      restore_main_stack_bounds();
-      throw std::logic_error(std::string("host CPU: ") + what +
-                             " run ahead of its instant as quiet notified an event or started work before it "
-                             "(it must not be marked quiet: HostCpu::then, CpuWork::end_quiet)");
-    }
+    known = true;
+    if (unchecked && next < done_to) refuse_not_quiet("a step or the end of a task");
+    unchecked = false;
   };
   for (;;) {
     CpuWork& w = *held_[level];
-    if (w.served) return;  // a thread's charge
+    if (w.served) break;  // a thread's charge
     const bool write_next = w.writes_issued < w.writes.size();
-    if (!write_next && (w.next ? !w.next_quiet : !(w.end_quiet && alone(level) && w.end_quiet()))) return;
+    if (!write_next && (w.next ? !w.next_quiet : !(w.end_quiet && alone(level) && w.end_quiet()))) break;
     const sc_core::sc_time wait = write_next ? w.writes[w.writes_issued].at - w.served_in_step() : w.remaining;
     const sc_core::sc_time at = now + wait;
-    if (at >= horizon_ || (!arrivals_.empty() && arrivals_.front().at <= at)) return;
-    if (!asked) ask();
+    if (at >= horizon_ || (!arrivals_.empty() && arrivals_.front().at <= at)) break;
+    if (!known) ask();
     if (next <= at) {  // something else happens first, or at that instant
       ++counters_.ahead_declined;
-      return;
+      break;
     }
     running_ahead = wait;
     if (write_next) {
       const bool issued = issue_(w.writes[w.writes_issued], wait);
       running_ahead = sc_core::SC_ZERO_TIME;
-      if (!issued) return;  // no credits now: issued at its instant, or the core stalls then
+      if (!issued) break;  // no credits now: issued at its instant, or the core stalls then
       ++w.writes_issued;
       ++counters_.writes_ahead;
-      asked = false;
+      known = false;
       continue;
     }
+    done_to = at;
+    unchecked = true;
     if (w.next) {
+      earliest_submitted_ = horizon_;
       run_step(w);
       running_ahead = sc_core::SC_ZERO_TIME;
       ++counters_.steps_ahead;
-      check("a step", at);
+      if (earliest_submitted_ < next) next = earliest_submitted_;
+      if (next < at) refuse_not_quiet("a step");  // it started work due before its own instant
       continue;
     }
     // Its end: the time it still owes is served by then, as far as anyone can tell.
@@ -259,9 +260,18 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
     finish(level);
     running_ahead = sc_core::SC_ZERO_TIME;
     ++counters_.ends_ahead;
-    check("the end of a task", at);
-    return;
+    break;
   }
+  if (unchecked) ask();
+}
+
+void CpuCore::refuse_not_quiet(const char* what) {
+  // Thrown out of this process on the main stack, into SystemC: AddressSanitizer needs its
+  // bounds, which SystemC's coroutine switches left unset (model/common/sanitizer_stack.h).
+  restore_main_stack_bounds();
+  throw std::logic_error(std::string("host CPU: ") + what +
+                         " run ahead of its instant as quiet notified an event or started work before it "
+                         "(it must not be marked quiet: HostCpu::then, CpuWork::end_quiet)");
 }
 
 void CpuCore::schedule_wake(const sc_core::sc_time& now) {

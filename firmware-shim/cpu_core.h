@@ -134,6 +134,7 @@ class CpuCore {
   void run_step(CpuWork& w);  // its next step, at once
   void finish(int level);     // the held work of `level` ends
   void run_ahead(const sc_core::sc_time& now);
+  [[noreturn]] static void refuse_not_quiet(const char* what);  // work run ahead as quiet was not
   bool alone(int level) const;  // nothing else on this core, but the work held at `level`
   void issue_due_writes(CpuWork& w);
   int top_level() const;    // the highest level with work to run (-1: none)
@@ -161,6 +162,9 @@ class CpuCore {
   std::function<const sc_core::sc_event&()> space_;
   static CpuWork* stepping_;
   static sc_core::sc_time horizon_;
+  // The earliest instant work was submitted for, on any core, since run_ahead last set it to the
+  // horizon (before a step it runs ahead): what that step made pending.
+  static sc_core::sc_time earliest_submitted_;
 };
 
 }  // namespace vhca

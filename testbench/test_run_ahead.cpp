@@ -140,6 +140,54 @@ TEST_CASE("a quiet step may start work on another core: it becomes ready its lat
   });
 }
 
+TEST_CASE("work a quiet step starts comes first: the core's next moment after its arrival waits for its instant") {
+  sys().run([] {
+    HostCpu& cpu = sys().cpu;
+    std::unique_ptr<CpuCore> lane = cpu.make_lane("starts_first"), other = cpu.make_lane("started_first");
+    sc_core::wait(sc_time(10, SC_US));
+    const sc_time t0 = sc_core::sc_time_stamp();
+    const CpuCore::Counters before = cpu.core_counters();
+    CpuWork work, started;
+    sc_time started_at, second_at, third_at, third_ran_at;
+    started.ctx = work.ctx = CpuContext::softirq;
+    started.next = [&] { started_at = cpu.step_instant() - t0; };
+    // Quiet steps at 1 us (it starts work on another lane for 1.3 us), 1.1 us and 1.6 us: the
+    // second runs ahead (before the arrival), the third waits for its instant (the arrival comes
+    // first). The core takes what the step started as known, without asking SystemC again: shown
+    // to fail (the third run ahead, then refused) when it does not.
+    work.next = [&] {
+      cpu.charge(CpuContext::softirq, sc_time(1, SC_US));
+      cpu.then(
+          [&] {
+            cpu.start(started, *other, sc_time(300, SC_NS));
+            cpu.charge(CpuContext::softirq, sc_time(100, SC_NS));
+            cpu.then(
+                [&] {
+                  second_at = cpu.step_instant() - t0;
+                  cpu.charge(CpuContext::softirq, sc_time(500, SC_NS));
+                  cpu.then(
+                      [&] {
+                        third_at = cpu.step_instant() - t0;
+                        third_ran_at = sc_core::sc_time_stamp() - t0;
+                      },
+                      true);
+                },
+                true);
+          },
+          true);
+    };
+    cpu.start(work, *lane);
+    sc_core::wait(sc_time(3, SC_US));
+    CHECK(started_at == sc_time(1300, SC_NS));
+    CHECK(second_at == sc_time(1100, SC_NS));
+    CHECK(third_at == sc_time(1600, SC_NS));
+    CHECK(third_ran_at == sc_time(1600, SC_NS));  // at its instant, not ahead
+    const CpuCore::Counters& after = cpu.core_counters();
+    CHECK(after.steps_ahead - before.steps_ahead == 2);
+    CHECK(after.ahead_declined - before.ahead_declined == 1);
+  });
+}
+
 TEST_CASE("a step's quietness holds only while the core runs on: once others have run, the step waits for its instant") {
   sys().run([] {
     HostCpu& cpu = sys().cpu;
