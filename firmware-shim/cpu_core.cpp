@@ -90,9 +90,7 @@ void CpuCore::settle(const sc_core::sc_time& now) {
   issue_due_writes(w);
 }
 
-void CpuCore::issue_due_writes(CpuWork& w) {
-  w.stalled = false;
-  if (w.writes_issued == w.writes.size()) return;
+void CpuCore::issue_writes_from(CpuWork& w) {
   const sc_core::sc_time served = w.served_in_step();
   for (; w.writes_issued < w.writes.size() && w.writes[w.writes_issued].at <= served; ++w.writes_issued)
     if (!issue_(w.writes[w.writes_issued], sc_core::SC_ZERO_TIME)) {
@@ -102,6 +100,7 @@ void CpuCore::issue_due_writes(CpuWork& w) {
 }
 
 void CpuCore::admit(const sc_core::sc_time& now) {
+  if (arrivals_.empty() || arrivals_.front().at > now) return;  // most wake-ups: a step's end, no arrival
   size_t due = 0;
   while (due < arrivals_.size() && arrivals_[due].at <= now) {
     CpuWork* w = arrivals_[due++].work;

@@ -136,7 +136,12 @@ class CpuCore {
   void run_ahead(const sc_core::sc_time& now);
   [[noreturn]] static void refuse_not_quiet(const char* what);  // work run ahead as quiet was not
   bool alone(int level) const;  // nothing else on this core, but the work held at `level`
-  void issue_due_writes(CpuWork& w);
+  // Its MMIO writes due by what it has served, in order (inline: most steps post none).
+  void issue_due_writes(CpuWork& w) {
+    w.stalled = false;
+    if (w.writes_issued != w.writes.size()) issue_writes_from(w);
+  }
+  void issue_writes_from(CpuWork& w);
   int top_level() const;    // the highest level with work to run (-1: none)
   void schedule_wake(const sc_core::sc_time& now);
 

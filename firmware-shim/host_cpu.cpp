@@ -63,23 +63,15 @@ uint8_t* HostCpu::dmi_pointer_mapped(uint64_t addr) {
   return it->second + addr % kPage;
 }
 
-void HostCpu::read(uint64_t addr, void* dst, uint32_t len) {
-  pending_writes.land_due_by(CpuCore::step_instant);
-  auto* out = static_cast<uint8_t*>(dst);
+void HostCpu::copy_pages(uint64_t addr, uint8_t* data, uint32_t len, bool to_memory) {
   while (len) {
-    uint32_t n = std::min<uint64_t>(len, HostMemory::kPageSize - addr % HostMemory::kPageSize);
-    std::memcpy(out, dmi_pointer(addr), n);
-    out += n, addr += n, len -= n;
-  }
-}
-
-void HostCpu::write(uint64_t addr, const void* src, uint32_t len) {
-  pending_writes.land_due_by(CpuCore::step_instant);
-  auto* in = static_cast<const uint8_t*>(src);
-  while (len) {
-    uint32_t n = std::min<uint64_t>(len, HostMemory::kPageSize - addr % HostMemory::kPageSize);
-    std::memcpy(dmi_pointer(addr), in, n);
-    in += n, addr += n, len -= n;
+    const uint32_t n = uint32_t(std::min<uint64_t>(len, kPage - addr % kPage));
+    uint8_t* mem = dmi_pointer(addr);
+    if (to_memory)
+      std::memcpy(mem, data, n);
+    else
+      std::memcpy(data, mem, n);
+    data += n, addr += n, len -= n;
   }
 }
 
@@ -202,14 +194,6 @@ void HostCpu::start(CpuWork& w, CpuCore& where, const sc_core::sc_time& after) {
 
 void HostCpu::then_outside_a_step() { throw std::logic_error("host CPU: then() outside a step of kernel work"); }
 
-void HostCpu::note_busy(CpuContext ctx, const sc_core::sc_time& t) {
-  busy_[int(ctx)] += t;
-  Instant& i = charged_now_[int(ctx)];
-  const sc_core::sc_time at = step_instant();
-  if (i.at != at) i = {at, sc_core::SC_ZERO_TIME};
-  i.sum += t;
-}
-
 // A thread's charge on a core: the core serves it at the context's level (preemptibly) and wakes
 // the thread when it is done.
 void HostCpu::serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_time& t) {
@@ -223,12 +207,7 @@ void HostCpu::serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_tim
   sc_core::wait(served);
 }
 
-void HostCpu::charge(CpuContext ctx, const sc_core::sc_time& t) {
-  if (CpuWork* step = CpuCore::stepping()) {  // kernel work: its core serves the step's time after it
-    step->remaining += t;
-    if (cores_.empty()) note_busy(ctx, t);
-    return;
-  }
+void HostCpu::charge_thread(CpuContext ctx, const sc_core::sc_time& t) {
   if (t == sc_core::SC_ZERO_TIME) return;
   if (!cores_.empty()) {
     if (const Binding* b = binding())

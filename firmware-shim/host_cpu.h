@@ -11,6 +11,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
@@ -93,9 +94,23 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg = {});
   const HostCpuConfig& config() const { return cfg_; }
 
-  // Host memory, zero simulated time (the cost of the work is charged separately).
-  void read(uint64_t addr, void* dst, uint32_t len);
-  void write(uint64_t addr, const void* src, uint32_t len);
+  // Host memory, zero simulated time (the cost of the work is charged separately), at the
+  // instant of the step running (quiet device writes due by then land first). Inline: a driver
+  // reads an EQE, a CQE, a doorbell record at a time, within a page, several times an interrupt.
+  void read(uint64_t addr, void* dst, uint32_t len) {
+    pending_writes.land_due_by(CpuCore::step_instant);
+    if (addr % kPage + len <= kPage)
+      std::memcpy(dst, dmi_pointer(addr), len);
+    else
+      copy_pages(addr, static_cast<uint8_t*>(dst), len, false);
+  }
+  void write(uint64_t addr, const void* src, uint32_t len) {
+    pending_writes.land_due_by(CpuCore::step_instant);
+    if (addr % kPage + len <= kPage)
+      std::memcpy(dmi_pointer(addr), src, len);
+    else
+      copy_pages(addr, static_cast<uint8_t*>(const_cast<void*>(src)), len, true);
+  }
 
   // MMIO to BAR0. Writes are posted and leave once the CPU time charged before them has been
   // served: a thread waits for it; a step of kernel work goes on, and its core issues the write at
@@ -127,7 +142,14 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
 
   // Spend `t` of CPU time in context `ctx`: in a step of kernel work, the step's time grows; in a
   // thread, the thread waits until the time has been served.
-  void charge(CpuContext ctx, const sc_core::sc_time& t);
+  void charge(CpuContext ctx, const sc_core::sc_time& t) {
+    if (CpuWork* step = CpuCore::stepping()) {  // kernel work: its core serves the step's time after it
+      step->remaining += t;
+      if (cores_.empty()) note_busy(ctx, t);
+      return;
+    }
+    charge_thread(ctx, t);
+  }
   // `n` charges of `each`, one after another, by a thread that does nothing between them that
   // others see (PieceCharges): the same as n calls of charge() but for the waits, one here where
   // they would take n. busy() meanwhile grows a piece at a time, as it would with n waits.
@@ -200,10 +222,20 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   void take_irq(Irq& irq);  // the first step of a hard IRQ
   void finish_irq(IrqQueue& q);
   const Binding* binding() const;
-  void note_busy(CpuContext ctx, const sc_core::sc_time& t);  // a host without cores: busy() by context
+  // A host without cores: busy() by context (inline: charged by every step).
+  void note_busy(CpuContext ctx, const sc_core::sc_time& t) {
+    busy_[int(ctx)] += t;
+    Instant& i = charged_now_[int(ctx)];
+    const sc_core::sc_time at = step_instant();
+    if (i.at != at) i = {at, sc_core::SC_ZERO_TIME};
+    i.sum += t;
+  }
   void serve_on_core(uint32_t core, CpuContext ctx, const sc_core::sc_time& t);  // a thread's charge
   bool mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuContext ctx);
   [[noreturn]] static void then_outside_a_step();
+  void charge_thread(CpuContext ctx, const sc_core::sc_time& t);  // charge() from a thread: it waits
+  // Host memory across pages: to it from `data` (`to_memory`), else from it into `data`.
+  void copy_pages(uint64_t addr, uint8_t* data, uint32_t len, bool to_memory);
   // A step's write, `delay` ahead of its instant; false: no credits (CpuCore::Issue).
   bool mmio_issue(const DeferredWrite& w, const sc_core::sc_time& delay);
   bool credits_for(unsigned len);  // the downstream link takes a posted write of `len` bytes now
