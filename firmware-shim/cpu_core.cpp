@@ -203,16 +203,17 @@ bool CpuCore::alone(int level) const {
 // ahead adds only the work it started on cores (submit notes the earliest; HostCpu::start counts
 // from the step's instant), as a quiet step notifies nothing: that is taken as known, and work due
 // before the step's own instant refuses it at once. That nothing else was made pending is checked
-// whenever the kernel is next asked, and at the last: nothing may be due before the last step or
-// end done ahead, or something marked quiet was not. (A notification for a later time would go
-// unseen: that part of the contract is the marking's.)
+// whenever the kernel is next asked after a step or end, and at the last: nothing may be due
+// before the last moment done ahead (a step, a write, an end), or something marked quiet was not
+// and the core ran past what it made pending. (A notification for that last moment's instant or
+// later goes unseen: that part of the contract is the marking's.)
 void CpuCore::run_ahead(const sc_core::sc_time& now) {
   if (reserved_owner_) return;
   const int level = active_;
   sc_core::sc_time next;  // the first pending activity known (now: at this instant; the horizon: none before it)
   bool known = false;
-  sc_core::sc_time done_to;  // the instant of the last step or end done ahead since the kernel was asked
-  bool unchecked = false;     // whether there is one
+  sc_core::sc_time done_to;  // the instant of the last moment done ahead (a step, a write, an end)
+  bool unchecked = false;     // whether a step or end was done ahead since the kernel was last asked
   auto ask = [&] {
     next = next_activity_at(horizon_);
     known = true;
@@ -237,6 +238,7 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
       const bool issued = issue_(w.writes[w.writes_issued], wait);
       running_ahead = sc_core::SC_ZERO_TIME;
       if (!issued) break;  // no credits now: issued at its instant, or the core stalls then
+      done_to = at;
       ++w.writes_issued;
       ++counters_.writes_ahead;
       known = false;
@@ -269,8 +271,9 @@ void CpuCore::refuse_not_quiet(const char* what) {
   // bounds, which SystemC's coroutine switches left unset (model/common/sanitizer_stack.h).
   restore_main_stack_bounds();
   throw std::logic_error(std::string("host CPU: ") + what +
-                         " run ahead of its instant as quiet notified an event or started work before it "
-                         "(it must not be marked quiet: HostCpu::then, CpuWork::end_quiet)");
+                         " run ahead of its instant as quiet notified an event or started work before its instant "
+                         "or before a later moment the core ran ahead (it must not be marked quiet: HostCpu::then, "
+                         "CpuWork::end_quiet)");
 }
 
 void CpuCore::schedule_wake(const sc_core::sc_time& now) {

@@ -99,6 +99,7 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   // reads an EQE, a CQE, a doorbell record at a time, within a page, several times an interrupt.
   void read(uint64_t addr, void* dst, uint32_t len) {
     pending_writes.land_due_by(CpuCore::step_instant);
+    if (len == 0) return;  // touches no memory (a zero-byte inline SEND gathers from address 0)
     if (addr % kPage + len <= kPage)
       std::memcpy(dst, dmi_pointer(addr), len);
     else
@@ -106,6 +107,7 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   }
   void write(uint64_t addr, const void* src, uint32_t len) {
     pending_writes.land_due_by(CpuCore::step_instant);
+    if (len == 0) return;
     if (addr % kPage + len <= kPage)
       std::memcpy(dmi_pointer(addr), src, len);
     else

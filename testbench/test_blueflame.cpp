@@ -61,6 +61,24 @@ TEST_CASE("a single inline SEND goes through BlueFlame: no WQE read, the packet 
   });
 }
 
+TEST_CASE("a zero-byte inline SEND gathers nothing: its SGE's address is never read, even one no memory is at") {
+  sys().run([] {
+    auto [a, b] = rc_pair();
+    fb::post_recv(*b.qp, RecvWr{1, {b.buf.sge(0, 256)}});
+    // Address 0 is mapped to nothing: the host's copy of zero bytes from it must not touch memory
+    // (shown to fail when HostCpu::read asks DMI for the address of a zero-length read).
+    REQUIRE(verbs::post_send(*a.qp, {send_wr(8, Sge{0, 0, a.buf.mr->lkey}, sqwqe::kSend, kSendSignaled | kSendInline)}) == 0);
+    auto wc = poll_n(*b.rcq, 1);
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].status == 0);
+    CHECK(wc[0].byte_len == 0);
+    auto swc = poll_n(*a.scq, 1);
+    REQUIRE(swc.size() == 1);
+    CHECK(swc[0].wr_id == 8);
+    CHECK(swc[0].status == 0);
+  });
+}
+
 TEST_CASE("without inline data, or with two WRs in one post, the doorbell is the 8-byte UAR_SQ_DB and the ring is read") {
   sys().run([] {
     auto [a, b] = rc_pair();
