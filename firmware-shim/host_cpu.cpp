@@ -161,16 +161,18 @@ void HostCpu::raise(uint32_t vector) {
 }
 
 void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler, bool quiet) {
-  handlers_[vector] = Handler{std::move(handler), quiet};
+  Vector& v = vectors_[vector];
+  v.handler = Handler{std::move(handler), quiet};
+  v.has_handler = true;
 }
 
 // Taken when its context is free (arrival order): the entry costs handler_entry, then the handler
 // runs, a step of its own that may go on with then().
 void HostCpu::take_irq(Irq& irq) {
   ++interrupts_;
-  ++vector_interrupts_[irq.vector];
-  const auto handler = handlers_.find(irq.vector);
-  if (handler == handlers_.end()) {
+  Vector& vector = vectors_[irq.vector];
+  ++vector.interrupts;
+  if (!vector.has_handler) {
     log::error("host: interrupt on vector {} with no handler", irq.vector);
     return;
   }
@@ -178,7 +180,7 @@ void HostCpu::take_irq(Irq& irq) {
   irq.handled = true;
   irq.begin = step_instant();
   charge(CpuContext::hardirq, cfg_.handler_entry);
-  then([h = &handler->second] { h->fn(); }, handler->second.quiet);
+  then([h = &vector.handler] { h->fn(); }, vector.handler.quiet);
 }
 
 void HostCpu::finish_irq(IrqQueue& q) {

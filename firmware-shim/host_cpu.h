@@ -136,8 +136,8 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   uint64_t interrupts() const { return interrupts_; }
   // Interrupts taken on one host vector (0 if none).
   uint64_t interrupts_on(uint32_t vector) const {
-    auto it = vector_interrupts_.find(vector);
-    return it == vector_interrupts_.end() ? 0 : it->second;
+    auto it = vectors_.find(vector);
+    return it == vectors_.end() ? 0 : it->second.interrupts;
   }
   // Observation: a hard-IRQ handler ran for `vector` from `begin` to now (timelines).
   Observers<uint32_t, const sc_core::sc_time&> on_handler_done;  // (vector, when the handler began)
@@ -265,7 +265,13 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
     std::function<void()> fn;
     bool quiet = false;
   };
-  std::map<uint32_t, Handler> handlers_;
+  // A host vector's handler and the interrupts taken on it: one look-up an interrupt.
+  struct Vector {
+    Handler handler;
+    bool has_handler = false;
+    uint64_t interrupts = 0;
+  };
+  std::map<uint32_t, Vector> vectors_;
   std::map<uint64_t, uint8_t*> dmi_pages_;
   tlm::tlm_generic_payload dmi_tx_;  // asks for a page's pointer (reused, as write_tx_)
   struct RecentPage {
@@ -292,7 +298,6 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   std::vector<Pieces> pieces_;
   static uint64_t pieces_begun(const Pieces& p, const sc_core::sc_time& now);
   uint64_t interrupts_ = 0;
-  std::map<uint32_t, uint64_t> vector_interrupts_;
   CpuCore::Counters counters_;  // every core's and lane's (lanes are never preempted)
   std::vector<std::unique_ptr<CpuCore>> cores_;
   std::unique_ptr<CpuCore> irq_lane_;  // the hard-IRQ context of a host without cores
