@@ -9,6 +9,7 @@
 namespace vhca {
 
 CpuWork* CpuCore::stepping_ = nullptr;
+uint64_t CpuCore::activation_ = 0;
 sc_core::sc_time CpuCore::horizon_;
 sc_core::sc_time CpuCore::earliest_submitted_;
 
@@ -60,8 +61,7 @@ void CpuCore::run() {
   ++counters_.activations;
   const sc_core::sc_time now = sim_now();
   in_run_ = true;
-  for (CpuWork* w : held_)  // quiet as judged when named: not since others may have run
-    if (w) w->next_quiet = false;
+  ++activation_;  // quiet marks made before hold no longer: others may have run since
   settle(now);
   admit(now);
   if (reserved_owner_) {  // the delta cycle after a thread's charge ended: its next charge goes first
@@ -93,7 +93,7 @@ void CpuCore::settle(const sc_core::sc_time& now) {
 void CpuCore::issue_writes_from(CpuWork& w) {
   const sc_core::sc_time served = w.served_in_step();
   for (; w.writes_issued < w.writes.size() && w.writes[w.writes_issued].at <= served; ++w.writes_issued)
-    if (!issue_(w.writes[w.writes_issued], sc_core::SC_ZERO_TIME)) {
+    if (!issue_(w.writes[w.writes_issued], sc_core::SC_ZERO_TIME, nullptr)) {
       w.stalled = true;
       return;
     }
@@ -106,7 +106,10 @@ void CpuCore::admit(const sc_core::sc_time& now) {
     CpuWork* w = arrivals_[due++].work;
     ready_[level_of(w->ctx)].push_back(w);
   }
-  arrivals_.erase(arrivals_.begin(), arrivals_.begin() + long(due));
+  if (due == arrivals_.size())
+    arrivals_.clear();  // the usual case: one arrival, now due
+  else
+    arrivals_.erase(arrivals_.begin(), arrivals_.begin() + long(due));
 }
 
 int CpuCore::top_level() const {
@@ -155,9 +158,9 @@ void CpuCore::advance(int level) {
 // Its step_total is what it owes once the step has run: a step run ahead adds to the time still
 // owed for the one before, and its writes are due at their place in the whole.
 void CpuCore::run_step(CpuWork& w) {
-  std::function<void()> step = std::move(w.next);
+  StepFn step = w.next;  // the step names its successor in w.next
   w.next = nullptr;
-  w.next_quiet = false;
+  w.next_quiet = 0;
   w.writes.clear();
   w.writes_issued = 0;
   stepping_ = &w;
@@ -183,7 +186,7 @@ void CpuCore::finish(int level) {
     }
   }
   if (w.done) {
-    std::function<void()> done = w.done;  // it may free `w` or start it again
+    StepFn done = w.done;  // it may free `w` or start it again
     done();
   }
 }
@@ -199,21 +202,22 @@ bool CpuCore::alone(int level) const {
 // after, until one is not.
 //
 // What comes first is SystemC's first pending activity, asked of the kernel before the first
-// moment and again after each write issued ahead (the link may wake for its arrival). A step run
-// ahead adds only the work it started on cores (submit notes the earliest; HostCpu::start counts
-// from the step's instant), as a quiet step notifies nothing: that is taken as known, and work due
-// before the step's own instant refuses it at once. That nothing else was made pending is checked
-// whenever the kernel is next asked after a step or end, and at the last: nothing may be due
-// before the last moment done ahead (a step, a write, an end), or something marked quiet was not
-// and the core ran past what it made pending. (A notification for that last moment's instant or
-// later goes unseen: that part of the contract is the marking's.)
+// moment. After that the core takes what it did as known instead of asking again: a step run ahead
+// adds only the work it started on cores (submit notes the earliest; HostCpu::start counts from
+// the step's instant), as a quiet step notifies nothing, and work due before the step's own instant
+// refuses it at once; a write issued ahead adds nothing sooner than the link says (its arrival, a
+// latency after its entry: PcieCreditIf::posted_effects_after). That nothing else was made
+// pending is checked when the core stops, asking the kernel once more: nothing may be due before
+// the last moment done ahead (a step, a write, an end), or something marked quiet was not, or the
+// link broke its word, and the core ran past what was made pending. (A notification for that last
+// moment's instant or later goes unseen: that part of the contract is the marking's.)
 void CpuCore::run_ahead(const sc_core::sc_time& now) {
   if (reserved_owner_) return;
   const int level = active_;
   sc_core::sc_time next;  // the first pending activity known (now: at this instant; the horizon: none before it)
   bool known = false;
   sc_core::sc_time done_to;  // the instant of the last moment done ahead (a step, a write, an end)
-  bool unchecked = false;     // whether a step or end was done ahead since the kernel was last asked
+  bool unchecked = false;     // whether a moment was done ahead since the kernel was last asked
   auto ask = [&] {
     next = next_activity_at(horizon_);
     known = true;
@@ -224,7 +228,7 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
     CpuWork& w = *held_[level];
     if (w.served) break;  // a thread's charge
     const bool write_next = w.writes_issued < w.writes.size();
-    if (!write_next && (w.next ? !w.next_quiet : !(w.end_quiet && alone(level) && w.end_quiet()))) break;
+    if (!write_next && (w.next ? w.next_quiet != activation_ : !(w.end_quiet && alone(level) && w.end_quiet()))) break;
     const sc_core::sc_time wait = write_next ? w.writes[w.writes_issued].at - w.served_in_step() : w.remaining;
     const sc_core::sc_time at = now + wait;
     if (at >= horizon_ || (!arrivals_.empty() && arrivals_.front().at <= at)) break;
@@ -235,13 +239,15 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
     }
     running_ahead = wait;
     if (write_next) {
-      const bool issued = issue_(w.writes[w.writes_issued], wait);
+      sc_core::sc_time effects_after;
+      const bool issued = issue_(w.writes[w.writes_issued], wait, &effects_after);
       running_ahead = sc_core::SC_ZERO_TIME;
       if (!issued) break;  // no credits now: issued at its instant, or the core stalls then
       done_to = at;
+      unchecked = true;  // the link's word, checked when the kernel is next asked
       ++w.writes_issued;
       ++counters_.writes_ahead;
-      known = false;
+      if (at + effects_after < next) next = at + effects_after;
       continue;
     }
     done_to = at;

@@ -19,10 +19,13 @@
 // between.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <new>
 #include <string>
 #include <systemc>
+#include <type_traits>
 #include <vector>
 
 #include "model/common/sim_now.h"
@@ -48,14 +51,46 @@ struct DeferredWrite {
   std::array<uint8_t, 128> data;  // up to a BlueFlame WQE: its first `len` bytes (the rest unset, as never read)
 };
 
+// A step of kernel work, or what runs when the work ends: a callable kept in place and copied as
+// bytes. A lambda capturing pointers, references and numbers (every step's does) fits; one that
+// owns memory does not compile. A core moves a step in and out of its work several times an
+// interrupt, where std::function's manager calls cost some 35 instructions each time.
+class StepFn {
+ public:
+  StepFn() = default;
+  StepFn(std::nullptr_t) {}
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, StepFn> &&
+                                                    !std::is_same_v<std::decay_t<F>, std::nullptr_t>>>
+  StepFn(F&& f) {
+    using Fn = std::decay_t<F>;
+    static_assert(sizeof(Fn) <= kBytes && alignof(Fn) <= alignof(std::max_align_t),
+                  "a step captures at most 56 bytes (pointers, references, numbers)");
+    static_assert(std::is_trivially_copyable_v<Fn> && std::is_trivially_destructible_v<Fn>,
+                  "a step's captures are copied as bytes: nothing that owns memory");
+    ::new (static_cast<void*>(bytes_)) Fn(std::forward<F>(f));
+    call_ = [](void* fn) { (*static_cast<Fn*>(fn))(); };
+  }
+  StepFn& operator=(std::nullptr_t) {
+    call_ = nullptr;
+    return *this;
+  }
+  explicit operator bool() const { return call_ != nullptr; }
+  void operator()() { call_(bytes_); }
+
+ private:
+  static constexpr size_t kBytes = 56;
+  alignas(std::max_align_t) unsigned char bytes_[kBytes];
+  void (*call_)(void*) = nullptr;
+};
+
 // Something that wants CPU time on a core.
 struct CpuWork {
   CpuContext ctx = CpuContext::app;  // its level, and whose busy time it is
   sc_core::sc_time remaining;        // CPU time owed before what follows runs
   // Kernel work: its next step (empty: the task ends once `remaining` is served), and what runs
   // when it has ended. A step names the one after it with HostCpu::then().
-  std::function<void()> next;
-  std::function<void()> done;
+  StepFn next;
+  StepFn done;
   // A thread's charge: notified once `remaining` is served; `owner` is the thread, which keeps its
   // level through charges it makes back to back (a thread runs until it blocks).
   sc_core::sc_event* served = nullptr;
@@ -65,8 +100,9 @@ struct CpuWork {
   // names its next step, and nothing else — no event, no user's code, no read of SystemC's time.
   // It may run ahead of its instant. Judged when the step is named: it holds while the core runs
   // on without letting anything else run, and is dropped when the core next wakes (what it was
-  // judged on may have changed).
-  bool next_quiet = false;
+  // judged on may have changed): it is the activation it was named in (CpuCore::activation()),
+  // which any core's next activation leaves behind; 0: not quiet.
+  uint64_t next_quiet = 0;
   // Whether the work's end (`done`) is quiet now, in the same sense, asked when it is due (null:
   // never).
   std::function<bool()> end_quiet;
@@ -94,8 +130,10 @@ class CpuCore {
   // `issue` posts a step's MMIO write when it is due (delay zero); when it cannot (no link
   // credits) it returns false, and the core tries again when `space` is notified. With a delay,
   // the write's instant is that far ahead: it is issued, with the delay annotated, only if the link
-  // has credits for it now, asking nothing otherwise (false).
-  using Issue = std::function<bool(const DeferredWrite&, const sc_core::sc_time& delay)>;
+  // has credits for it now, asking nothing otherwise (false), and `effects_after` says how long
+  // after its instant anything its issue made pending comes, at the soonest (the link's
+  // PcieCreditIf::posted_effects_after; zero when the host has no link to ask).
+  using Issue = std::function<bool(const DeferredWrite&, const sc_core::sc_time& delay, sc_core::sc_time* effects_after)>;
   // `run_ahead`: whether it may (HostCpuConfig::run_ahead).
   CpuCore(const std::string& name, Counters& counters, Issue issue, std::function<const sc_core::sc_event&()> space,
           bool run_ahead = true);
@@ -112,6 +150,9 @@ class CpuCore {
   // adds to its time and HostCpu::then names its next step. One process runs at a time, so one
   // pointer serves every host.
   static CpuWork* stepping() { return stepping_; }
+  // The core activation running now, of all cores (one process runs at a time): a quiet mark
+  // holds only within the activation that made it (CpuWork::next_quiet).
+  static uint64_t activation() { return activation_; }
   // The time as the code running now sees it: in a step, the instant the step began plus the CPU
   // time it has charged so far (TLM's local time of a temporally decoupled initiator); elsewhere,
   // SystemC's time. What a step stamps (a post, a callback's moment) reads this.
@@ -166,6 +207,7 @@ class CpuCore {
   Issue issue_;
   std::function<const sc_core::sc_event&()> space_;
   static CpuWork* stepping_;
+  static uint64_t activation_;
   static sc_core::sc_time horizon_;
   // The earliest instant work was submitted for, on any core, since run_ahead last set it to the
   // horizon (before a step it runs ahead): what that step made pending.

@@ -23,7 +23,10 @@ HostCpu::HostCpu(const sc_core::sc_module_name& name, const HostCpuConfig& cfg) 
 
 std::unique_ptr<CpuCore> HostCpu::make_lane(const std::string& name) {
   return std::make_unique<CpuCore>(
-      name, counters_, [this](const DeferredWrite& w, const sc_core::sc_time& delay) { return mmio_issue(w, delay); },
+      name, counters_,
+      [this](const DeferredWrite& w, const sc_core::sc_time& delay, sc_core::sc_time* effects_after) {
+        return mmio_issue(w, delay, effects_after);
+      },
       [this]() -> const sc_core::sc_event& { return mmio_credits->returned_event(); }, cfg_.run_ahead);
 }
 
@@ -117,9 +120,10 @@ bool HostCpu::mmio_post(uint64_t offset, const uint8_t* data, unsigned len, CpuC
 // A step's write, when its core gets to it: refused while the link has no credits (the core
 // stalls and tries again when they return). Ahead of its instant (run ahead), only if the link has
 // credits now: they stay, as nothing else posts before then (returns only add to them).
-bool HostCpu::mmio_issue(const DeferredWrite& w, const sc_core::sc_time& delay) {
+bool HostCpu::mmio_issue(const DeferredWrite& w, const sc_core::sc_time& delay, sc_core::sc_time* effects_after) {
   if (delay == sc_core::SC_ZERO_TIME ? !credits_for(w.len) : mmio_credits.size() && !mmio_credits->has_room(w.len))
     return false;
+  if (effects_after) *effects_after = mmio_credits.size() ? mmio_credits->posted_effects_after() : sc_core::SC_ZERO_TIME;
   mmio_transport(tlm::TLM_WRITE_COMMAND, w.offset, const_cast<uint8_t*>(w.data.data()), w.len, delay);
   return true;
 }

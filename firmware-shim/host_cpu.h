@@ -167,7 +167,7 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
     CpuWork* w = CpuCore::stepping();
     if (!w) then_outside_a_step();
     w->next = std::forward<Step>(step);
-    w->next_quiet = quiet;
+    w->next_quiet = quiet ? CpuCore::activation() : 0;
   }
   bool in_step() const { return CpuCore::stepping() != nullptr; }
   // The instant of the step running now (CpuCore::step_instant), or now.
@@ -239,7 +239,7 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   // Host memory across pages: to it from `data` (`to_memory`), else from it into `data`.
   void copy_pages(uint64_t addr, uint8_t* data, uint32_t len, bool to_memory);
   // A step's write, `delay` ahead of its instant; false: no credits (CpuCore::Issue).
-  bool mmio_issue(const DeferredWrite& w, const sc_core::sc_time& delay);
+  bool mmio_issue(const DeferredWrite& w, const sc_core::sc_time& delay, sc_core::sc_time* effects_after);
   bool credits_for(unsigned len);  // the downstream link takes a posted write of `len` bytes now
   bool mmio_transport(tlm::tlm_command cmd, uint64_t offset, uint8_t* data, unsigned len,
                       const sc_core::sc_time& delay = sc_core::SC_ZERO_TIME);

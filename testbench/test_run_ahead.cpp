@@ -188,6 +188,41 @@ TEST_CASE("work a quiet step starts comes first: the core's next moment after it
   });
 }
 
+TEST_CASE("a write issued ahead comes first once it arrives: the core's next moment after its arrival waits for its instant") {
+  sys().run([] {
+    HostCpu& cpu = sys().cpu;
+    std::unique_ptr<CpuCore> lane = cpu.make_lane("write_first");
+    sc_core::wait(sc_time(10, SC_US));
+    const sc_time t0 = sc_core::sc_time_stamp();
+    const CpuCore::Counters before = cpu.core_counters();
+    const sc_time latency = sys().link.config().latency;  // 200 ns: the write arrives no sooner
+    CpuWork work;
+    sc_time second_ran_at;
+    work.ctx = CpuContext::softirq;
+    // A quiet step at 1 us posts a write (it leaves at 1.01 us and arrives a latency later at the
+    // soonest), then charges a latency and more: its next quiet step, after the arrival, waits for
+    // its instant. The core takes the link's word for when the write can wake anything, without
+    // asking SystemC: shown to fail (run ahead past the arrival, then refused) without it.
+    work.next = [&] {
+      cpu.charge(CpuContext::softirq, sc_time(1, SC_US));
+      cpu.then(
+          [&] {
+            cpu.mmio_write32(Driver::offset_of(reg::msix_data, 5), 5, CpuContext::softirq);
+            cpu.charge(CpuContext::softirq, latency + sc_time(100, SC_NS));
+            cpu.then([&] { second_ran_at = sc_core::sc_time_stamp() - t0; }, true);
+          },
+          true);
+    };
+    cpu.start(work, *lane);
+    sc_core::wait(sc_time(3, SC_US));
+    CHECK(second_ran_at == sc_time(1010, SC_NS) + latency + sc_time(100, SC_NS));  // at its instant
+    const CpuCore::Counters& after = cpu.core_counters();
+    CHECK(after.steps_ahead - before.steps_ahead == 1);
+    CHECK(after.writes_ahead - before.writes_ahead == 1);
+    CHECK(after.ahead_declined - before.ahead_declined == 1);
+  });
+}
+
 TEST_CASE("a step's quietness holds only while the core runs on: once others have run, the step waits for its instant") {
   sys().run([] {
     HostCpu& cpu = sys().cpu;

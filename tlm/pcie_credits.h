@@ -26,6 +26,11 @@ class PcieCreditIf : public virtual sc_core::sc_interface {
   // Are there credits for it now, asking nothing more: a refusal arranges no wake-up (a host core
   // that would issue a write ahead of its instant, and otherwise issues it then).
   virtual bool has_room(uint64_t bytes) const = 0;
+  // What a posted write entering the link at t schedules comes no sooner than t plus this: its
+  // arrival at the far side (the link's one-way latency), and what follows from it, later. A host
+  // core that issued a write ahead of its instant takes it as known instead of asking SystemC
+  // (firmware-shim/cpu_core.cpp, which still checks it when it next asks).
+  virtual sc_core::sc_time posted_effects_after() const = 0;
   // Notified whenever credits come back.
   virtual const sc_core::sc_event& returned_event() const = 0;
   // Registers a wake-up told of every credit return (for SC_METHOD writers).

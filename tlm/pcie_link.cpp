@@ -15,8 +15,8 @@ PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cf
     : sc_module(name),
       cfg_(cfg),
       wire_time_(1000.0, cfg.gbytes_per_s),  // bytes / (GB/s) = ns
-      dir_{{cfg.up_posted_headers, cfg.up_posted_data, cfg.up_nonposted_headers, cfg.max_payload},
-           {cfg.down_posted_headers, cfg.down_posted_data, cfg.down_nonposted_headers, cfg.max_payload}} {
+      dir_{{cfg.up_posted_headers, cfg.up_posted_data, cfg.up_nonposted_headers, cfg.max_payload, cfg.latency},
+           {cfg.down_posted_headers, cfg.down_posted_data, cfg.down_nonposted_headers, cfg.max_payload, cfg.latency}} {
   up_in.register_b_transport(this, &PcieLink::up_transport);
   up_in.register_nb_transport_fw(this, &PcieLink::up_nb_transport);
   down_in.register_b_transport(this, &PcieLink::down_transport);

@@ -188,7 +188,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   // One direction's credits: what is in use, and the returns on their way back.
   class Credits : public PcieCreditIf {
    public:
-    Credits(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps) : ph_(ph), pd_(pd), nph_(nph), mps_(mps) {
+    Credits(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps, const sc_core::sc_time& latency)
+        : ph_(ph), pd_(pd), nph_(nph), mps_(mps), latency_(latency) {
       returns_.on_return([this] { returned_.notify(sc_core::SC_ZERO_TIME); });  // threads, before the methods
     }
     bool can_post(uint64_t bytes) const override;
@@ -199,6 +200,9 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     bool room_for(uint32_t ph_used, uint32_t pd_used, uint32_t headers, uint32_t data) const {
       return ph_used + headers <= ph_ && pd_used + data <= pd_;
     }
+    // transport() notifies a write's arrival (at least a latency after its entry) and moves later
+    // what it passes on the wire: nothing sooner.
+    sc_core::sc_time posted_effects_after() const override { return latency_; }
     const sc_core::sc_event& returned_event() const override { return returned_; }
     void on_return(std::function<void()> wake) override { returns_.on_return(std::move(wake)); }
     bool can_read() const;
@@ -230,6 +234,7 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
       bool operator==(const Amount& o) const { return ph == o.ph && pd == o.pd && nph == o.nph; }
     };
     uint32_t ph_, pd_, nph_, mps_;
+    sc_core::sc_time latency_;
     mutable uint32_t ph_used_ = 0, pd_used_ = 0, nph_used_ = 0;
     // Credits coming back release what they held.
     void release(const Amount& a) const {
@@ -277,7 +282,8 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
   };
 
   struct Direction {
-    Direction(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps) : credits(ph, pd, nph, mps), in_flight(ph) {}
+    Direction(uint32_t ph, uint32_t pd, uint32_t nph, uint32_t mps, const sc_core::sc_time& latency)
+        : credits(ph, pd, nph, mps, latency), in_flight(ph) {}
     sc_core::sc_time free_at;  // when its serializer can start the next TLP
     Credits credits;
     // In arrival order. Bounded by the header credits, except that quiet writes give theirs back

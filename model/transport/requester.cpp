@@ -218,7 +218,7 @@ bool Requester::build_request(uint32_t qpn, const QpContext& q, SendState& s, co
   p.payload.resize(n);
   bool needs_read = false;
   if (w.is_inline) {
-    std::memcpy(p.payload.data(), w.inline_data.data() + offset, n);
+    if (n > 0) std::memcpy(p.payload.data(), w.inline_data.data() + offset, n);  // none: both may be null
   } else if (n > 0) {
     out.sges = w.sges;
     out.offset = offset;
