@@ -215,15 +215,9 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
   if (reserved_owner_) return;
   const int level = active_;
   sc_core::sc_time next;  // the first pending activity known (now: at this instant; the horizon: none before it)
-  bool known = false;
+  bool known = false;        // the kernel asked (before the first moment only)
   sc_core::sc_time done_to;  // the instant of the last moment done ahead (a step, a write, an end)
-  bool unchecked = false;     // whether a moment was done ahead since the kernel was last asked
-  auto ask = [&] {
-    next = next_activity_at(horizon_);
-    known = true;
-    if (unchecked && next < done_to) refuse_not_quiet("a step or the end of a task");
-    unchecked = false;
-  };
+  bool done_ahead = false;
   for (;;) {
     CpuWork& w = *held_[level];
     if (w.served) break;  // a thread's charge
@@ -232,7 +226,10 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
     const sc_core::sc_time wait = write_next ? w.writes[w.writes_issued].at - w.served_in_step() : w.remaining;
     const sc_core::sc_time at = now + wait;
     if (at >= horizon_ || (!arrivals_.empty() && arrivals_.front().at <= at)) break;
-    if (!known) ask();
+    if (!known) {
+      next = next_activity_at(horizon_);
+      known = true;
+    }
     if (next <= at) {  // something else happens first, or at that instant
       ++counters_.ahead_declined;
       break;
@@ -244,14 +241,14 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
       running_ahead = sc_core::SC_ZERO_TIME;
       if (!issued) break;  // no credits now: issued at its instant, or the core stalls then
       done_to = at;
-      unchecked = true;  // the link's word, checked when the kernel is next asked
+      done_ahead = true;  // on the link's word, checked when the core stops
       ++w.writes_issued;
       ++counters_.writes_ahead;
       if (at + effects_after < next) next = at + effects_after;
       continue;
     }
     done_to = at;
-    unchecked = true;
+    done_ahead = true;
     if (w.next) {
       earliest_submitted_ = horizon_;
       run_step(w);
@@ -269,7 +266,8 @@ void CpuCore::run_ahead(const sc_core::sc_time& now) {
     ++counters_.ends_ahead;
     break;
   }
-  if (unchecked) ask();
+  if (done_ahead && next_activity_at(horizon_) < done_to)
+    refuse_not_quiet("a step or the end of a task (or a write, had the PCIe link broken its word: posted_effects_after)");
 }
 
 void CpuCore::refuse_not_quiet(const char* what) {

@@ -97,21 +97,9 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   // Host memory, zero simulated time (the cost of the work is charged separately), at the
   // instant of the step running (quiet device writes due by then land first). Inline: a driver
   // reads an EQE, a CQE, a doorbell record at a time, within a page, several times an interrupt.
-  void read(uint64_t addr, void* dst, uint32_t len) {
-    pending_writes.land_due_by(CpuCore::step_instant);
-    if (len == 0) return;  // touches no memory (a zero-byte inline SEND gathers from address 0)
-    if (addr % kPage + len <= kPage)
-      std::memcpy(dst, dmi_pointer(addr), len);
-    else
-      copy_pages(addr, static_cast<uint8_t*>(dst), len, false);
-  }
+  void read(uint64_t addr, void* dst, uint32_t len) { access<false>(addr, static_cast<uint8_t*>(dst), len); }
   void write(uint64_t addr, const void* src, uint32_t len) {
-    pending_writes.land_due_by(CpuCore::step_instant);
-    if (len == 0) return;
-    if (addr % kPage + len <= kPage)
-      std::memcpy(dmi_pointer(addr), src, len);
-    else
-      copy_pages(addr, static_cast<uint8_t*>(const_cast<void*>(src)), len, true);
+    access<true>(addr, static_cast<uint8_t*>(const_cast<void*>(src)), len);
   }
 
   // MMIO to BAR0. Writes are posted and leave once the CPU time charged before them has been
@@ -238,6 +226,18 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
   void charge_thread(CpuContext ctx, const sc_core::sc_time& t);  // charge() from a thread: it waits
   // Host memory across pages: to it from `data` (`to_memory`), else from it into `data`.
   void copy_pages(uint64_t addr, uint8_t* data, uint32_t len, bool to_memory);
+  // read() and write(): within a page through DMI, else page by page.
+  template <bool kToMemory>
+  void access(uint64_t addr, uint8_t* data, uint32_t len) {
+    pending_writes.land_due_by(CpuCore::step_instant);
+    if (len == 0) return;  // touches no memory (a zero-byte inline SEND gathers from address 0)
+    if (addr % kPage + len > kPage) return copy_pages(addr, data, len, kToMemory);
+    uint8_t* const memory = dmi_pointer(addr);
+    if (kToMemory)
+      std::memcpy(memory, data, len);
+    else
+      std::memcpy(data, memory, len);
+  }
   // A step's write, `delay` ahead of its instant; false: no credits (CpuCore::Issue).
   bool mmio_issue(const DeferredWrite& w, const sc_core::sc_time& delay, sc_core::sc_time* effects_after);
   bool credits_for(unsigned len);  // the downstream link takes a posted write of `len` bytes now

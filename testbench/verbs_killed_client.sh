@@ -19,13 +19,16 @@ wait_listening $peer
 $prog -d vhca1 -p $port -n 1000000000 127.0.0.1 >"$dir/victim.out" 2>&1 &
 victim=$!
 # Let it run: its doorbells are counted in the report, so the kill is mid-traffic, not before it.
-sleep 1
+# A pingpong rings no send doorbell before its traffic, and unloaded it rings thousands a second;
+# the bar is low (more than 10 in 2 s) because a loaded machine runs the sanitizer build far
+# slower (52 in one second, seen once while another build shared the 2 cores).
+sleep 2
 kill -KILL $victim
 wait_reports 1
 line=$(grep "on vhca1 left at" "$dir/serve.out") || fail "no report for the killed client"
 echo "$line" | grep -q "released 1 QPs, 1 CQs, 1 MRs, 1 PDs it left open" || fail "the killed client's objects were not all released"
 doorbells=$(echo "$line" | sed -n 's/.*: \([0-9]*\) doorbells.*/\1/p')
-[ "${doorbells:-0}" -gt 100 ] || fail "the client was killed before its traffic ran ($doorbells doorbells)"
+[ "${doorbells:-0}" -gt 10 ] || fail "the client was killed before its traffic ran ($doorbells doorbells)"
 # Its peer either waits for a message that will never come (a pingpong has no timeout of its own),
 # or, if it had a SEND in flight, gets that SEND's error completion once the retries run out
 # (transport retry counter exceeded: 7 retries of 67 ms in simulated time) and exits 1, as on real
