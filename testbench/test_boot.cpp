@@ -168,6 +168,64 @@ TEST_CASE("event-driven: a completion reaching the busy writer is taken without 
   });
 }
 
+// Completions held for a consumer-index refresh, nothing else in flight: the writer sleeps through
+// the read's round trip and, when the answer wakes it, runs those cycles at once (on them only the
+// timer wheel counts them; with a timer listed it wakes at each tick anyway). Results and cycles are
+// those of the watched writer, which is clocked on every one of them. A CQE-mode period timer runs
+// through the wait (one microsecond ticks, 500 cycles; the round trip about 270), which starts at
+// five offsets 100 cycles apart against the ticks: a tick begins within it in some, and with a
+// 1 us period (it ends on the next tick) the timer expires within it. The event's cycle shows the
+// wheel's time: skipped cycles that did not move the wheel on lose the event (shown to fail so).
+TEST_CASE("event-driven: the cycles completions wait for a consumer-index refresh pass at once, on the same cycles as watched") {
+  sys().run([] {
+    boot();
+    auto run = [&](bool watched, uint16_t period_us, uint64_t offset) {
+      Cq* cq = make_cq(16, CqModeration{100, period_us, PeriodMode::cqe});  // the count never reached
+      wait_us(5);
+      // 15 CQEs consumed (the host's consumer index moves, the writer's copy not), then one more
+      // on the armed CQ: it starts the period, and the ring looks full to the writer.
+      uint64_t k = soon();
+      for (uint32_t i = 0; i + 1 < cq->cqe; ++i) sys().hca.inject(recv_record(cq->cqn, i), k + i);
+      wait_us(5);
+      Wc wc[64];
+      REQUIRE(verbs::poll_cq(*cq, 64, wc) == int(cq->cqe) - 1);
+      verbs::req_notify_cq(*cq, kNotifyNext);
+      wait_us(1);
+      sys().wait_cycle((sys().cycle() / 500 + 1) * 500 + offset);  // `offset` cycles into a tick
+      sys().hca.inject(recv_record(cq->cqn, 99), soon(1));
+      sys().wait_cycle(sys().cycle() + 10);  // its CQE out (5 cycles)
+      std::vector<uint64_t> cqe_pushed, eqe_pushed;
+      const size_t tap = sys().hca.dma.s_write->on_push.add([&](const DmaWrite& w, uint64_t c) {
+        if (w.source == DmaSource::cqe) cqe_pushed.push_back(c);
+        if (w.source == DmaSource::eqe) eqe_pushed.push_back(c);
+      });
+      const size_t watch = watched ? sys().hca.cq.on_acted.add([](uint64_t) {}) : 0;
+      const uint64_t writer = sys().hca.cq.activations(), refreshes = sys().hca.cq.stats().ci_refreshes;
+      k = soon(20);
+      for (uint32_t i = 0; i < 8; ++i) sys().hca.inject(recv_record(cq->cqn, 100 + i), k + i);  // more than the replay buffer holds
+      wait_us(5);
+      if (watched) sys().hca.cq.on_acted.remove(watch);
+      sys().hca.dma.s_write->on_push.remove(tap);
+      CHECK(sys().hca.cq.stats().ci_refreshes - refreshes == 1);
+      std::vector<uint64_t> cycles;  // the CQEs', then the EQE's
+      for (uint64_t c : cqe_pushed) cycles.push_back(c - k);
+      for (uint64_t c : eqe_pushed) cycles.push_back(c - k);
+      return std::make_pair(cycles, sys().hca.cq.activations() - writer);
+    };
+    for (uint16_t period_us : {1, 2})
+      for (uint64_t offset : {0, 100, 200, 300, 400}) {
+      INFO("a " << period_us << " us period; the wait begins about " << offset << " cycles into a tick");
+      const auto [lazy_cycles, lazy_activations] = run(false, period_us, offset);
+      const auto [watched_cycles, watched_activations] = run(true, period_us, offset);
+      CHECK(lazy_cycles.size() == 9);  // 8 CQEs and the period's event
+      CHECK(watched_cycles == lazy_cycles);
+      // Watched, it is clocked on each cycle of the read's round trip (hundreds); asleep, on none.
+      CHECK(lazy_cycles.front() > 100);
+      CHECK(watched_activations > lazy_activations + 100);
+    }
+  });
+}
+
 // A producer looking at s_cpl while a busy writer owes takes from it finds them done (settle): the
 // stream's high-water mark is that of an eager writer.
 TEST_CASE("event-driven: takes a busy writer owes from s_cpl are settled before a producer looks") {

@@ -54,30 +54,40 @@ bool CqWriterPipeline::act(uint64_t now) {
   return true;
 }
 
+// Completions held for a consumer-index refresh or a resize with nothing in the stages or the skid
+// buffers, the cycle before's state settled (none issued, nothing written), the wheel idle: a
+// cycle with no input ready selects nothing (a held completion is not issued), advances nothing
+// and takes nothing (with the replay buffer full; else a completion ready is taken: an input).
+inline bool CqWriterPipeline::held_with_stages_empty(uint64_t c) const {
+  return (waiting_ci_ || resizing_ != 0) && s2_.kind == Kind::none && s3_.kind == Kind::none && issued_ == 0 &&
+         written_cqn_ == UINT32_MAX && skids_empty() && wheel_.idle() && wheel_.outputs().ready &&
+         cycles_since_reset(c) >= clearing_cycles();
+}
+
 // The cycles since the last one clocked, up to `end` (not included). Where nothing is in flight
 // and the wheel is idle they only count time, up to the edge that begins the next tick or the
-// cycle an input is ready: those are skipped at once; so are those of the wheel's clearing sweep
+// cycle an input is ready: those are skipped at once; so are those of completions held with the
+// stages empty (a consumer-index refresh's round trip), and those of the wheel's clearing sweep
 // after a reset, which only clear its head RAM.
 void CqWriterPipeline::run_cycles_before(uint64_t end) {
   catching_up_ = true;
   for (uint64_t c = last_cycle_ + 1; c < end;) {
     if (quiet()) {
-      const uint64_t limit = std::min(end, next_input_cycle(c - 1, false, UINT64_MAX));
-      const uint64_t to_tick = std::min<uint64_t>(limit - c, wheel_.edges_before_tick());
-      if (listed_ == 0 && cycles_per_us_ >= 3 && limit > c) {
-        // No timer listed: the ticks meanwhile only walk empty slots, all of them at once.
-        wheel_.skip_empty(limit - c);
-        c = limit;
-        continue;
-      }
-      if (to_tick > 0) {
-        wheel_.skip_idle(uint32_t(to_tick));
-        c += to_tick;
+      if (const uint64_t skipped = skip_idle_wheel(c, std::min(end, next_input_cycle(c - 1, false, UINT64_MAX)))) {
+        c += skipped;
         continue;
       }
       if (end - c >= 3 && lone_completion_enters(c)) {
         enter_lone_completion(c);
         c += 3;
+        continue;
+      }
+    } else if (held_with_stages_empty(c)) {
+      // Completions held (a consumer-index refresh, a resize), nothing in the stages: until an
+      // input it can take is ready, a cycle only moves the idle wheel on, as when quiet.
+      const bool takes_none = replay_.size() >= kReplayDepth;
+      if (const uint64_t skipped = skip_idle_wheel(c, std::min(end, next_input_cycle(c - 1, takes_none, UINT64_MAX)))) {
+        c += skipped;
         continue;
       }
     } else if (pipeline_empty() && wheel_.sweeping_only()) {
@@ -92,6 +102,21 @@ void CqWriterPipeline::run_cycles_before(uint64_t end) {
   }
   last_cycle_ = end - 1;  // callers pass end > last_cycle_ + 1
   catching_up_ = false;
+}
+
+// Cycles c .. limit-1 (none when limit <= c) of an idle wheel with no input: where nothing else
+// happens on them, they only count time up to the edge that begins the next tick, or, with no
+// timer listed, walk empty slots. The edges it skipped (0: none; the cycle is clocked).
+uint64_t CqWriterPipeline::skip_idle_wheel(uint64_t c, uint64_t limit) {
+  if (limit <= c) return 0;
+  if (listed_ == 0 && cycles_per_us_ >= 3) {
+    // No timer listed: the ticks meanwhile only walk empty slots, all of them at once.
+    wheel_.skip_empty(limit - c);
+    return limit - c;
+  }
+  const uint64_t to_tick = std::min<uint64_t>(limit - c, wheel_.edges_before_tick());
+  if (to_tick > 0) wheel_.skip_idle(uint32_t(to_tick));
+  return to_tick;
 }
 
 // The first three cycles of a lone completion into a quiet writer (nothing in flight, the wheel

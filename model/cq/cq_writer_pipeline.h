@@ -108,6 +108,8 @@ class CqWriterPipeline : public CqWriterCore {
 
   void clock(uint64_t c);
   void run_cycles_before(uint64_t end);
+  uint64_t skip_idle_wheel(uint64_t c, uint64_t limit);
+  [[gnu::always_inline]] inline bool held_with_stages_empty(uint64_t c) const;  // asked every cycle caught up
   size_t inputs_waiting() const;
   bool lone_completion_enters(uint64_t c) const;
   void enter_lone_completion(uint64_t c);
