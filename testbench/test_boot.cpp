@@ -169,17 +169,20 @@ TEST_CASE("event-driven: a completion reaching the busy writer is taken without 
 }
 
 // Completions held for a consumer-index refresh, nothing else in flight: the writer sleeps through
-// the read's round trip and, when the answer wakes it, runs those cycles at once (on them only the
-// timer wheel counts them; with a timer listed it wakes at each tick anyway). Results and cycles are
-// those of the watched writer, which is clocked on every one of them. A CQE-mode period timer runs
-// through the wait (one microsecond ticks, 500 cycles; the round trip about 270), which starts at
-// five offsets 100 cycles apart against the ticks: a tick begins within it in some, and with a
-// 1 us period (it ends on the next tick) the timer expires within it. The event's cycle shows the
-// wheel's time: skipped cycles that did not move the wheel on lose the event (shown to fail so).
+// the read's round trip, and when the answer wakes it, it runs the round trip's cycles in its
+// catch-up, where they only move the timer wheel on (it passes them at once; that saving is the
+// bench's to measure). Results and cycles are those of the watched writer, which is clocked on
+// every one of them. Two shapes: 8 records in a row (the replay buffer full through the wait) and
+// 2 with a third arriving in the middle of the wait (taken while the others are held). A CQE-mode
+// period timer runs through the wait (one microsecond ticks, 500 cycles; the round trip about
+// 270), which starts at five points 100 cycles apart against the ticks (they count from the
+// device's reset, an unknown offset here): a tick begins within it in some, and with a 1 us period
+// (it ends on the next tick) the timer expires within it. The event's cycle shows the wheel's
+// time: passed cycles that did not move the wheel on lose the event (shown to fail so).
 TEST_CASE("event-driven: the cycles completions wait for a consumer-index refresh pass at once, on the same cycles as watched") {
   sys().run([] {
     boot();
-    auto run = [&](bool watched, uint16_t period_us, uint64_t offset) {
+    auto run = [&](bool watched, uint16_t period_us, uint64_t offset, const std::vector<uint64_t>& arrivals) {
       Cq* cq = make_cq(16, CqModeration{100, period_us, PeriodMode::cqe});  // the count never reached
       wait_us(5);
       // 15 CQEs consumed (the host's consumer index moves, the writer's copy not), then one more
@@ -191,7 +194,7 @@ TEST_CASE("event-driven: the cycles completions wait for a consumer-index refres
       REQUIRE(verbs::poll_cq(*cq, 64, wc) == int(cq->cqe) - 1);
       verbs::req_notify_cq(*cq, kNotifyNext);
       wait_us(1);
-      sys().wait_cycle((sys().cycle() / 500 + 1) * 500 + offset);  // `offset` cycles into a tick
+      sys().wait_cycle((sys().cycle() / 500 + 1) * 500 + offset);
       sys().hca.inject(recv_record(cq->cqn, 99), soon(1));
       sys().wait_cycle(sys().cycle() + 10);  // its CQE out (5 cycles)
       std::vector<uint64_t> cqe_pushed, eqe_pushed;
@@ -202,7 +205,7 @@ TEST_CASE("event-driven: the cycles completions wait for a consumer-index refres
       const size_t watch = watched ? sys().hca.cq.on_acted.add([](uint64_t) {}) : 0;
       const uint64_t writer = sys().hca.cq.activations(), refreshes = sys().hca.cq.stats().ci_refreshes;
       k = soon(20);
-      for (uint32_t i = 0; i < 8; ++i) sys().hca.inject(recv_record(cq->cqn, 100 + i), k + i);  // more than the replay buffer holds
+      for (size_t i = 0; i < arrivals.size(); ++i) sys().hca.inject(recv_record(cq->cqn, 100 + i), k + arrivals[i]);
       wait_us(5);
       if (watched) sys().hca.cq.on_acted.remove(watch);
       sys().hca.dma.s_write->on_push.remove(tap);
@@ -212,17 +215,19 @@ TEST_CASE("event-driven: the cycles completions wait for a consumer-index refres
       for (uint64_t c : eqe_pushed) cycles.push_back(c - k);
       return std::make_pair(cycles, sys().hca.cq.activations() - writer);
     };
-    for (uint16_t period_us : {1, 2})
-      for (uint64_t offset : {0, 100, 200, 300, 400}) {
-      INFO("a " << period_us << " us period; the wait begins about " << offset << " cycles into a tick");
-      const auto [lazy_cycles, lazy_activations] = run(false, period_us, offset);
-      const auto [watched_cycles, watched_activations] = run(true, period_us, offset);
-      CHECK(lazy_cycles.size() == 9);  // 8 CQEs and the period's event
-      CHECK(watched_cycles == lazy_cycles);
-      // Watched, it is clocked on each cycle of the read's round trip (hundreds); asleep, on none.
-      CHECK(lazy_cycles.front() > 100);
-      CHECK(watched_activations > lazy_activations + 100);
-    }
+    const std::vector<std::vector<uint64_t>> shapes{{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 150}};
+    for (const std::vector<uint64_t>& arrivals : shapes)
+      for (uint16_t period_us : {1, 2})
+        for (uint64_t offset : {0, 100, 200, 300, 400}) {
+          INFO(arrivals.size() << " records; a " << period_us << " us period; start " << offset);
+          const auto [lazy_cycles, lazy_activations] = run(false, period_us, offset, arrivals);
+          const auto [watched_cycles, watched_activations] = run(true, period_us, offset, arrivals);
+          CHECK(lazy_cycles.size() == arrivals.size() + 1);  // the CQEs and the period's event
+          CHECK(watched_cycles == lazy_cycles);
+          CHECK(lazy_cycles.front() > 100);  // after the round trip
+          // Watched, it wakes on each cycle of the round trip (hundreds); unwatched it sleeps.
+          CHECK(watched_activations > lazy_activations + 100);
+        }
   });
 }
 

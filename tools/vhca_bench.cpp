@@ -15,6 +15,8 @@
 //              go one every two cycles: the pipeline's hazard stall) and under the PCIe link's
 //              for every K: the cost per CQE against K at equal load
 //   cq_create  CREATE_CQ through the driver (command block, firmware, CQ writer)
+//   moderated  bursts of 32 records into a CQ moderated at 32 CQEs an event, taken by the driver's
+//              path: the CQ engine with its events as moderation spreads them (the host side apart)
 // and, before elaboration, the start-up: constructing a System whose HCA has 64 K CQs.
 //
 // --instructions runs the same phases under callgrind (valgrind) and reports instructions per
@@ -86,14 +88,19 @@ struct Options {
   bool quick = false, instructions = false, child = false;
 };
 
+struct HostSide {
+  uint64_t activations = 0, interrupts = 0, events = 0;
+  double work = 0;
+};
+
 struct Report {
   std::vector<PhaseResult> phases;
   double startup_s = 0, startup_mib = 0, floor_lo = 0, floor_hi = 0;
   uint32_t num_cqs = 0;
-  // The interrupt phase's host side: its cores' activations and the interrupts taken, and (under
-  // callgrind) the instructions of the work they ran less the PCIe link's part of its doorbells.
-  uint64_t host_activations = 0, host_interrupts = 0;
-  double host_work = 0;
+  // The host side of the phases through the driver's path (interrupt, moderated): its cores'
+  // activations, the interrupts taken and the CQ events raised, and (under callgrind) the
+  // instructions of the work they ran less the PCIe link's part of its doorbells.
+  std::map<std::string, HostSide> host;
   // The floor's own notification (under callgrind): a floor is the kernel's share of an
   // activation plus the notification that caused it, which the host's work counts already.
   double floor_notify = 0;
@@ -111,13 +118,21 @@ PhaseResult phase(const std::string& name, Body body) {
   return r;
 }
 
+// The record of a 64-byte SEND received: every phase's completions.
+vhca::CompletionRecord receive_record(uint32_t cqn, uint64_t wr_id) {
+  vhca::CompletionRecord r;
+  r.cqn = cqn;
+  r.wr_id = wr_id;
+  r.opcode = vhca::cqe::kRespSend;
+  r.byte_cnt = 64;
+  return r;
+}
+
 // Records for `cqs` CQs, round robin, one every `gap` cycles, in chunks, until every CQE is
 // visible in the ring at `ring` (in host memory).
 uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns, uint64_t n, uint64_t ring,
                             uint64_t gap = 1) {
-  vhca::CompletionRecord r;
-  r.opcode = vhca::cqe::kRespSend;
-  r.byte_cnt = 64;
+  vhca::CompletionRecord r = receive_record(0, 0);
   const uint64_t before = sys.hca.cq.stats().cqes, chunk = 1000;
   for (uint64_t done = 0; done < n; done += chunk) {
     const uint64_t base = sys.cycle() + 1;
@@ -139,6 +154,23 @@ uint64_t inject_round_robin(vhca::System& sys, const std::vector<uint32_t>& cqns
   sys.memory.read(ring, &first_byte, 1);
   return sys.hca.cq.stats().cqes - before;
 }
+
+// The host's counters at a phase's start, and what they moved by since.
+struct HostMark {
+  uint64_t activations = 0, interrupts = 0, events = 0;
+};
+
+HostMark host_mark(vhca::System& sys) {
+  return HostMark{sys.cpu.core_activations(), sys.cpu.interrupts(), sys.hca.cq.stats().events};
+}
+
+HostSide host_since(vhca::System& sys, const HostMark& m) {
+  const HostMark now = host_mark(sys);
+  return HostSide{now.activations - m.activations, now.interrupts - m.interrupts, now.events - m.events, 0};
+}
+
+// CQEs an event in the moderated phase: its CQ's moderation count.
+constexpr uint64_t kBurst = 32;
 
 // A control op into the CQ writer's control stream, waiting a cycle at a time while it is full.
 void push_control(vhca::System& sys, const vhca::CqControl& c) {
@@ -232,10 +264,7 @@ int run_phases(const Options& opt, Report& rep) {
         vhca::verbs::req_notify_cq(*ecq, vhca::kNotifyNext);
         const uint64_t interrupts0 = sys.cpu.interrupts();
         results.push_back(phase("event", [&] {
-          vhca::CompletionRecord r;
-          r.cqn = ecq->cqn;
-          r.opcode = vhca::cqe::kRespSend;
-          r.byte_cnt = 64;
+          vhca::CompletionRecord r = receive_record(ecq->cqn, 0);
           const uint64_t events = n / 20;
           for (uint64_t i = 0; i < events; ++i) {
             r.wr_id = i;
@@ -254,22 +283,17 @@ int run_phases(const Options& opt, Report& rep) {
         vhca::CqeDone on_done;
         on_done.done = [&](vhca::IbCq&, const vhca::Wc&) { ++done; };
         pool.track(on_done);
-        const uint64_t host0 = sys.cpu.core_activations(), irqs0 = sys.cpu.interrupts();
+        const HostMark interrupt0 = host_mark(sys);
         results.push_back(phase("interrupt", [&] {
-          vhca::CompletionRecord r;
-          r.cqn = icq->cq->cqn;
-          r.opcode = vhca::cqe::kRespSend;
-          r.byte_cnt = 64;
-          r.wr_id = vhca::CqPool::wr_id_of(on_done);
+          const vhca::CompletionRecord r = receive_record(icq->cq->cqn, vhca::CqPool::wr_id_of(on_done));
           for (uint64_t i = 0; i < n / 20; ++i) {
             sys.hca.inject_now(r);
             sc_core::wait(sc_core::sc_time(5, sc_core::SC_US));
           }
           return done;
         }));
-        rep.host_activations = sys.cpu.core_activations() - host0;
-        rep.host_interrupts = sys.cpu.interrupts() - irqs0;
-        ok &= done == n / 20 && rep.host_interrupts == done;
+        const HostSide& interrupt = rep.host["interrupt"] = host_since(sys, interrupt0);
+        ok &= done == n / 20 && interrupt.interrupts == done;
 
         namespace fb = vhca::fabric;
         vhca::Pd* pd = fb::alloc_pd(sys.driver);
@@ -336,6 +360,29 @@ int run_phases(const Options& opt, Report& rep) {
           return made;
         }));
         ok &= results.back().items == creates;
+
+        // The CQ engine with its events as moderation spreads them: bursts of 32 records, one a
+        // cycle, into a CQ moderated at 32 CQEs an event (count 32, period 16 us, EQE mode) of
+        // 1,024 entries (the cq-engine scenario's CQs), taken by the driver's path as in the
+        // interrupt phase. Bursts 20 us apart, so the host has polled and re-armed before the
+        // next: one event a burst.
+        const vhca::CqModeration every_32{32, 16, vhca::PeriodMode::eqe};
+        vhca::IbCq* mcq = pool.alloc_cq(1024, 0, vhca::PollContext::softirq, every_32);
+        const HostMark moderated0 = host_mark(sys);
+        const uint64_t moderated_cqes = n / 20 / kBurst * kBurst;
+        done = 0;
+        results.push_back(phase("moderated", [&] {
+          const vhca::CompletionRecord r = receive_record(mcq->cq->cqn, vhca::CqPool::wr_id_of(on_done));
+          for (uint64_t i = 0; i < moderated_cqes; i += kBurst) {
+            const uint64_t base = sys.cycle() + 1;
+            for (uint64_t k = 0; k < kBurst; ++k) sys.hca.inject(r, base + k);
+            sc_core::wait(sc_core::sc_time(20, sc_core::SC_US));
+          }
+          return done;
+        }));
+        const HostSide& moderated = rep.host["moderated"] = host_since(sys, moderated0);
+        ok &= done == moderated_cqes && moderated.events == moderated_cqes / kBurst &&
+              moderated.interrupts == moderated.events;
       },
       sc_core::sc_time(1000, sc_core::SC_SEC));
   return ok ? 0 : 1;
@@ -345,8 +392,9 @@ int run_phases(const Options& opt, Report& rep) {
 void print_lines(const Report& rep) {
   std::printf("STARTUP %.6f %.1f %u\n", rep.startup_s, rep.startup_mib, rep.num_cqs);
   std::printf("FLOOR_RANGE %.9f %.9f\n", rep.floor_lo, rep.floor_hi);
-  std::printf("HOST %llu %llu\n", static_cast<unsigned long long>(rep.host_activations),
-              static_cast<unsigned long long>(rep.host_interrupts));
+  for (const auto& [name, h] : rep.host)
+    std::printf("HOST %s %llu %llu %llu\n", name.c_str(), static_cast<unsigned long long>(h.activations),
+                static_cast<unsigned long long>(h.interrupts), static_cast<unsigned long long>(h.events));
   for (const auto& p : rep.phases)
     std::printf("PHASE %s %llu %.9f\n", p.name.c_str(), static_cast<unsigned long long>(p.items), p.wall_s);
 }
@@ -367,7 +415,10 @@ void parse_lines(const std::string& text, Report& rep) {
     } else if (tag == "FLOOR_RANGE") {
       l >> rep.floor_lo >> rep.floor_hi;
     } else if (tag == "HOST") {
-      l >> rep.host_activations >> rep.host_interrupts;
+      std::string name;
+      HostSide h;
+      l >> name >> h.activations >> h.interrupts >> h.events;
+      rep.host[name] = h;
     }
   }
 }
@@ -433,6 +484,28 @@ void print_spread(const Report& rep, const std::string& prefix, const char* how,
               lo_name.c_str());
 }
 
+// The moderated phase apart: its host side (as the interrupt phase's, by the same accounting) and
+// what is left, the device's share, per CQE: the CQ engine with its events spread by moderation.
+void print_moderated(const Report& rep, double floor_ir, double kernel_share, bool instructions) {
+  const auto it = rep.host.find("moderated");
+  const auto phase = std::find_if(rep.phases.begin(), rep.phases.end(),
+                                  [](const PhaseResult& p) { return p.name == "moderated"; });
+  if (it == rep.host.end() || phase == rep.phases.end() || phase->items == 0 || it->second.events == 0) return;
+  const HostSide& h = it->second;
+  const double interrupts = double(std::max<uint64_t>(h.interrupts, 1));
+  std::printf("moderated phase: %.1f CQEs an event, %.2f core activations per interrupt",
+              double(phase->items) / double(h.events), double(h.activations) / interrupts);
+  if (instructions && h.work > 0) {
+    const double host = h.work + double(h.activations) * kernel_share;
+    const double device = (phase->instructions - host) / double(phase->items);
+    std::printf("; the host side %.1f floors an interrupt", host / interrupts / floor_ir);
+    std::printf("; the device side (record -> CQE -> event -> EQE -> MSI-X, and the re-arm; the bench's "
+                "injections included) %.0f instructions a CQE: %.2f floors",
+                device, device / floor_ir);
+  }
+  std::printf("\n");
+}
+
 void print_report(const Report& rep, bool instructions) {
   const PhaseResult* floor = nullptr;
   for (const auto& p : rep.phases)
@@ -462,20 +535,25 @@ void print_report(const Report& rep, bool instructions) {
   }
   print_spread(rep, "scale_", "at the writer's full rate", instructions);
   print_spread(rep, "paced_", "at equal load", instructions);
-  if (rep.host_interrupts == 0) return;
-  const double per_irq = double(rep.host_activations) / double(rep.host_interrupts);
-  std::printf("\nhost side of the interrupt phase: %.2f core activations per interrupt, no thread", per_irq);
-  if (instructions && rep.host_work > 0) {
-    // Its work (under the cores' activations, less the link's part of the doorbells: the
-    // notifications that wake the cores included) and, for each activation, the kernel's share:
-    // a floor less the floor's own notification, which would else be counted twice.
-    const double work = rep.host_work / double(rep.host_interrupts);
-    const double kernel_share = floor_ir - rep.floor_notify;
-    std::printf("; %.0f instructions of work (the cores' wake-ups included) and the kernel's %.0f an "
-                "activation (a floor less its notification): %.1f floors",
-                work, kernel_share, (work + per_irq * kernel_share) / floor_ir);
+  // The kernel's share of a host core's activation: a floor less the floor's own notification,
+  // which the host's work (the notifications that wake the cores included) counts already.
+  const double kernel_share = floor_ir - rep.floor_notify;
+  const auto interrupt = rep.host.find("interrupt");
+  if (interrupt != rep.host.end() && interrupt->second.interrupts > 0) {
+    const HostSide& h = interrupt->second;
+    const double per_irq = double(h.activations) / double(h.interrupts);
+    std::printf("\nhost side of the interrupt phase: %.2f core activations per interrupt, no thread", per_irq);
+    // Its work (under the cores' activations, less the link's part of the doorbells) and, for each
+    // activation, the kernel's share.
+    if (instructions && h.work > 0) {
+      const double work = h.work / double(h.interrupts);
+      std::printf("; %.0f instructions of work (the cores' wake-ups included) and the kernel's %.0f an "
+                  "activation (a floor less its notification): %.1f floors",
+                  work, kernel_share, (work + per_irq * kernel_share) / floor_ir);
+    }
+    std::printf("\n");
   }
-  std::printf("\n");
+  print_moderated(rep, floor_ir, kernel_share, instructions);
 }
 
 }  // namespace
@@ -536,7 +614,8 @@ int sc_main(int argc, char* argv[]) {
   };
   for (auto& p : rep.phases) {
     if (auto it = dumps.find(p.name); it != dumps.end()) p.instructions = it->second.total;
-    if (p.name == "interrupt") rep.host_work = cost(p.name, kHostWork) - cost(p.name, kHostMmio);
+    if (auto h = rep.host.find(p.name); h != rep.host.end())
+      h->second.work = cost(p.name, kHostWork) - cost(p.name, kHostMmio);
     if (p.name == "floor" && dumps.count(p.name) && p.items > 0) {
       rep.floor_notify = cost(p.name, kTimedNotify) / double(p.items);
       if (rep.floor_notify <= 0) {  // the host side would count its notifications twice

@@ -60,8 +60,7 @@ bool CqWriterPipeline::act(uint64_t now) {
 // and takes nothing (with the replay buffer full; else a completion ready is taken: an input).
 inline bool CqWriterPipeline::held_with_stages_empty(uint64_t c) const {
   return (waiting_ci_ || resizing_ != 0) && s2_.kind == Kind::none && s3_.kind == Kind::none && issued_ == 0 &&
-         written_cqn_ == UINT32_MAX && skids_empty() && wheel_.idle() && wheel_.outputs().ready &&
-         cycles_since_reset(c) >= clearing_cycles();
+         written_cqn_ == UINT32_MAX && skids_empty() && wheel_.idle() && cycles_since_reset(c) >= clearing_cycles();
 }
 
 // The cycles since the last one clocked, up to `end` (not included). Where nothing is in flight
