@@ -231,6 +231,57 @@ TEST_CASE("event-driven: the cycles completions wait for a consumer-index refres
   });
 }
 
+// A burst of injections into a completion input with room is pushed ahead of its turns, each
+// stamped with its own turn's cycle (hca.early_injection): the arbiter acts once for the burst,
+// not once a record. A transport record put before one of those turns takes back those whose
+// turns have not run, and the round robin is the turn's: put between the edges of k+2 and k+3,
+// it meets the injection due on k+3 at that turn and goes first (the transport's turn), the rest
+// follow. Taking nothing back, it would come after the burst. An injection given for a cycle before
+// some pushed ahead takes those back likewise.
+TEST_CASE("event-driven: a burst of injections goes ahead of its turns, and a transport record put before one of them takes back the rest") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(64, {}, 0, cmd::kCqFlagOverrunIgnore);  // no event
+    wait_us(5);
+    CompletionArbiter& arb = sys().hca.arbiter;
+    auto burst = [&](uint64_t first_wr, uint64_t n) {
+      const uint64_t k = soon();
+      for (uint64_t i = 0; i < n; ++i) sys().hca.inject(recv_record(cq->cqn, first_wr + i), k + i);
+      return k;
+    };
+    burst(0, 16);  // one CQ takes a record every two cycles: s_cpl fills, and marks 7
+    wait_us(2);
+    REQUIRE(sys().hca.cq.s_cpl.stream().high_water() == 7);
+    const uint64_t activations0 = arb.activations(), early0 = arb.passed_on_early();
+    burst(16, 6);
+    wait_us(2);
+    CHECK(arb.passed_on_early() - early0 == 5);  // all but the first, pushed on its turn
+    CHECK(arb.activations() - activations0 == 1);
+    const uint64_t back0 = arb.taken_back();
+    const uint64_t k = burst(22, 8);  // wr_ids 22 .. 29 due on k .. k+7
+    sys().wait_cycle(k + 2);
+    sc_core::wait(sc_core::sc_time(1, sc_core::SC_NS));  // between the edges of k+2 and k+3
+    REQUIRE(arb.try_put(recv_record(cq->cqn, 100)));
+    CHECK(arb.taken_back() - back0 == 4);  // k+3 .. k+6: the pushes ahead stopped below s_cpl's mark
+    wait_us(2);
+    // An injection given for k2+3 once those due on k2+1 .. were pushed ahead: it goes after the
+    // one given before it for k2+3 and before those of later cycles, as the turns would order them.
+    const uint64_t k2 = burst(30, 8);  // wr_ids 30 .. 37 due on k2 .. k2+7
+    sys().wait_cycle(k2);
+    sc_core::wait(sc_core::sc_time(1, sc_core::SC_NS));
+    const uint64_t back1 = arb.taken_back();
+    sys().hca.inject(recv_record(cq->cqn, 200), k2 + 3);
+    CHECK(arb.taken_back() > back1);
+    wait_us(2);
+    Wc wc[64];
+    REQUIRE(verbs::poll_cq(*cq, 64, wc) == 40);
+    const std::vector<uint64_t> expected{22, 23, 24, 100, 25, 26, 27, 28, 29, 30, 31, 32, 33, 200, 34, 35, 36, 37};
+    std::vector<uint64_t> last;
+    for (size_t i = 40 - expected.size(); i < 40; ++i) last.push_back(wc[i].wr_id);
+    CHECK(last == expected);
+  });
+}
+
 // A producer looking at s_cpl while a busy writer owes takes from it finds them done (settle): the
 // stream's high-water mark is that of an eager writer.
 TEST_CASE("event-driven: takes a busy writer owes from s_cpl are settled before a producer looks") {

@@ -95,6 +95,13 @@ class Stream : public StreamBase {
   bool has_room(uint64_t cycle, uint32_t producer = 0) const {
     return occupied(cycle) < depth_ || (shared_ && occupied_by(cycle, producer) < depth_);
   }
+  // Whether an item pushed now for `cycle` (a single producer's, ahead of its turn) fits with a slot
+  // to spare and sets no new high-water mark: so the push on `cycle` itself, with the consumer's
+  // pops by then, would also have fitted and marked nothing (and has no lazy consumer settle).
+  bool fits_below_mark(uint64_t cycle) const {
+    const size_t fill = occupied(cycle);
+    return !shared_ && fill + 1 < depth_ && fill < high_water_;
+  }
   // A producer's port registers itself: its index (from 1). Two or more make the slots per producer.
   static constexpr uint32_t kMaxProducers = 7;
   uint32_t add_producer() {

@@ -17,6 +17,10 @@ CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const 
 
 bool CompletionArbiter::try_put(const CompletionRecord& r) {
   const uint64_t now = clock_.now(), turn = next_turn();
+  if (!ahead_.empty()) {  // their turns have not run: the round robin decides there
+    settle_ahead(turn);
+    take_back_ahead(turn);
+  }
   if (early_cycle_ != UINT64_MAX && early_cycle_ >= turn) take_back_early();  // its turn has not run
   const bool open = at_once_open(turn);
   if (open && !at_once_transport_) take_back_at_once();  // the turn's round robin decides
@@ -49,7 +53,7 @@ bool CompletionArbiter::try_put(const CompletionRecord& r) {
 // (Its callers have taken back those pushed at once from the other source for this turn.)
 bool CompletionArbiter::passes_on_at_once(uint64_t turn) const {
   return cfg_.pass_on_early && transport_.empty() && injections_.empty() && !in_step_ && early_cycle_ == UINT64_MAX &&
-         m_cpl->has_room(turn);
+         ahead_.empty() && m_cpl->has_room(turn);
 }
 
 // Whether records pushed at once for `turn` still wait for it, as they would have: until the turn
@@ -106,6 +110,10 @@ void CompletionArbiter::take_back_at_once(bool wake) {
 void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
   const uint64_t now = clock_.now(), turn = next_turn();
   const uint64_t at = std::max(cycle, now);
+  if (!ahead_.empty()) {  // those for a later cycle than this one's go back behind it
+    settle_ahead(turn);
+    if (!ahead_.empty() && ahead_.back() > at) take_back_ahead(turn);
+  }
   if (at <= turn) {
     const bool open = at_once_open(turn);
     if (open && at_once_transport_) take_back_at_once();  // the turn's round robin decides
@@ -123,6 +131,8 @@ void CompletionArbiter::inject(const CompletionRecord& r, uint64_t cycle) {
 
 // Records pushed ahead of a turn that has not run are taken back first: they were never passed on.
 void CompletionArbiter::reset() {
+  settle_ahead(next_turn());
+  take_back_ahead(next_turn());
   if (early_cycle_ != UINT64_MAX && early_cycle_ >= next_turn()) take_back_early();
   if (at_once_open(next_turn())) take_back_at_once();
   transport_.clear();
@@ -146,7 +156,8 @@ void CompletionArbiter::reset() {
 // wakes as usual.)
 void CompletionArbiter::on_cpl_space(uint64_t cycle) {
   const uint64_t now = clock_.now();
-  const bool only_an_injection = transport_.empty() && injection_due(now);
+  if (!ahead_.empty()) settle_ahead(next_turn());
+  const bool only_an_injection = transport_.empty() && injection_due(now) && ahead_.empty();
   const bool slot_freed_now = cycle == now + 1 && m_cpl->depth() >= 2 && m_cpl->size() + 1 == m_cpl->depth();
   if (!cfg_.pass_on_early || in_step_ || early_cycle_ == cycle || !only_an_injection || !slot_freed_now ||
       (at_once_cycle_ != UINT64_MAX && at_once_cycle_ >= now && at_once_open(next_turn()))) {
@@ -194,6 +205,7 @@ void CompletionArbiter::step() {
   }
   wakeup_.count();
   if (early_cycle_ <= now) early_cycle_ = UINT64_MAX;  // the turn on the early record's cycle has run
+  settle_ahead(now + 1);                                // so have this cycle's and the earlier ones
   if (at_once_open(now)) take_back_at_once(false);  // they waited for this turn: it passes them on
   in_step_ = true;
   const bool transport_was_full = transport_.size() >= cfg_.transport_depth;
@@ -219,11 +231,51 @@ void CompletionArbiter::step() {
     }
     if (from_transport && from_injection) transport_turn_ = !take_transport;
   }
+  if (!held) push_ahead(now);
   in_step_ = false;
   // A slot freed on this cycle is the transport's from the next.
   if (transport_was_full && transport_.size() < cfg_.transport_depth) space_.notify(clock_.until(now + 1));
   // Held by a full s_cpl, it sleeps until its on_space (no activation per cycle of the stall).
   if (!held && !injections_.empty() && transport_.empty()) wakeup_.wake(std::max(injections_.front().first, now + 1));
+}
+
+// The injections due on the next cycles, with the transport's side empty, are what those cycles'
+// turns would pass on, one turn after another, if nothing else came: each is pushed now, stamped
+// with its own turn's cycle, instead of waking for each turn (one activation for a burst instead
+// of one a record). Only while s_cpl has a slot to spare and the push sets no new high-water mark
+// (Stream::fits_below_mark): the writer's pops by then only add room, so each turn would have found
+// room and marked nothing. A transport record put before one of those turns, or an injection
+// given for an earlier cycle than one pushed, takes back those whose turns have not run
+// (take_back_ahead), and the turns run as usual. Not while a record pushed early or at once waits
+// for its turn (both are taken back from the end of s_cpl).
+void CompletionArbiter::push_ahead(uint64_t now) {
+  if (!cfg_.pass_on_early || !transport_.empty() || early_cycle_ != UINT64_MAX || at_once_open(next_turn())) return;
+  while (!injections_.empty()) {
+    const uint64_t due = injections_.front().first;
+    if (due <= now || due > now + cfg_.ahead_cycles || !m_cpl->fits_below_mark(due)) break;
+    m_cpl->push(injections_.front().second, due);
+    injections_.pop_front();
+    ahead_.append() = due;
+    ++injected_;
+    ++passed_on_early_;
+  }
+}
+
+// Those pushed ahead for `from` or later go back to the front of the schedule, in order; the
+// turn of the first is woken for.
+void CompletionArbiter::take_back_ahead(uint64_t from) {
+  bool took = false;
+  while (!ahead_.empty() && ahead_.back() >= from) {
+    const uint64_t cycle = ahead_.back();
+    injections_.push_front(Injection{cycle, m_cpl->back()});
+    m_cpl->retract_back(cycle);
+    ahead_.pop_back();
+    --injected_;
+    --passed_on_early_;
+    ++taken_back_;
+    took = true;
+  }
+  if (took) wakeup_.wake(std::max(injections_.front().first, clock_.now()));
 }
 
 }  // namespace vhca

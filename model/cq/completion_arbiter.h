@@ -13,7 +13,8 @@
 // Under a flood of injections it does not wake for each record: when the CQ writer takes a record
 // from the full s_cpl on cycle p and only injections wait, the one the arbiter's turn on p+1
 // would pass on is pushed at once, stamped p+1 (see on_cpl_space). A lone transport record put on
-// an edge is pushed at once too (see passes_on_at_once).
+// an edge is pushed at once too (see passes_on_at_once). A burst of injections into a stream with
+// room is pushed ahead, each stamped with its own turn's cycle (see push_ahead).
 #pragma once
 #include <cstdint>
 #include <systemc>
@@ -38,6 +39,8 @@ struct CompletionArbiterConfig {
   // Simulation speed only: a flood of injections is passed on without an activation a record
   // (on_cpl_space). Results are the same either way (testbench/speed_only.sh).
   bool pass_on_early = true;
+  // How far ahead (cycles) a turn pushes the injections due after it (push_ahead).
+  uint64_t ahead_cycles = 32;
 };
 
 class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, public QueueInfo {
@@ -78,6 +81,12 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   void step();
   void on_cpl_space(uint64_t cycle);
   void take_back_early();
+  // Injections pushed ahead of their turns (push_ahead): those whose turn has run are final.
+  void settle_ahead(uint64_t final_before) {
+    while (!ahead_.empty() && ahead_.front() < final_before) ahead_.pop_front();
+  }
+  void push_ahead(uint64_t now);
+  void take_back_ahead(uint64_t from);
   bool passes_on_at_once(uint64_t turn) const;
   // `open`: records pushed at once from this source still wait for `turn` (at_once_open).
   void pass_on_at_once(const CompletionRecord& r, uint64_t turn, bool transport, bool open);
@@ -105,6 +114,8 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   Injection early_;
   uint64_t early_cycle_ = UINT64_MAX, early_held_since_ = UINT64_MAX;
   uint64_t passed_on_early_ = 0, taken_back_ = 0;
+  // The cycles of the injections pushed ahead by push_ahead, in order: the last items of s_cpl.
+  SlotRing<uint64_t> ahead_{16};
   // Records pushed at once on at_once_cycle_, all from one source (try_put, or inject), which a
   // record of the other source for that cycle takes back (take_back_at_once).
   uint64_t at_once_cycle_ = UINT64_MAX, passed_at_once_ = 0, injections_at_once_ = 0, taken_back_at_once_ = 0;
