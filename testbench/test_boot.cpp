@@ -236,8 +236,9 @@ TEST_CASE("event-driven: the cycles completions wait for a consumer-index refres
 // not once a record. A transport record put before one of those turns takes back those whose
 // turns have not run, and the round robin is the turn's: put between the edges of k+2 and k+3,
 // it meets the injection due on k+3 at that turn and goes first (the transport's turn), the rest
-// follow. Taking nothing back, it would come after the burst. An injection given for a cycle before
-// some pushed ahead takes those back likewise.
+// follow. Taking nothing back, it would come after the burst. Put on an edge after its first delta
+// cycle, where that edge's turn has run, it comes after the record pushed ahead for the edge, as
+// after the turn. An injection given for a cycle before some pushed ahead takes those back.
 TEST_CASE("event-driven: a burst of injections goes ahead of its turns, and a transport record put before one of them takes back the rest") {
   sys().run([] {
     boot();
@@ -257,6 +258,15 @@ TEST_CASE("event-driven: a burst of injections goes ahead of its turns, and a tr
     wait_us(2);
     CHECK(arb.passed_on_early() - early0 == 5);  // all but the first, pushed on its turn
     CHECK(arb.activations() - activations0 == 1);
+    // Put on the edge of k3+3 after its first delta cycle, where the turn for k3+3 has run: the
+    // record pushed ahead for k3+3 stays and the transport's comes after it, alone at a second
+    // turn (the round robin does not move: the transport goes first at the put below).
+    const uint64_t k3 = burst(40, 8);  // wr_ids 40 .. 47 due on k3 .. k3+7
+    sys().wait_cycle(k3 + 3);
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+    REQUIRE(sc_core::sc_delta_count_at_current_time() > 0);
+    REQUIRE(arb.try_put(recv_record(cq->cqn, 101)));
+    wait_us(2);
     const uint64_t back0 = arb.taken_back();
     const uint64_t k = burst(22, 8);  // wr_ids 22 .. 29 due on k .. k+7
     sys().wait_cycle(k + 2);
@@ -274,10 +284,11 @@ TEST_CASE("event-driven: a burst of injections goes ahead of its turns, and a tr
     CHECK(arb.taken_back() > back1);
     wait_us(2);
     Wc wc[64];
-    REQUIRE(verbs::poll_cq(*cq, 64, wc) == 40);
-    const std::vector<uint64_t> expected{22, 23, 24, 100, 25, 26, 27, 28, 29, 30, 31, 32, 33, 200, 34, 35, 36, 37};
+    REQUIRE(verbs::poll_cq(*cq, 64, wc) == 49);
+    const std::vector<uint64_t> expected{40, 41, 42, 43, 101, 44, 45, 46, 47, 22, 23, 24, 100,
+                                         25, 26, 27, 28, 29, 30, 31, 32, 33, 200, 34, 35, 36, 37};
     std::vector<uint64_t> last;
-    for (size_t i = 40 - expected.size(); i < 40; ++i) last.push_back(wc[i].wr_id);
+    for (size_t i = 49 - expected.size(); i < 49; ++i) last.push_back(wc[i].wr_id);
     CHECK(last == expected);
   });
 }

@@ -17,9 +17,10 @@ CompletionArbiter::CompletionArbiter(const sc_core::sc_module_name& name, const 
 
 bool CompletionArbiter::try_put(const CompletionRecord& r) {
   const uint64_t now = clock_.now(), turn = next_turn();
-  if (!ahead_.empty()) {  // their turns have not run: the round robin decides there
-    settle_ahead(turn);
-    take_back_ahead(turn);
+  if (!ahead_.empty()) {  // those whose turns have not run: the round robin decides there
+    const uint64_t open = ahead_open_from(turn);
+    settle_ahead(open);
+    take_back_ahead(open);
   }
   if (early_cycle_ != UINT64_MAX && early_cycle_ >= turn) take_back_early();  // its turn has not run
   const bool open = at_once_open(turn);
@@ -259,6 +260,14 @@ void CompletionArbiter::push_ahead(uint64_t now) {
     ++injected_;
     ++passed_on_early_;
   }
+}
+
+// The first cycle whose records pushed ahead a record put now may still go before: the next turn's,
+// but on an edge past its first delta cycle this edge's turn has run (the turn a record pushed
+// ahead for this cycle stands for is woken by a timed notification, so it runs in the first delta):
+// a put then comes after this cycle's records, as after the turn.
+uint64_t CompletionArbiter::ahead_open_from(uint64_t turn) const {
+  return clock_.on_edge() && sc_core::sc_delta_count_at_current_time() > 0 ? turn + 1 : turn;
 }
 
 // Those pushed ahead for `from` or later go back to the front of the schedule, in order; the

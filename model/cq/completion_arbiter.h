@@ -64,7 +64,7 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   uint64_t injected() const { return injected_; }
   uint64_t injection_stalls() const { return injection_stalls_; }  // cycles an injection waited for room
   uint64_t passed_on_early() const { return passed_on_early_; }   // injections pushed ahead of their turn...
-  uint64_t taken_back() const { return taken_back_; }             // ...and taken back for a transport record
+  uint64_t taken_back() const { return taken_back_; }             // ...and taken back before their turns
   uint64_t passed_at_once() const { return passed_at_once_; }      // transport records pushed without the turn,
   uint64_t injections_at_once() const { return injections_at_once_; }  // injections likewise...
   uint64_t taken_back_at_once() const { return taken_back_at_once_; }  // ...and taken back for the other source
@@ -87,6 +87,7 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   }
   void push_ahead(uint64_t now);
   void take_back_ahead(uint64_t from);
+  uint64_t ahead_open_from(uint64_t turn) const;
   bool passes_on_at_once(uint64_t turn) const;
   // `open`: records pushed at once from this source still wait for `turn` (at_once_open).
   void pass_on_at_once(const CompletionRecord& r, uint64_t turn, bool transport, bool open);
