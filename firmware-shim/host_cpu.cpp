@@ -165,9 +165,7 @@ void HostCpu::raise(uint32_t vector) {
 }
 
 void HostCpu::set_irq_handler(uint32_t vector, std::function<void()> handler, bool quiet) {
-  Vector& v = vectors_[vector];
-  v.handler = Handler{std::move(handler), quiet};
-  v.has_handler = true;
+  vectors_[vector].handler = Handler{std::move(handler), quiet};
 }
 
 // Taken when its context is free (arrival order): the entry costs handler_entry, then the handler
@@ -176,7 +174,7 @@ void HostCpu::take_irq(Irq& irq) {
   ++interrupts_;
   Vector& vector = vectors_[irq.vector];
   ++vector.interrupts;
-  if (!vector.has_handler) {
+  if (!vector.handler.fn) {
     log::error("host: interrupt on vector {} with no handler", irq.vector);
     return;
   }

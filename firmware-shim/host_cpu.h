@@ -233,7 +233,7 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
     if (len == 0) return;  // touches no memory (a zero-byte inline SEND gathers from address 0)
     if (addr % kPage + len > kPage) return copy_pages(addr, data, len, kToMemory);
     uint8_t* const memory = dmi_pointer(addr);
-    if (kToMemory)
+    if constexpr (kToMemory)
       std::memcpy(memory, data, len);
     else
       std::memcpy(data, memory, len);
@@ -265,10 +265,10 @@ class HostCpu : public sc_core::sc_module, public IrqIf {
     std::function<void()> fn;
     bool quiet = false;
   };
-  // A host vector's handler and the interrupts taken on it: one look-up an interrupt.
+  // A host vector's handler (none: an empty fn) and the interrupts taken on it: one look-up an
+  // interrupt.
   struct Vector {
     Handler handler;
-    bool has_handler = false;
     uint64_t interrupts = 0;
   };
   std::map<uint32_t, Vector> vectors_;
