@@ -287,14 +287,15 @@ bool CqWriterCore::apply_completion(const CompletionRecord& r, uint64_t now) {
 }
 
 void CqWriterCore::write_cqe(CqContext& cq, uint32_t cqn, const CompletionRecord& r, uint64_t now) {
-  DmaWrite w;
+  DmaWrite& w = dma_slot(now);  // it keeps what it held last: every field is set
   w.addr = cq.cfg.base + uint64_t(cq.pi & (cq.size() - 1)) * cqe::kSize;
   w.len = cqe::kSize;
+  w.bulk.clear();
   w.source = DmaSource::cqe;
   w.id = cqn;
   format_cqe(r, cq.pi, cq.cfg.log_size, timestamp(now), w.data.data());
   const uint64_t addr = w.addr;
-  emit_dma(std::move(w), now);
+  emit_dma(now);
   log::write(log::Cat::cq, "CQ {} CQE pi={:#x} wr_id={:#x} syndrome={:#x} -> {:#x}", cqn, cq.pi, r.wr_id, r.syndrome,
              addr);
   cq.pi = (cq.pi + 1) & kIndexMask;

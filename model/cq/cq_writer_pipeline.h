@@ -44,6 +44,7 @@
 #include <array>
 #include <cstdint>
 
+#include "model/common/skid_buffer.h"
 #include "model/common/slot_ring.h"
 #include "model/cq/cq_writer_core.h"
 #include "model/cq/timer_wheel.h"
@@ -80,7 +81,8 @@ class CqWriterPipeline : public CqWriterCore {
   const Coverage& coverage() const { return coverage_; }
 
  protected:
-  void emit_dma(DmaWrite&& w, uint64_t now) override { dma_skid_.push(std::move(w), now); }
+  DmaWrite& dma_slot(uint64_t now) override { return dma_skid_.put(now); }
+  void emit_dma(uint64_t) override {}  // built in its slot
   void emit_event(const DeviceEvent& e, uint64_t now) override { event_skid_.push(e, now); }
   void emit_ci_request(const CiRequest& r, uint64_t now) override { ci_skid_.push(r, now); }
   const CompletionRecord* head_completion() override { return replay_.empty() ? nullptr : &replay_.front(); }
@@ -147,10 +149,10 @@ class CqWriterPipeline : public CqWriterCore {
   uint8_t next_control_ = 0;
   SlotRing<CompletionRecord> replay_{kReplayDepth};
   size_t issued_ = 0;  // replay entries in stages 2 and 3 (the oldest ones)
-  Stream<DmaWrite> dma_skid_{"dma_skid", 2};
-  Stream<DeviceEvent> event_skid_{"event_skid", 2};
-  Stream<CiRequest> ci_skid_{"ci_skid", 2};
-  Stream<Insert> ins_skid_{"ins_skid", 2};
+  SkidBuffer<DmaWrite> dma_skid_;
+  SkidBuffer<DeviceEvent> event_skid_;
+  SkidBuffer<CiRequest> ci_skid_;
+  SkidBuffer<Insert> ins_skid_;
   TimerWheel wheel_;
   uint64_t listed_ = 0;  // CQs in the wheel's lists
   uint32_t last_expiry_tick_ = UINT32_MAX;
