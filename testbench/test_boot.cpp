@@ -168,6 +168,44 @@ TEST_CASE("event-driven: a completion reaching the busy writer is taken without 
   });
 }
 
+// A burst of records, one a cycle, into one CQ: the writer acts every second cycle (each record
+// waits a cycle behind the one before, the hazard stall) and wakes where each CQE leaves. Where
+// an arbiter's turn pushes a record on an edge where the writer's wake-up is due but has not run
+// (SystemC runs the arbiter first), that act sees the record: it needs no wake-up of its own
+// (input_wake). Here 34 wake-ups: the 32 CQEs', the second record's take (the idle writer put off
+// the first's) and a timer-wheel tick's walk; with a wake-up for such a push, 35. Results and cycles are those of the watched writer, clocked on every busy cycle.
+TEST_CASE("event-driven: records pushed on an edge where the busy writer's wake-up is still to run wake it no more, on the same cycles as watched") {
+  sys().run([] {
+    boot();
+    Cq* cq = make_cq(1024);  // disarmed: no event, no timer
+    wait_us(5);
+    auto run = [&](bool watched) {
+      std::vector<uint64_t> cqe_pushed;
+      const size_t tap = sys().hca.dma.s_write->on_push.add([&](const DmaWrite& w, uint64_t c) {
+        if (w.source == DmaSource::cqe) cqe_pushed.push_back(c);
+      });
+      const size_t watch = watched ? sys().hca.cq.on_acted.add([](uint64_t) {}) : 0;
+      const uint64_t writer = sys().hca.cq.activations();
+      const uint64_t k = soon();
+      for (uint64_t i = 0; i < 32; ++i) sys().hca.inject(recv_record(cq->cqn, uint32_t(i)), k + i);
+      wait_us(5);
+      if (watched) sys().hca.cq.on_acted.remove(watch);
+      sys().hca.dma.s_write->on_push.remove(tap);
+      for (uint64_t& c : cqe_pushed) c -= k;
+      return std::make_pair(cqe_pushed, sys().hca.cq.activations() - writer);
+    };
+    const auto [lazy_cycles, lazy_activations] = run(false);
+    const auto [watched_cycles, watched_activations] = run(true);
+    std::vector<uint64_t> expected;
+    for (uint64_t i = 0; i < 32; ++i) expected.push_back(5 + 2 * i);  // acts on k+4+2i, leaves the cycle after
+    CHECK(lazy_cycles == expected);
+    CHECK(watched_cycles == lazy_cycles);
+    CHECK(lazy_activations == 34);
+    CHECK(watched_activations == 67);  // k+1 .. k+67
+    CHECK(sys().hca.cq.stats().cqes == 64);
+  });
+}
+
 // Completions held for a consumer-index refresh, nothing else in flight: the writer sleeps through
 // the read's round trip, and when the answer wakes it, it runs the round trip's cycles in its
 // catch-up, where they only move the timer wheel on (it passes them at once; that saving is the

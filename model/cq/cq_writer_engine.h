@@ -118,7 +118,8 @@ class CqWriterEngine {
   // The earliest cycle after `now` on which it may act (UINT64_MAX: only new input wakes it).
   virtual uint64_t next_cycle(uint64_t now) = 0;
   // The cycle to wake for an input that became ready on `ready`: that cycle, unless the engine
-  // can take it later, in act(), with the same result (a lone input into an idle pipelined writer).
+  // can take it later, in act(), with the same result (a lone input into an idle pipelined writer);
+  // UINT64_MAX where a wake-up already asked, still to act, will see it.
   virtual uint64_t input_wake(uint64_t ready) { return ready; }
   // Called before a producer looks at an input's fill (`cycle`: the producer's): an engine that
   // owes pops of cycles before it does them first, so a producer never sees an item the engine

@@ -20,7 +20,7 @@ CqeWriter::CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock,
   auto wake = [this](uint64_t c) { wakeup_.wake(c); };
   auto input_wake = [this](uint64_t ready) {
     engine_->wake_every_busy_cycle = !on_acted.empty();  // a watcher added since it last acted
-    wakeup_.wake(engine_->input_wake(ready));
+    if (const uint64_t wake = engine_->input_wake(ready); wake != UINT64_MAX) wakeup_.wake(wake);
   };
   auto settle = [this](uint64_t c) { engine_->settle(c); };
   engine_->s_cpl.on_data = engine_->s_arm.on_data = engine_->s_ctl.on_data = engine_->s_ci.on_data =
