@@ -150,8 +150,9 @@ size_t CqWriterPipeline::inputs_waiting() const {
 // between. Unwatched, it wakes then and takes the input in act()'s catch-up, with the same result;
 // a timer's tick or another input wakes it sooner (from then on, as usual).
 // A completion that acts unseen wakes it one cycle later still, where its outputs leave.
-// A completion reaching a busy writer that wakes by ready+3 anyway (where it could act first, had
-// it been taken on `ready`) is taken in that wake's catch-up: the take is all that happens before.
+// A completion reaching a writer that wakes by ready+3 anyway (where it could act first, had it
+// been taken on `ready`) is taken in that wake's catch-up: the take is all that happens before
+// (a busy writer, or one that put off a lone input's take: its wake-up is where that acts).
 // A busy writer woken before `ready` by a wake-up still to run (one for this cycle that has not
 // acted yet: a producer SystemC ran first) needs none: that act computes its next cycle with the
 // input there (UINT64_MAX: no wake-up asked).
@@ -159,7 +160,7 @@ uint64_t CqWriterPipeline::input_wake(uint64_t ready) {
   if (wake_asked_ < ready && wake_asked_ > last_cycle_ && !wake_every_busy_cycle && started_ && !quiet())
     return UINT64_MAX;
   if (wake_asked_ > ready && wake_asked_ <= ready + 3 && ready > last_cycle_ && !wake_every_busy_cycle && started_ &&
-      completion_takes_unseen() && !quiet()) {
+      completion_takes_unseen()) {
     settle_owed_ = true;  // a woken act() clears it
     return wake_asked_;
   }

@@ -31,8 +31,9 @@
 // - A lone input into an idle writer is taken in those cycles: it wakes first where the input
 //   acts on its CQ (input_wake; a completion acting unseen, below: the cycle after), and a producer
 //   that looks at the input stream meanwhile has the take done first (settle). So are completions
-//   reaching a busy writer while they are the only input waiting and s_cpl is not full
-//   (completion_takes_unseen): it wakes where the first of them acts, not for each take.
+//   reaching a writer that wakes soon anyway (busy, or with a lone take put off) while they are
+//   the only input waiting and s_cpl is not full (completion_takes_unseen): it wakes where the
+//   first of them acts, not for each take.
 // - A completion whose act only fills skid buffers (a CQE, an event, a timer insert: its CQ exists,
 //   is not in error and does not look full, and nobody logs the CQ writer) acts in the catch-up of
 //   the next cycle, where those outputs leave. Its CQE carries its own cycle as the timestamp, and
