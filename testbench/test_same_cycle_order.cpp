@@ -290,3 +290,59 @@ TEST_CASE("a DMA mark taken after a write names that write: a write ranked ahead
     CHECK(dma.writes_issued() == dma.writes_queued());
   });
 }
+
+// A write pushed behind one the DMA engine issued ahead for the next edge (an MSI-X message behind
+// its CQE, pushed on the same cycle) has its turn decided as surely, the edge after: it goes on the
+// link at once for that edge too, instead of waking the channel for it. It enters the link, lands,
+// and counts as issued (releasing a mark's waiter) exactly as when its turn issues it: shown
+// against the same two writes with the MSI-X held for its turn by a rank guard. Entering one edge
+// early, or counting as issued on the CQE's turn, fails the comparison.
+TEST_CASE("a write pushed behind one issued ahead goes ahead for the edge after: it enters, lands and counts as issued as at its turn") {
+  sys().run([] {
+    DmaEngine& dma = sys().hca.dma;
+    const uint64_t buf = booted_idle_device();
+    struct Seen {
+      sc_core::sc_time landed;
+      std::vector<uint64_t> issued;  // writes_issued() past the mark before the CQE, on c .. c+3
+      uint64_t released = 0;         // the cycle the MSI-X's mark released its waiter
+    };
+    auto run = [&](bool held, uint64_t to) {
+      Seen seen;
+      const size_t tap = sys().link.on_upstream_landed_at.add(
+          [&](DmaSource, uint32_t, uint64_t addr, const sc_core::sc_time& at) {
+            if (addr == to + 64) seen.landed = at;
+          });
+      std::function<bool()> eq_guard;
+      if (held) eq_guard = dma.set_rank_guard(DmaSource::eqe, [] { return false; });
+      const uint64_t ahead0 = dma.writes_issued_ahead(), q0 = dma.writes_queued();
+      const uint64_t c = sys().cycle();
+      REQUIRE(dma.writes_issued() == q0);
+      dma.s_write->push(write_to(to, DmaSource::eqe), c);
+      dma.s_write->push(write_to(to + 64, DmaSource::msix), c);
+      dma.when_issued(dma.writes_queued(), [&] { seen.released = sys().cycle() - c; });
+      CHECK(dma.writes_issued_ahead() - ahead0 == (held ? 1 : 2));
+      CHECK(dma.s_write->size() == (held ? 1u : 0u));
+      for (uint64_t k = 0; k < 4; ++k) {
+        if (k > 0) sys().wait_cycle(c + k);
+        seen.issued.push_back(dma.writes_issued() - q0);
+      }
+      if (held) dma.set_rank_guard(DmaSource::eqe, std::move(eq_guard));
+      wait_us(2);
+      uint8_t b = 0;
+      sys().cpu.read(to + 64, &b, 1);  // quiet writes land when host memory is read, told their arrival
+      sys().link.on_upstream_landed_at.remove(tap);
+      seen.landed -= sys().hca.clock.at(c);
+      return seen;
+    };
+    const Seen ahead = run(false, buf);
+    sys().wait_cycle(sys().cycle() + 1);
+    const Seen held = run(true, buf + 1024);
+    CHECK(held.issued == std::vector<uint64_t>{0, 1, 2, 2});  // the CQE on c+1, the MSI-X on c+2
+    CHECK(ahead.issued == held.issued);
+    CHECK(held.released == 2);
+    CHECK(ahead.released == held.released);
+    CHECK(held.landed > sc_core::SC_ZERO_TIME);
+    CHECK(ahead.landed == held.landed);
+    CHECK(dma.ahead_order_breaks() == 0);
+  });
+}

@@ -264,8 +264,9 @@ class Stream : public StreamBase {
   size_t occupied(uint64_t cycle) const {
     return items_.size() + (popped_cycle_ == cycle ? popped_ : 0) + held_ahead(cycle);
   }
-  // Items are taken ahead at most one a cycle, each for the cycle after its push, so on any cycle
-  // at most two still hold their slots: the one taken for this cycle and the one for the next.
+  // Items are taken ahead for the next turns, at most two at a time (the DMA engine's: the one for
+  // the next edge, and one behind it for the edge after), so on any cycle at most two still hold
+  // their slots.
   // (prev_ahead_end_ < ahead_end_ once both are set: one comparison where nothing is taken ahead.)
   size_t held_ahead(uint64_t cycle) const { return cycle < ahead_end_ ? 1 + size_t(cycle < prev_ahead_end_) : 0; }
   // A producer's slots on a stream several feed: its items, those of them popped on `cycle`, and

@@ -13,23 +13,24 @@ namespace vhca {
 DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock, const DmaEngineConfig& cfg)
     : sc_module(name), s_write("s_write", cfg.write_queue_depth), s_ci_req("s_ci_req", cfg.ci_request_depth), clock_(clock),
       write_wakeup_(clock),
+      writes_(s_write.stream()),
       channel_wakeup_(clock),
       writes_ahead_on_(cfg.writes_ahead),
       early_completions_on_(cfg.early_completions),
       wait_for_credits_on_(cfg.wait_for_credits) {
   write_tx_.set_extension(&write_tag_);
-  s_write->on_data = [this](uint64_t c) {
-    if (c == ahead_cycle_) check_ahead_order(c);
+  writes_.on_data = [this](uint64_t c) {
+    if (c == ahead_cycle_ || c == prev_ahead_cycle_) check_ahead_order(c);
     if (writes_ahead_on_ && issue_ahead(c)) return;
     // A write queued behind others changes no turn: the channel is woken for the head's turn
     // already (after each turn it wakes for the next head), or waits for the link's credits,
     // whose return wakes it.
-    if (s_write->size() > 1) return;
-    write_wakeup_.wake(c == ahead_cycle_ ? c + 1 : c);  // that turn is the write issued ahead's
+    if (writes_.size() > 1) return;
+    write_wakeup_.wake(free_turn(c));  // a turn a write issued ahead took is that write's
   };
   // Writes pushed on one cycle leave in the order of their source (a CQE before its EQE before
   // its MSI-X message, then the firmware's and the transport's), whichever block SystemC ran first.
-  s_write->same_cycle_rank = [](const DmaWrite& w) { return uint32_t(w.source); };
+  writes_.same_cycle_rank = [](const DmaWrite& w) { return uint32_t(w.source); };
   s_ci_req->on_data = [this](uint64_t c) { channel_wakeup_.wake(c); };
   m_ci_rsp.on_space([this](uint64_t c) { channel_wakeup_.wake(c); });
   socket.register_nb_transport_bw(this, &DmaEngine::read_response);
@@ -54,16 +55,16 @@ void DmaEngine::write_step() {
   write_wakeup_.count();
   const uint64_t now = clock_.now();
   count_ahead_issued(now);
-  if (now != ahead_cycle_ && !write_turn(now)) return;  // woken when credits return
+  if (now != ahead_cycle_ && now != prev_ahead_cycle_ && !write_turn(now)) return;  // woken when credits return
   wake_for_head(now);
 }
 
 void DmaEngine::wake_for_head(uint64_t now) {
-  if (s_write->empty()) {
+  if (writes_.empty()) {
     held_for_credits_ = false;
     return;
   }
-  const uint64_t turn = std::max(s_write->head_ready_cycle(), now + 1);
+  const uint64_t turn = free_turn(std::max(writes_.head_ready_cycle(), now + 1));
   if (held_for_credits_ && turn_finds_no_credits(turn)) return;  // the credits' return wakes it
   write_wakeup_.wake(turn);
 }
@@ -76,9 +77,9 @@ void DmaEngine::wake_for_head(uint64_t now) {
 // later, so the turn would stall; the link tells the channel of the first return after that edge,
 // as it would have after the stall.
 bool DmaEngine::turn_finds_no_credits(uint64_t turn) {
-  if (!wait_for_credits_on_ || !issue_waiters_.empty() || s_write->head_ready_cycle() > clock_.now()) return false;
+  if (!wait_for_credits_on_ || !issue_waiters_.empty() || writes_.head_ready_cycle() > clock_.now()) return false;
   assert(credits.size());  // held_for_credits_ is set only by a refusal of the bound link's
-  if (credits->can_post_by(s_write->front().bytes(), clock_.at(turn))) return false;
+  if (credits->can_post_by(writes_.front().bytes(), clock_.at(turn))) return false;
   if (turn != slept_turn_) {  // asked again for the same turn (another wake-up meanwhile): counted once
     slept_turn_ = turn;
     ++credit_stalls_;
@@ -88,8 +89,8 @@ bool DmaEngine::turn_finds_no_credits(uint64_t turn) {
 }
 
 bool DmaEngine::write_turn(uint64_t now) {
-  if (!s_write->ready(now)) return true;
-  if (credits.size() && !credits->can_post(s_write->front().bytes())) {
+  if (!writes_.ready(now)) return true;
+  if (credits.size() && !credits->can_post(writes_.front().bytes())) {
     if (now == slept_turn_)
       --turns_slept_;  // the turn it slept through ran after all (woken for it): held, counted once
     else
@@ -98,8 +99,8 @@ bool DmaEngine::write_turn(uint64_t now) {
     held_for_credits_ = true;
     return false;
   }
-  const uint64_t seq = s_write->front_seq();
-  DmaWrite w = s_write->pop(now);
+  const uint64_t seq = writes_.front_seq();
+  DmaWrite w = writes_.pop(now);
   send(w, sc_core::SC_ZERO_TIME);
   note_issued(seq);
   release_issue_waiters();
@@ -130,15 +131,21 @@ DmaEngine::~DmaEngine() { write_tx_.clear_extension(&write_tag_); }
 // before: a CQE, the first rank of the queue's same-cycle order, or a later rank whose earlier
 // ranks' blocks have pushed all they will on this cycle (their rank guards say so). The turn of
 // `turn` would issue it, on that edge; so does the link, given the delay to that edge. It counts
-// as issued, and frees its queue slot, from `turn`, as it would have.
+// as issued, and frees its queue slot, from `turn`, as it would have. Where a write pushed
+// earlier on this cycle went ahead for that turn already, this one's is the turn after, decided
+// as surely (a write pushed on the next cycle sorts after it): it goes ahead for that one.
 bool DmaEngine::issue_ahead(uint64_t turn) {
-  if (s_write->size() != 1 || turn <= ahead_cycle_) return false;
-  DmaWrite& w = s_write->front();
+  if (writes_.size() != 1 || turn < ahead_cycle_) return false;
+  DmaWrite& w = writes_.front();
   if (turn != clock_.now() + 1 || !clock_.on_edge()) return false;
+  const uint64_t go = turn == ahead_cycle_ ? turn + 1 : turn;  // behind the one issued for `turn`
+  // Not one pushed after all where it sorts before that one (a rank guard broke its promise,
+  // check_ahead_order): its turn waits, as such a write's always did.
+  if (go != turn && (pending_count_ == 0 || writes_.front_order() < pending_[pending_count_ - 1].order)) return false;
   if (w.source != DmaSource::cqe && !may_go_ahead(w)) return false;  // a CQE needs no guard
   if (credits.size() && !credits->can_post(w.bytes())) return false;
-  send_head_ahead(turn, clock_.period());  // on an edge: the next edge is one period away
-  if (!issue_waiters_.empty()) write_wakeup_.wake(turn);  // released on that turn, as they would be
+  send_head_ahead(go, go == turn ? clock_.period() : clock_.until(go));  // on an edge: the next is a period away
+  if (!issue_waiters_.empty()) write_wakeup_.wake(pending_[0].cycle);  // released on that turn, as they would be
   return true;
 }
 
@@ -182,29 +189,37 @@ bool DmaEngine::ranks_before_done(DmaSource source) {
 // requester's outbox before the responder's), would have left first. Issuing ahead never lets that
 // happen (the rank guards), so this is the check that they keep their promise.
 void DmaEngine::check_ahead_order(uint64_t turn) {
-  if (s_write->empty() || s_write->head_ready_cycle() != turn || s_write->front_order() >= ahead_order_) return;
+  const Ahead* ahead = nullptr;
+  for (uint32_t i = 0; i < pending_count_; ++i)
+    if (pending_[i].cycle == turn) ahead = &pending_[i];
+  if (!ahead || writes_.empty() || writes_.head_ready_cycle() != turn || writes_.front_order() >= ahead->order)
+    return;
   ++ahead_order_breaks_;
   log::error("DMA write of source {} pushed for cycle {} after a write of source {} was issued ahead for it: "
              "a rank guard was wrong",
-             int(s_write->front().source), turn - 1, int(ahead_order_ >> 32));  // the rank is the source
+             int(writes_.front().source), turn - 1, int(ahead->order >> 32));  // the rank is the source
 }
 
 // The queue's head goes on the link now, entering it `delay` from now, at `turn`'s edge.
 void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
-  count_ahead_issued(turn - 1);  // a write issued ahead for this cycle counts as issued before this one
+  count_ahead_issued(clock_.now());  // a write issued ahead for this cycle counts as issued before this one
+  prev_ahead_cycle_ = ahead_cycle_;
   ahead_cycle_ = turn;
-  ahead_seq_ = s_write->front_seq();
-  // Pushed on an earlier cycle (credits back between edges), no push for its turn goes before it.
-  const DmaSource source = s_write->front().source;
-  const bool pushed_before = s_write->head_ready_cycle() < turn;
-  ahead_order_ = pushed_before ? 0 : s_write->front_order();
+  assert(pending_count_ < pending_.size());
+  Ahead& ahead = pending_[pending_count_++];
+  ahead.cycle = turn;
+  ahead.seq = writes_.front_seq();
+  // Pushed on an earlier cycle (credits back between edges, or behind a write issued ahead), no
+  // push for its turn goes before it.
+  const DmaSource source = writes_.front().source;
+  const bool pushed_before = writes_.head_ready_cycle() < turn;
+  ahead.order = pushed_before ? 0 : writes_.front_order();
   if (source == DmaSource::eqe || source == DmaSource::msix) ++events_ahead_;
   const bool payload = source == DmaSource::recv_data || source == DmaSource::other;
-  if (payload && s_write->head_ready_cycle() == turn) ++payloads_ahead_;
-  ahead_pending_ = true;
+  if (payload && writes_.head_ready_cycle() == turn) ++payloads_ahead_;
   ++writes_ahead_;
-  send(s_write->front(), delay);
-  s_write->pop_ahead(turn);
+  send(writes_.front(), delay);
+  writes_.pop_ahead(turn);
 }
 
 // Credits came back between two edges to a channel that waited for them (the link tells only a
@@ -215,11 +230,11 @@ void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
 // places the write at that edge, after TLPs entering earlier. It goes on the link now, as a lone
 // CQE goes from its push, and counts as issued, and frees its slot, from that turn.
 bool DmaEngine::issue_on_return() {
-  if (s_write->empty() || clock_.on_edge()) return false;
+  if (writes_.empty() || clock_.on_edge()) return false;
   const uint64_t turn = clock_.now() + 1;
-  if (turn <= ahead_cycle_ || s_write->head_ready_cycle() > turn) return false;
-  DmaWrite& w = s_write->front();
-  if (s_write->head_ready_cycle() == turn && w.source != DmaSource::cqe) return false;
+  if (turn <= ahead_cycle_ || writes_.head_ready_cycle() > turn) return false;
+  DmaWrite& w = writes_.front();
+  if (writes_.head_ready_cycle() == turn && w.source != DmaSource::cqe) return false;
   if (!credits->can_post(w.bytes())) return false;
   send_head_ahead(turn, clock_.until(turn));
   if (!issue_waiters_.empty())
@@ -229,12 +244,20 @@ bool DmaEngine::issue_on_return() {
   return true;
 }
 
-// A write issued ahead counts as issued from its turn's cycle on; those waiting for it go then.
-void DmaEngine::count_ahead_issued(uint64_t now) {
-  if (!ahead_pending_ || now < ahead_cycle_) return;
-  ahead_pending_ = false;
-  note_issued(ahead_seq_);
+// A write issued ahead counts as issued from its turn's cycle on; those waiting for it go then
+// (for one still ahead, the channel wakes on its turn).
+inline void DmaEngine::count_ahead_issued(uint64_t now) {
+  if (pending_count_ == 0 || now < pending_[0].cycle) return;
+  note_issued(pending_[0].seq);
+  if (--pending_count_ != 0) {
+    pending_[0] = pending_[1];
+    if (now >= pending_[0].cycle) {
+      note_issued(pending_[0].seq);
+      pending_count_ = 0;
+    }
+  }
   release_issue_waiters();
+  if (pending_count_ != 0 && !issue_waiters_.empty()) write_wakeup_.wake(pending_[0].cycle);
 }
 
 void DmaEngine::settle_turn() {
@@ -243,8 +266,8 @@ void DmaEngine::settle_turn() {
   if (now <= ahead_cycle_) return;  // this cycle's turn was the write issued ahead's (or is to come)
   // Otherwise (hca.writes_ahead off, or not a lone CQE) the turn itself runs now, if it is due,
   // has not run, and will issue (not held for credits).
-  if (!s_write->ready(now)) return;
-  if (credits.size() && !credits->can_post(s_write->front().bytes())) return;
+  if (!writes_.ready(now)) return;
+  if (credits.size() && !credits->can_post(writes_.front().bytes())) return;
   if (!write_wakeup_.claim_cycle()) return;  // off an edge, or the turn has run
   write_turn(now);
   wake_for_head(now);
@@ -255,6 +278,7 @@ void DmaEngine::settle_turn() {
 void DmaEngine::note_issued(uint64_t seq) {
   if (seq != issued_prefix_ + 1) return issued_ahead_.push_back(seq);
   ++issued_prefix_;
+  if (issued_ahead_.empty()) return;  // the usual case: writes leave in push order
   for (auto it = std::find(issued_ahead_.begin(), issued_ahead_.end(), issued_prefix_ + 1); it != issued_ahead_.end();
        it = std::find(issued_ahead_.begin(), issued_ahead_.end(), issued_prefix_ + 1)) {
     issued_ahead_.erase(it);
@@ -279,7 +303,7 @@ void DmaEngine::read(uint64_t addr, uint8_t* out, uint32_t len, bool fence, Read
 void DmaEngine::when_issued(uint64_t mark, std::function<void()> then) {
   if (mark <= writes_issued()) return then();
   issue_waiters_.push_back(IssueWaiter{mark, std::move(then)});
-  if (ahead_pending_) write_wakeup_.wake(ahead_cycle_);  // the turn that counts it releases them
+  if (pending_count_ != 0) write_wakeup_.wake(pending_[0].cycle);  // the turn that counts it releases them
 }
 
 void DmaEngine::release_issue_waiters() {

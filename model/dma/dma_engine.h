@@ -160,7 +160,7 @@ class DmaEngine : public sc_core::sc_module {
   // turn comes first. A block asking what has been issued runs a due turn that has not run yet,
   // or counts the write issued ahead for this cycle.
   void settle_turn();
-  void count_ahead_issued(uint64_t now);
+  [[gnu::always_inline]] inline void count_ahead_issued(uint64_t now);
   void wake_for_head(uint64_t now);  // for the next turn the queue's head may take
   bool turn_finds_no_credits(uint64_t turn);  // known now: that turn would stall
   void end_of_elaboration() override;
@@ -183,6 +183,7 @@ class DmaEngine : public sc_core::sc_module {
 
   const SimClock& clock_;
   Wakeup write_wakeup_;
+  Stream<DmaWrite>& writes_;  // s_write's stream, which it owns (asked many times a write: no port call)
   tlm::tlm_generic_payload write_tx_;  // reused: constructing a payload per write costs an allocation
   PostedTag write_tag_;  // write_tx_'s extension for the engine's life (set once, not per write)
   ActionQueue completions_{"read_completions"};  // reads, answered on the edge their data is usable
@@ -212,10 +213,22 @@ class DmaEngine : public sc_core::sc_module {
   bool held_for_credits_ = false;  // a turn has found no credits since the queue last emptied
   uint64_t turns_slept_ = 0;
   uint64_t slept_turn_ = 0;  // the last turn counted as slept through
-  // The write issued ahead for the turn of ahead_cycle_ (pending: not yet counted as issued).
-  uint64_t ahead_cycle_ = 0, ahead_seq_ = 0;
-  uint64_t ahead_order_ = 0;  // its same-cycle order (0: pushed before its turn's cycle, nothing sorts before)
-  bool ahead_pending_ = false;
+  // The turns of the last write issued ahead and of the one before it: a write pushed behind one
+  // issued ahead for the next edge goes ahead too, for the turn after, so two may be on the link
+  // before their turns (the turns of the next two edges).
+  uint64_t ahead_cycle_ = 0, prev_ahead_cycle_ = 0;
+  // Those not yet counted as issued (at most those two), oldest first.
+  struct Ahead {
+    uint64_t cycle = 0, seq = 0;
+    uint64_t order = 0;  // its same-cycle order (0: pushed before its turn's cycle, nothing sorts before)
+  };
+  std::array<Ahead, 2> pending_{};
+  uint32_t pending_count_ = 0;
+  // The first turn from `turn` on that no write issued ahead has taken.
+  uint64_t free_turn(uint64_t turn) const {
+    while (turn == prev_ahead_cycle_ || turn == ahead_cycle_) ++turn;
+    return turn;
+  }
   uint64_t writes_ahead_ = 0, events_ahead_ = 0, events_held_ = 0, ahead_order_breaks_ = 0, payloads_ahead_ = 0;
   static constexpr size_t kRanks = 8;                   // DmaSource values, 1..7
   std::array<std::function<bool()>, kRanks> rank_guards_;
