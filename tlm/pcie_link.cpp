@@ -122,13 +122,6 @@ void PcieLink::passed(Direction& d, size_t write_index, const Placed& moved, con
 
 bool PcieLink::Credits::can_post(uint64_t bytes) const { return fits(headers(bytes), data_credits(bytes)); }
 
-bool PcieLink::Credits::fits(uint32_t headers, uint32_t data) const {
-  returns_.apply_due([this](const Amount& a) { release(a); });
-  const bool ok = room_for(ph_used_, pd_used_, headers, data);
-  if (!ok) returns_.want_wake();
-  return ok;
-}
-
 bool PcieLink::Credits::has_room(uint64_t bytes) const {
   returns_.apply_due([this](const Amount& a) { release(a); });
   return room_for(ph_used_, pd_used_, headers(bytes), data_credits(bytes));

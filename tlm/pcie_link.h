@@ -195,7 +195,13 @@ class PcieLink : public sc_core::sc_module, public PendingWritesIf, public Poste
     bool can_post(uint64_t bytes) const override;
     bool can_post_by(uint64_t bytes, const sc_core::sc_time& at) const override;
     bool has_room(uint64_t bytes) const override;
-    bool fits(uint32_t headers, uint32_t data) const;  // can_post, in credits
+    // can_post, in credits. Inline: asked twice a write (the DMA engine's question, the link's take).
+    bool fits(uint32_t headers, uint32_t data) const {
+      returns_.apply_due([this](const Amount& a) { release(a); });
+      if (room_for(ph_used_, pd_used_, headers, data)) return true;
+      returns_.want_wake();
+      return false;
+    }
     // Whether a TLP needing `headers` and `data` posted credits fits beside those in use.
     bool room_for(uint32_t ph_used, uint32_t pd_used, uint32_t headers, uint32_t data) const {
       return ph_used + headers <= ph_ && pd_used + data <= pd_;

@@ -17,6 +17,7 @@ class SkidBuffer {
  public:
   static constexpr uint32_t kDepth = 2;
   bool empty() const { return size_ == 0; }
+  uint32_t size() const { return size_; }
   // Whether an item put before `cycle` leaves on it.
   bool ready(uint64_t cycle) const { return size_ != 0 && slots_[head_].cycle < cycle; }
   // Whether a slot takes an item on `cycle`: those popped on it are not free until the next.

@@ -196,9 +196,9 @@ void CqWriterPipeline::settle_for_query(uint64_t now) {
 // log is on, whose lines carry the time they are written), nor when it would ask for the consumer
 // index (the CQ looks full), which holds the completions behind it.
 bool CqWriterPipeline::completion_acts_unseen(uint32_t cqn) const {
-  if (log::enabled(log::Cat::cq) || !cq_exists(cqn)) return false;
+  if (log::enabled(log::Cat::cq) || cqn >= table_.size()) return false;
   const CqContext& cq = table_[cqn];
-  return cq.state != CqState::error && !looks_full(cq);
+  return cq.valid && cq.state != CqState::error && !looks_full(cq);
 }
 
 // Completions waiting in s_cpl may be taken on cycles the writer does not wake for (act() runs
@@ -211,7 +211,7 @@ bool CqWriterPipeline::completion_takes_unseen() const {
 }
 
 bool CqWriterPipeline::skids_empty() const {
-  return dma_skid_.empty() && event_skid_.empty() && ci_skid_.empty() && ins_skid_.empty();
+  return (dma_skid_.size() | event_skid_.size() | ci_skid_.size() | ins_skid_.size()) == 0;  // one test
 }
 
 bool CqWriterPipeline::pipeline_empty() const {
@@ -246,8 +246,7 @@ uint64_t CqWriterPipeline::next_busy_cycle(uint64_t now) {
   // The likeliest first (a flood keeps completions waiting and the DMA skid buffer full). A
   // completion waiting while the replay buffer is full is not taken on the next edge; one taken
   // unseen (completion_takes_unseen) is taken in the catch-up of the wake for its act.
-  if (!dma_skid_.empty() || !event_skid_.empty() || !ci_skid_.empty() || !ins_skid_.empty() || !s_arm.empty() ||
-      !s_ctl.empty() || !s_ci.empty() || !s_access_error.empty() || !wheel_.idle() ||
+  if (!skids_empty() || (s_arm.size() | s_ctl.size() | s_ci.size() | s_access_error.size()) != 0 || !wheel_.idle() ||
       cycles_since_reset(now + 1) < cfg_.num_cqs ||
       (!s_cpl.empty() && replay_.size() < kReplayDepth && !completion_takes_unseen()))
     return now + 1;
@@ -343,16 +342,21 @@ CqWriterPipeline::Op CqWriterPipeline::select(uint64_t c, const TimerWheel::Outp
     op.cqn = s_access_error.pop(c);
   } else if (s_ci.ready(c)) {
     op.kind = Kind::ci_response;
-    op.ci = s_ci.pop(c);
-    op.cqn = op.ci.cqn;
+    const CiResponse ci = s_ci.pop(c);
+    op.cqn = ci.cqn;
+    op.value = ci.ci;
+    op.ok = ci.ok;
   } else if (wheel.exp_valid) {
     op.kind = Kind::expiry;
     op.cqn = wheel.exp_cqn;
-    op.tick = wheel.exp_tick;
+    op.value = wheel.exp_tick;
   } else if (s_arm.ready(c)) {
     op.kind = Kind::arm;
-    op.arm = s_arm.pop(c);
-    op.cqn = op.arm.cqn;
+    const ArmRequest arm = s_arm.pop(c);
+    op.cqn = arm.cqn;
+    op.sn = arm.sn;
+    op.cmd = arm.cmd;
+    op.value = arm.ci;
   } else if (!waiting_ci_ && resizing_ == 0 && issued_ < replay_.size()) {
     op.kind = Kind::completion;
     op.cqn = replay_.at(issued_++).cqn;
@@ -365,13 +369,13 @@ void CqWriterPipeline::perform(const Op& op, uint64_t c) {
     case Kind::none: break;
     case Kind::control: apply_control(controls_[op.control], c); break;
     case Kind::access_error: apply_access_error(op.cqn, c); break;
-    case Kind::ci_response: apply_ci_response(op.ci, c); break;
+    case Kind::ci_response: apply_ci_response(CiResponse{op.cqn, op.value, op.ok}, c); break;
     case Kind::expiry:
-      if (op.tick == last_expiry_tick_) ++coverage_.same_tick;
-      last_expiry_tick_ = op.tick;
+      if (op.value == last_expiry_tick_) ++coverage_.same_tick;
+      last_expiry_tick_ = op.value;
       expire(op.cqn, c);
       break;
-    case Kind::arm: apply_arm(op.arm, c); break;
+    case Kind::arm: apply_arm(ArmRequest{op.cqn, op.sn, op.cmd, op.value}, c); break;
     case Kind::completion:
       assert(!replay_.empty());
       if (apply_completion(replay_.front(), c)) retire_head(c);

@@ -52,7 +52,7 @@
 
 namespace vhca {
 
-class CqWriterPipeline : public CqWriterCore {
+class CqWriterPipeline final : public CqWriterCore {
  public:
   static constexpr size_t kReplayDepth = 4;
   CqWriterPipeline(const CqeWriterConfig& cfg, double clock_mhz);
@@ -94,16 +94,19 @@ class CqWriterPipeline : public CqWriterCore {
 
  private:
   enum class Kind : uint8_t { none, control, access_error, ci_response, expiry, arm, completion };
-  // A stage's item. It moves from stage to stage every cycle, so a control op (the largest item,
-  // and rare) waits in controls_ and the stage holds its slot.
+  // A stage's item. It moves from stage to stage every cycle, so it is kept small (16 bytes): a
+  // control op (the largest item, and rare) waits in controls_ and the stage holds its slot; an
+  // arm or a consumer-index response keeps its fields here, around the CQ number.
   struct Op {
     Kind kind = Kind::none;
     uint8_t control = 0;  // control: its slot in controls_
-    ArmRequest arm;
-    CiResponse ci;
-    uint32_t cqn = 0;   // the CQ whose context it reads
-    uint32_t tick = 0;  // expiry: the wheel's tick
+    uint8_t sn = 0;       // arm: its sequence number
+    ArmCmd cmd = ArmCmd::next;  // arm
+    bool ok = true;       // consumer-index response: the doorbell record was read
+    uint32_t cqn = 0;     // the CQ whose context it reads
+    uint32_t value = 0;   // expiry: the wheel's tick; arm, consumer-index response: the index
   };
+  static_assert(sizeof(Op) == 16, "a stage's item is copied every cycle: keep it small");
   struct Insert {
     uint32_t cqn = 0;
     uint32_t deadline = 0;  // a tick, modulo 16,384
