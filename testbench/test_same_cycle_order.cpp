@@ -346,3 +346,20 @@ TEST_CASE("a write pushed behind one issued ahead goes ahead for the edge after:
     CHECK(dma.ahead_order_breaks() == 0);
   });
 }
+
+// A producer pushing several items at once tells the consumer of the first only, where the consumer
+// says it finds the rest when it acts for that one (the pipelined CQ writer, Stream::finds_batches);
+// to any other consumer push_untold is a push like any other. The items are queued either way.
+TEST_CASE("push_untold tells only a consumer that does not find batches") {
+  Stream<Item> s("batch", 4);
+  std::vector<uint64_t> told;
+  s.on_data = [&](uint64_t c) { told.push_back(c); };
+  s.push({0, 'a'}, 10);
+  s.push_untold({0, 'b'}, 11);
+  CHECK(told == std::vector<uint64_t>{11, 12});
+  s.finds_batches = true;
+  s.push_untold({0, 'c'}, 12);
+  CHECK(told == std::vector<uint64_t>{11, 12});
+  CHECK(s.pushed() == 3);
+  CHECK(drain_names(s, 13) == "abc");
+}

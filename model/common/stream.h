@@ -120,6 +120,11 @@ class Stream : public StreamBase {
   void push(T&& value, uint64_t cycle, uint32_t tiebreak = 0, uint32_t producer = 0) {
     put(std::move(value), cycle, tiebreak, producer);
   }
+  // A single producer pushing several items at once, later cycles after earlier ones (the
+  // completion arbiter's burst pushed ahead), tells the consumer of the first only, where the
+  // consumer says it finds the rest when it acts for that one (finds_batches: the pipelined CQ
+  // writer computes its next cycle from all it has queued). Else a push like any other.
+  void push_untold(const T& value, uint64_t cycle) { put(value, cycle, 0, 0, !finds_batches); }
   // The head's place in push order (1 for the first item ever pushed): same-cycle items may leave
   // in another order than they came (push), and a mark taken as pushed() names them all.
   uint64_t front_seq() const { return items_.front().seq; }
@@ -178,6 +183,7 @@ class Stream : public StreamBase {
 
   // The consumer's wake-up: one consumer per stream, set by the block that owns the stream.
   std::function<void(uint64_t cycle)> on_data;
+  bool finds_batches = false;  // set by that block: push_untold needs no on_data
   // A lazy consumer's catch-up (the pipelined CQ writer may take an item on a cycle it did not
   // wake for): while *settle_owed is set, called before a push would be refused or would set a
   // new high-water mark, so that the pops the consumer owes for cycles before `cycle` are done
@@ -200,7 +206,7 @@ class Stream : public StreamBase {
   };
   // The item is copied or moved straight into its slot (a slot keeps its buffers from last time).
   template <typename U>
-  void put(U&& value, uint64_t cycle, uint32_t tiebreak, uint32_t producer) {
+  void put(U&& value, uint64_t cycle, uint32_t tiebreak, uint32_t producer, bool tell = true) {
     // A new high-water mark is recorded from the exact fill (the consumer's owed pops done): the
     // slots in use on this cycle, a slot freed on it included (it is not reusable until the next),
     // so the mark does not depend on whether the consumer ran before this producer.
@@ -221,7 +227,7 @@ class Stream : public StreamBase {
     if (marking)
       if (const size_t fill = occupied(cycle); fill > high_water_) high_water_ = fill;
     if (on_push.registered()) on_push(items_.at(i).value, cycle);
-    if (on_data) on_data(cycle + 1);
+    if (tell && on_data) on_data(cycle + 1);
   }
   // The rarer halves of put(), out of line so that a push stays small.
   static bool goes_after(const Slot& a, const Slot& b) { return a.cycle == b.cycle && a.order > b.order; }

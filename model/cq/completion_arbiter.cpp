@@ -210,7 +210,7 @@ void CompletionArbiter::step() {
   if (at_once_open(now)) take_back_at_once(false);  // they waited for this turn: it passes them on
   in_step_ = true;
   const bool transport_was_full = transport_.size() >= cfg_.transport_depth;
-  bool held = false;
+  bool held = false, pushed = false;
   for (;;) {
     const bool from_transport = !transport_.empty(), from_injection = injection_due(now);
     if (!from_transport && !from_injection) break;
@@ -231,8 +231,9 @@ void CompletionArbiter::step() {
       injection_held_since_ = UINT64_MAX;
     }
     if (from_transport && from_injection) transport_turn_ = !take_transport;
+    pushed = true;
   }
-  if (!held) push_ahead(now);
+  if (!held) push_ahead(now, pushed);
   in_step_ = false;
   // A slot freed on this cycle is the transport's from the next.
   if (transport_was_full && transport_.size() < cfg_.transport_depth) space_.notify(clock_.until(now + 1));
@@ -248,13 +249,18 @@ void CompletionArbiter::step() {
 // room and marked nothing. A transport record put before one of those turns, or an injection
 // given for an earlier cycle than one pushed, takes back those whose turns have not run
 // (take_back_ahead), and the turns run as usual. Not while a record pushed early or at once waits
-// for its turn (both are taken back from the end of s_cpl).
-void CompletionArbiter::push_ahead(uint64_t now) {
+// for its turn (both are taken back from the end of s_cpl). The writer is told of the first record
+// of the turn's pushes only (`told`: one was pushed for this turn): it finds the rest when it acts
+// for that one (Stream::push_untold).
+void CompletionArbiter::push_ahead(uint64_t now, bool told) {
   if (!cfg_.pass_on_early || !transport_.empty() || early_cycle_ != UINT64_MAX || at_once_open(next_turn())) return;
   while (!injections_.empty()) {
     const uint64_t due = injections_.front().first;
     if (due <= now || due > now + cfg_.ahead_cycles || !m_cpl->fits_below_mark(due)) break;
-    m_cpl->push(injections_.front().second, due);
+    if (told)
+      m_cpl->push_untold(injections_.front().second, due);
+    else
+      m_cpl->push(injections_.front().second, due), told = true;
     injections_.pop_front();
     ahead_.append() = due;
     ++injected_;

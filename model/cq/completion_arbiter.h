@@ -85,7 +85,7 @@ class CompletionArbiter : public sc_core::sc_module, public CompletionPutIf, pub
   void settle_ahead(uint64_t final_before) {
     while (!ahead_.empty() && ahead_.front() < final_before) ahead_.pop_front();
   }
-  void push_ahead(uint64_t now);
+  void push_ahead(uint64_t now, bool told);
   void take_back_ahead(uint64_t from);
   uint64_t ahead_open_from(uint64_t turn) const;
   bool passes_on_at_once(uint64_t turn) const;

@@ -121,6 +121,9 @@ class CqWriterEngine {
   // can take it later, in act(), with the same result (a lone input into an idle pipelined writer);
   // UINT64_MAX where a wake-up already asked, still to act, will see it.
   virtual uint64_t input_wake(uint64_t ready) { return ready; }
+  // Whether, told of the first of several completions pushed at once (Stream::push_untold), it
+  // finds the rest when it acts for that one: its next cycle is computed from all it has queued.
+  virtual bool finds_batches() const { return false; }
   // Called before a producer looks at an input's fill (`cycle`: the producer's): an engine that
   // owes pops of cycles before it does them first, so a producer never sees an item the engine
   // had taken.

@@ -60,6 +60,7 @@ class CqWriterPipeline final : public CqWriterCore {
   bool act(uint64_t now) override;
   uint64_t next_cycle(uint64_t now) override;
   uint64_t input_wake(uint64_t ready) override;
+  bool finds_batches() const override { return true; }  // next_cycle looks at all of s_cpl
   void settle(uint64_t cycle) override;
   void settle_for_query(uint64_t now) override;
   bool holds_outputs() const override { return true; }  // its skid buffers hold stage 3

@@ -23,6 +23,7 @@ CqeWriter::CqeWriter(const sc_core::sc_module_name& name, const SimClock& clock,
     if (const uint64_t wake = engine_->input_wake(ready); wake != UINT64_MAX) wakeup_.wake(wake);
   };
   auto settle = [this](uint64_t c) { engine_->settle(c); };
+  engine_->s_cpl.finds_batches = engine_->finds_batches();
   engine_->s_cpl.on_data = engine_->s_arm.on_data = engine_->s_ctl.on_data = engine_->s_ci.on_data =
       engine_->s_access_error.on_data = input_wake;
   engine_->s_cpl.settle = engine_->s_arm.settle = engine_->s_ctl.settle = engine_->s_ci.settle =
