@@ -17,9 +17,8 @@ PcieLink::PcieLink(const sc_core::sc_module_name& name, const PcieLinkConfig& cf
       wire_time_(1000.0, cfg.gbytes_per_s),  // bytes / (GB/s) = ns
       dir_{{cfg.up_posted_headers, cfg.up_posted_data, cfg.up_nonposted_headers, cfg.max_payload, cfg.latency},
            {cfg.down_posted_headers, cfg.down_posted_data, cfg.down_nonposted_headers, cfg.max_payload, cfg.latency}} {
-  up_in.register_b_transport(this, &PcieLink::up_transport);
-  up_in.register_nb_transport_fw(this, &PcieLink::up_nb_transport);
-  down_in.register_b_transport(this, &PcieLink::down_transport);
+  up_in.bind(up_entry_);
+  down_in.bind(down_entry_);
   up_out.register_invalidate_direct_mem_ptr(this, &PcieLink::invalidate_up_dmi);
   up_pending.bind(*this);
   down_resume.bind(*this);
@@ -173,8 +172,6 @@ uint32_t PcieLink::Credits::take_posted_ahead(uint64_t bytes, const sc_time& ent
   return h;
 }
 
-void PcieLink::up_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(0, tx, delay); }
-void PcieLink::down_transport(tlm::tlm_generic_payload& tx, sc_time& delay) { transport(1, tx, delay); }
 
 // Honours the annotated delay: the transaction enters the link at now + delay. A posted write
 // returns at once with the delay unchanged; a read consumes it (it waits until its completion,
@@ -232,9 +229,10 @@ void PcieLink::transport(int dir, tlm::tlm_generic_payload& tx, sc_time& delay) 
 
 // Upstream reads without a thread: accepted at once (END_REQ), answered with BEGIN_RESP on the
 // backward path, its annotated delay saying when the completion arrives.
-tlm::tlm_sync_enum PcieLink::up_nb_transport(tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_time& delay) {
-  if (phase != tlm::BEGIN_REQ || tx.is_write()) {
-    log::error("{}: only reads may use the non-blocking path (phase {})", up_in.name(), int(phase));
+tlm::tlm_sync_enum PcieLink::nb_transport(int dir, tlm::tlm_generic_payload& tx, tlm::tlm_phase& phase, sc_time& delay) {
+  if (dir != 0 || phase != tlm::BEGIN_REQ || tx.is_write()) {
+    log::error("{}: only upstream reads may use the non-blocking path (phase {})", dir == 0 ? up_in.name() : down_in.name(),
+               int(phase));
     tx.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
     return tlm::TLM_COMPLETED;
   }
