@@ -21,13 +21,14 @@ class CqWriterCore : public CqWriterEngine {
   bool act(uint64_t now) override;
   uint64_t next_cycle(uint64_t now) override;
   CqContext context(uint32_t cqn) const override { return table_.at(cqn); }
-  bool cq_exists(uint32_t cqn) const override { return cqn < table_.size() && table_[cqn].valid; }
+  // Final: asked on every record, called straight from this class's own rules.
+  bool cq_exists(uint32_t cqn) const final { return cqn < table_.size() && table_[cqn].valid; }
   void reset() override;
 
  protected:
   // Hooks the pipelined writer (CqWriterPipeline) overrides: where outputs go, which completion
-  // is the head one, the CQE timestamp and the moderation timer. Everything else - the rules of
-  // every action on a CQ context - is this class's and serves both.
+  // is the head one and the moderation timer. Everything else - the rules of every action on a
+  // CQ context - is this class's and serves both.
   // A CQE's DMA write is built where it goes (the pipelined writer's skid buffer; here a scratch
   // write, pushed when built): one copy of it fewer on the hottest path.
   virtual DmaWrite& dma_slot(uint64_t) { return scratch_dma_; }
@@ -36,7 +37,8 @@ class CqWriterCore : public CqWriterEngine {
   virtual void emit_ci_request(const CiRequest& r, uint64_t now) { m_ci_req->push(r, now); }
   virtual const CompletionRecord* head_completion() { return s_cpl.empty() ? nullptr : &s_cpl.front(); }
   virtual void retire_head(uint64_t now) { s_cpl.pop(now); }
-  virtual uint64_t timestamp(uint64_t now) const { return now; }
+  // A CQE's timestamp: the cycle its writer acts on (the pipelined writer's stage 3, as the RTL's).
+  static uint64_t timestamp(uint64_t now) { return now; }
   // The deadline of the period that began at cq.timer_start (non-zero), and whether it has passed.
   virtual uint64_t period_deadline(const CqContext& cq) const { return cq.timer_start + period_cycles(cq); }
   // Exactly the period's length after its start.
