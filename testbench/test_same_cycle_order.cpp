@@ -112,6 +112,25 @@ TEST_CASE("two items taken ahead on consecutive cycles both hold their slots") {
   CHECK(s.high_water() == 2);
 }
 
+// The DMA engine takes a write ahead for the edge after the next, behind one for the next, while
+// one taken before still counts as popped on this cycle: all three hold their slots on it (a
+// stream that kept two let a fourth push in one early and marked its high water one short; a
+// review found it).
+TEST_CASE("three items taken ahead, one counted as popped on this cycle and two for the next edges, all hold their slots") {
+  Stream<Item> s("ahead3", 4);
+  s.push({0, 'w'}, 19);
+  s.pop_ahead(20);  // counts as popped on 20
+  s.push({0, 'x'}, 20);
+  s.pop_ahead(21);
+  s.push({0, 'y'}, 20);
+  s.pop_ahead(22);  // behind x, for the edge after
+  REQUIRE(s.can_push(20));
+  s.push({0, 'z'}, 20);
+  CHECK_FALSE(s.can_push(20));  // w (popped on 20), x, y and z use all four slots on 20
+  CHECK(s.high_water() == 4);
+  CHECK(s.can_push(21));  // w's slot is free from 21
+}
+
 // Two producers and one slot left: with a count shared by every producer, the first to ask on the
 // cycle took it, so which one waited depended on which SystemC ran first. Each producer's pushes
 // are admitted against its own items: both orders admit the same pushes, and a pop frees a slot
@@ -247,15 +266,19 @@ TEST_CASE("rank guards: a payload write goes ahead only on the word of every ear
     CHECK(dma.payloads_issued_ahead() == ahead0 + 3);
     CHECK(dma.s_write->empty());
     const uint64_t breaks1 = dma.ahead_order_breaks();
-    dma.s_write->push(write_to(buf + 1536, DmaSource::other), c, 1);  // the same producer: no break
+    // The same producer: no break, and it goes ahead behind the first, for the turn after
+    // (decisions.md 52).
+    dma.s_write->push(write_to(buf + 1536, DmaSource::other), c, 1);
     CHECK(dma.ahead_order_breaks() == breaks1);
+    CHECK(dma.payloads_issued_ahead() == ahead0 + 4);
+    // The requester's, sorting before both: reported once.
     dma.s_write->push(write_to(buf + 1600, DmaSource::other), c, 0);
     CHECK(dma.ahead_order_breaks() == breaks1 + 1);
     wait_us(1);
     dma.set_rank_guard(DmaSource::other, [] { return false; });
     sys().wait_cycle(sys().cycle() + 1);
     dma.s_write->push(write_to(buf + 1088, DmaSource::other), sys().cycle());
-    CHECK(dma.payloads_issued_ahead() == ahead0 + 3);
+    CHECK(dma.payloads_issued_ahead() == ahead0 + 4);
     CHECK(dma.s_write->size() == 1);
     dma.set_rank_guard(DmaSource::other, std::move(outboxes));
     wait_us(1);

@@ -158,7 +158,8 @@ class Stream : public StreamBase {
     const bool was_full = head_was_full(cycle - 1);
     if (shared_) share_taken_ahead();
     items_.pop_front();
-    prev_ahead_end_ = ahead_end_;  // the one taken ahead for the turn before may still hold its slot
+    prev2_ahead_end_ = prev_ahead_end_;  // those taken ahead for the turns before may still hold their slots
+    prev_ahead_end_ = ahead_end_;
     ahead_end_ = cycle + 1;
     slot_freed(cycle, was_full);
   }
@@ -177,7 +178,7 @@ class Stream : public StreamBase {
   void clear() {
     items_.clear();
     popped_ = 0;
-    ahead_end_ = prev_ahead_end_ = 0;
+    ahead_end_ = prev_ahead_end_ = prev2_ahead_end_ = 0;
     counting_ = false;
   }
 
@@ -260,7 +261,7 @@ class Stream : public StreamBase {
     if (items_.size() + held_ahead(cycle) < depth_)
       on_space(cycle + 1);
     else if (items_.size() < depth_)
-      on_space(cycle < prev_ahead_end_ ? prev_ahead_end_ : ahead_end_);  // an item taken ahead frees its slot then
+      on_space(cycle < prev2_ahead_end_ ? prev2_ahead_end_ : cycle < prev_ahead_end_ ? prev_ahead_end_ : ahead_end_);  // an item taken ahead frees its slot then
     else
       refused_ = true;
     return false;
@@ -270,11 +271,13 @@ class Stream : public StreamBase {
   size_t occupied(uint64_t cycle) const {
     return items_.size() + (popped_cycle_ == cycle ? popped_ : 0) + held_ahead(cycle);
   }
-  // Items are taken ahead for the next turns, at most two at a time (the DMA engine's: the one for
-  // the next edge, and one behind it for the edge after), so on any cycle at most two still hold
-  // their slots.
-  // (prev_ahead_end_ < ahead_end_ once both are set: one comparison where nothing is taken ahead.)
-  size_t held_ahead(uint64_t cycle) const { return cycle < ahead_end_ ? 1 + size_t(cycle < prev_ahead_end_) : 0; }
+  // Items are taken ahead for the next turns (the DMA engine's: the one for the next edge, and one
+  // behind it for the edge after), so on any cycle at most three still hold their slots: the one
+  // that counts as popped on it, and those for the next two.
+  // (prev2_ahead_end_ < prev_ahead_end_ < ahead_end_ once set: one comparison where nothing is taken ahead.)
+  size_t held_ahead(uint64_t cycle) const {
+    return cycle < ahead_end_ ? 1 + size_t(cycle < prev_ahead_end_) + size_t(cycle < prev2_ahead_end_) : 0;
+  }
   // A producer's slots on a stream several feed: its items, those of them popped on `cycle`, and
   // those taken ahead that still hold their slots.
   struct Share {
@@ -297,6 +300,7 @@ class Stream : public StreamBase {
   }
   __attribute__((noinline)) void share_taken_ahead() {
     const uint32_t producer = items_.front().producer;
+    prev2_ahead_producer_ = prev_ahead_producer_;
     prev_ahead_producer_ = ahead_producer_;
     ahead_producer_ = producer;
     if (!counting_) return;
@@ -324,7 +328,8 @@ class Stream : public StreamBase {
   }
   size_t held_ahead_by(uint64_t cycle, uint32_t producer) const {
     return size_t(cycle < ahead_end_ && ahead_producer_ == producer) +
-           size_t(cycle < prev_ahead_end_ && prev_ahead_producer_ == producer);
+           size_t(cycle < prev_ahead_end_ && prev_ahead_producer_ == producer) +
+           size_t(cycle < prev2_ahead_end_ && prev2_ahead_producer_ == producer);
   }
   size_t occupied_by(uint64_t cycle, uint32_t producer) const {
     if (!counting_) count_shares(cycle);
@@ -342,7 +347,9 @@ class Stream : public StreamBase {
     if (s.items + held_ahead_by(cycle, producer) < depth_)
       on_space(cycle + 1);
     else if (s.items < depth_)
-      on_space(cycle < prev_ahead_end_ && prev_ahead_producer_ == producer ? prev_ahead_end_ : ahead_end_);
+      on_space(cycle < prev2_ahead_end_ && prev2_ahead_producer_ == producer ? prev2_ahead_end_
+               : cycle < prev_ahead_end_ && prev_ahead_producer_ == producer ? prev_ahead_end_
+                                                                               : ahead_end_);
     else
       refused_ = true;
     return false;
@@ -354,11 +361,12 @@ class Stream : public StreamBase {
   mutable bool counting_ = false;
   bool shared_ = false;
   std::array<uint8_t, 4> popped_by_{};  // the producers of the items popped on popped_cycle_
-  uint32_t ahead_producer_ = 0, prev_ahead_producer_ = 0;
+  uint32_t ahead_producer_ = 0, prev_ahead_producer_ = 0, prev2_ahead_producer_ = 0;
   uint64_t popped_cycle_ = UINT64_MAX;  // slots freed on this cycle are not reusable until the next
   size_t popped_ = 0;
   uint64_t ahead_end_ = 0;  // the cycle after the one the last item taken ahead counts as popped on
   uint64_t prev_ahead_end_ = 0;  // the same for the one taken ahead before it
+  uint64_t prev2_ahead_end_ = 0;  // and for the one before that
   mutable bool refused_ = false;  // a producer found it full: the next pop wakes it
   SlotRing<Slot> items_;
 };

@@ -20,7 +20,8 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const SimClock& clock,
       wait_for_credits_on_(cfg.wait_for_credits) {
   write_tx_.set_extension(&write_tag_);
   writes_.on_data = [this](uint64_t c) {
-    if (c == ahead_cycle_ || c == prev_ahead_cycle_) check_ahead_order(c);
+    // A write pushed on the cycle a write issued ahead was (the latest pushed has the latest ready).
+    if (pending_count_ != 0 && pending_[pending_count_ - 1].ready == c) check_ahead_order(c);
     if (writes_ahead_on_ && issue_ahead(c)) return;
     // A write queued behind others changes no turn: the channel is woken for the head's turn
     // already (after each turn it wakes for the next head), or waits for the link's credits,
@@ -133,7 +134,8 @@ DmaEngine::~DmaEngine() { write_tx_.clear_extension(&write_tag_); }
 // `turn` would issue it, on that edge; so does the link, given the delay to that edge. It counts
 // as issued, and frees its queue slot, from `turn`, as it would have. Where a write pushed
 // earlier on this cycle went ahead for that turn already, this one's is the turn after, decided
-// as surely (a write pushed on the next cycle sorts after it): it goes ahead for that one.
+// as surely (a write pushed on the next cycle sorts after it): it goes ahead for that one. (With
+// the one issued for this cycle, three then hold their queue slots: Stream::held_ahead.)
 bool DmaEngine::issue_ahead(uint64_t turn) {
   if (writes_.size() != 1 || turn < ahead_cycle_) return false;
   DmaWrite& w = writes_.front();
@@ -188,16 +190,18 @@ bool DmaEngine::ranks_before_done(DmaSource source) {
 // issued ahead with a rank before it, or of its rank from a producer ordered before it (the
 // requester's outbox before the responder's), would have left first. Issuing ahead never lets that
 // happen (the rank guards), so this is the check that they keep their promise.
-void DmaEngine::check_ahead_order(uint64_t turn) {
-  const Ahead* ahead = nullptr;
+// (`ready`: the cycle a write pushed now is visible from; those issued ahead that were pushed on
+// this cycle too are the ones it may sort before.)
+void DmaEngine::check_ahead_order(uint64_t ready) {
+  if (writes_.empty() || writes_.head_ready_cycle() != ready) return;
+  const Ahead* passed = nullptr;
   for (uint32_t i = 0; i < pending_count_; ++i)
-    if (pending_[i].cycle == turn) ahead = &pending_[i];
-  if (!ahead || writes_.empty() || writes_.head_ready_cycle() != turn || writes_.front_order() >= ahead->order)
-    return;
+    if (pending_[i].ready == ready && writes_.front_order() < pending_[i].order && !passed) passed = &pending_[i];
+  if (!passed) return;
   ++ahead_order_breaks_;
   log::error("DMA write of source {} pushed for cycle {} after a write of source {} was issued ahead for it: "
              "a rank guard was wrong",
-             int(writes_.front().source), turn - 1, int(ahead->order >> 32));  // the rank is the source
+             int(writes_.front().source), ready - 1, int(passed->order >> 32));  // the rank is the source
 }
 
 // The queue's head goes on the link now, entering it `delay` from now, at `turn`'s edge.
@@ -209,14 +213,15 @@ void DmaEngine::send_head_ahead(uint64_t turn, const sc_core::sc_time& delay) {
   Ahead& ahead = pending_[pending_count_++];
   ahead.cycle = turn;
   ahead.seq = writes_.front_seq();
-  // Pushed on an earlier cycle (credits back between edges, or behind a write issued ahead), no
-  // push for its turn goes before it.
+  ahead.ready = writes_.head_ready_cycle();
+  // Pushed on an earlier cycle (credits back between edges), no later push goes before it; pushed
+  // on this one, a push of a lower order on it would (a rank guard's broken promise).
   const DmaSource source = writes_.front().source;
-  const bool pushed_before = writes_.head_ready_cycle() < turn;
-  ahead.order = pushed_before ? 0 : writes_.front_order();
+  const bool pushed_now = ahead.ready == clock_.now() + 1;
+  ahead.order = pushed_now ? writes_.front_order() : 0;
   if (source == DmaSource::eqe || source == DmaSource::msix) ++events_ahead_;
   const bool payload = source == DmaSource::recv_data || source == DmaSource::other;
-  if (payload && writes_.head_ready_cycle() == turn) ++payloads_ahead_;
+  if (payload && pushed_now) ++payloads_ahead_;
   ++writes_ahead_;
   send(writes_.front(), delay);
   writes_.pop_ahead(turn);

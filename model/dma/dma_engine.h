@@ -151,7 +151,7 @@ class DmaEngine : public sc_core::sc_module {
   bool issue_ahead(uint64_t turn);
   bool ranks_before_done(DmaSource source);  // every rank before it has pushed all it will now
   bool may_go_ahead(const DmaWrite& w);      // alone in the queue, pushed on this edge
-  void check_ahead_order(uint64_t turn);           // a push for a write issued ahead's turn
+  void check_ahead_order(uint64_t ready);          // a push on the cycle writes issued ahead were pushed
   // The queue's head, held for credits that came back before the next edge, goes on the link
   // now, entering it at that edge's turn.
   bool issue_on_return();
@@ -220,7 +220,8 @@ class DmaEngine : public sc_core::sc_module {
   // Those not yet counted as issued (at most those two), oldest first.
   struct Ahead {
     uint64_t cycle = 0, seq = 0;
-    uint64_t order = 0;  // its same-cycle order (0: pushed before its turn's cycle, nothing sorts before)
+    uint64_t ready = 0;  // the cycle its push made it visible from
+    uint64_t order = 0;  // its same-cycle order (0: pushed on an earlier cycle, nothing sorts before)
   };
   std::array<Ahead, 2> pending_{};
   uint32_t pending_count_ = 0;
